@@ -1,0 +1,573 @@
+package lang
+
+import (
+	"strings"
+	"time"
+)
+
+// Node is implemented by every node of the syntax tree.
+type Node interface {
+	// Range returns the source span the node was read from.
+	Range() Span
+}
+
+// Comment is one comment line, including its "#" or "//" marker.
+// BlankBefore records a blank line before it.
+type Comment struct {
+	Span
+	Text        string
+	BlankBefore bool
+}
+
+// Comments are the comments attached to a declaration, statement or field:
+// the lines just before it and the comment at the end of its last line.
+// BlankBefore records a blank line between the leading comments (or the
+// previous node) and the node itself, which the printer keeps.
+type Comments struct {
+	Leading     []Comment
+	Trailing    *Comment
+	BlankBefore bool
+}
+
+// Doc returns the leading comment lines without their markers, joined by
+// newlines: the node's documentation (a tool's or parameter's description).
+func (c *Comments) Doc() string {
+	if c == nil || len(c.Leading) == 0 || c.BlankBefore {
+		return ""
+	}
+	// Only the group of lines directly above the node documents it.
+	group := c.Leading
+	for i := len(group) - 1; i > 0; i-- {
+		if group[i].BlankBefore {
+			group = group[i:]
+			break
+		}
+	}
+	lines := make([]string, len(group))
+	for i, l := range group {
+		lines[i] = commentBody(l.Text)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func commentBody(text string) string {
+	switch {
+	case strings.HasPrefix(text, "//"):
+		text = text[2:]
+	case strings.HasPrefix(text, "#"):
+		text = text[1:]
+	}
+	return strings.TrimPrefix(text, " ")
+}
+
+// docComments turns a description into leading comment lines.
+func docComments(doc string) []Comment {
+	if strings.TrimSpace(doc) == "" {
+		return nil
+	}
+	var out []Comment
+	for _, line := range strings.Split(strings.TrimRight(doc, "\n"), "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" {
+			out = append(out, Comment{Text: "#"})
+		} else {
+			out = append(out, Comment{Text: "# " + line})
+		}
+	}
+	return out
+}
+
+// File is a parsed plan: the main plan of a .plan file or of a JSON document.
+type File struct {
+	Span
+	// Name is the file name given to the parser, used in diagnostics.
+	Name string
+	// Items are the declarations and steps in source order.
+	Items []Item
+	// Trailing holds comments after the last item.
+	Trailing []Comment
+	// InputValues holds the input given in a JSON context document, by
+	// field name; nil for .plan text.
+	InputValues map[string]any
+}
+
+// Item is a top-level declaration or a step.
+type Item interface {
+	Node
+	// Meta returns the comments attached to the item.
+	Meta() *Comments
+	itemNode()
+}
+
+// ModeDecl is `mode eager` or `mode lazy`.
+type ModeDecl struct {
+	Span
+	Comments
+	Mode *Ident
+}
+
+// PolicyDecl is `on failure abort|skip|continue|replan [max N]`: what the run
+// does when a step fails.
+type PolicyDecl struct {
+	Span
+	Comments
+	Action *Ident
+	// Max bounds the number of replans; nil when not given.
+	Max *Literal
+}
+
+// ApproveDecl is a top-level `approve ["message"]`: a person approves the
+// whole plan before any step runs.
+type ApproveDecl struct {
+	Span
+	Comments
+	Message *Literal // a string, or nil
+}
+
+// ImportDecl is `import "tools.json"`: tool signatures from a JSON file.
+type ImportDecl struct {
+	Span
+	Comments
+	Path *Literal
+}
+
+// TypeDecl is `type Name T`.
+type TypeDecl struct {
+	Span
+	Comments
+	Name *Ident
+	Type TypeExpr
+}
+
+// ToolDecl declares a tool: `tool name(param: T, opt?: T) -> T [attributes]`.
+// A declaration with no parameter list (`tool name`) says that the tool is
+// provided by the environment (a tools file or the runtime) and takes its
+// signature from there.
+type ToolDecl struct {
+	Span
+	Comments
+	Name *Ident
+	// HasSignature is false for `tool name` without a parameter list.
+	HasSignature bool
+	Params       []*FieldDecl
+	// Result is the output type, or nil when not declared (any).
+	Result TypeExpr
+	Attrs  []*ToolAttr
+	// InputSchema and OutputSchema keep the JSON Schemas a tool was imported
+	// from, so literals can be validated against every keyword (minimum,
+	// pattern, …), not only against the type the signature shows.
+	InputSchema  []byte
+	OutputSchema []byte
+}
+
+// ToolAttr is a tool attribute: an effect (`pure`, `idempotent`,
+// `irreversible`), `model` (the tool calls a language model), `latency D` or
+// `tokens N`.
+type ToolAttr struct {
+	Span
+	Name  *Ident
+	Value *Literal // the duration or count, or nil
+}
+
+// InputDecl is `input { field: T … }`: the fields the plan's input has.
+type InputDecl struct {
+	Span
+	Comments
+	Fields []*FieldDecl
+}
+
+// StateDecl is `state { slot: T … }`: the state schema. A field with a value
+// (`slot: T = v`) is a slot already written when the plan starts.
+type StateDecl struct {
+	Span
+	Comments
+	Fields []*FieldDecl
+}
+
+// PlanDecl is a sub-plan, callable like a tool:
+// `plan name(param: T) -> T { steps… output … }`.
+type PlanDecl struct {
+	Span
+	Comments
+	Name   *Ident
+	Params []*FieldDecl
+	Result TypeExpr // nil when not declared
+	Items  []Item
+	// Closing holds comments before the closing brace.
+	Closing []Comment
+}
+
+// OutputDecl is `output EXPR`: the plan's result.
+type OutputDecl struct {
+	Span
+	Comments
+	Value Expr
+}
+
+// Step is one call of the plan:
+//
+//	[label:] [for each x in LIST [max N]:] tool(arg: value, …) [-> †state.ok [|| †state.err]] [options]
+type Step struct {
+	Span
+	Comments
+	Label *Ident   // nil when not given
+	Each  *Each    // nil unless the step is a `for each`
+	Call  *Call    //
+	Out   *Outputs // nil when the result is not written
+	// Options are when, expect, retry, timeout, fallback, approve and
+	// result, in source order.
+	Options []Option
+}
+
+// Each is the `for each x in LIST [max N]:` clause of a step: the call runs
+// once per element of LIST, with †x naming the element, and the step's
+// output is the list of results.
+type Each struct {
+	Span
+	Var  *Ident
+	List Expr
+	Max  *Literal // nil when not given
+}
+
+// Call is a tool or sub-plan call with named arguments.
+type Call struct {
+	Span
+	Tool *Ident
+	Args []*Arg
+	// Multiline records that the arguments were written one per line, a
+	// layout the printer keeps.
+	Multiline bool
+}
+
+// Arg is one named argument.
+type Arg struct {
+	Span
+	Name  *Ident
+	Value Expr
+}
+
+// Outputs are the output paths of a step: `-> †state.ok` or
+// `-> †state.ok || †state.err`.
+type Outputs struct {
+	Span
+	Success *Ref
+	Error   *Ref // nil unless the `||` alternative is given
+}
+
+// Option is a step option.
+type Option interface {
+	Node
+	// Keyword returns the option's keyword, such as "retry".
+	Keyword() string
+	optionNode()
+}
+
+// WhenOption is `when EXPR`: the step runs only if EXPR is true.
+type WhenOption struct {
+	Span
+	Cond Expr
+}
+
+// ExpectOption is `expect EXPR`: a success criterion checked after the step.
+// EXPR is a boolean CEL expression, or a string that states the criterion
+// for an evaluator model.
+type ExpectOption struct {
+	Span
+	Cond Expr
+}
+
+// RetryOption is `retry N [backoff D]`.
+type RetryOption struct {
+	Span
+	Count   *Literal
+	Backoff *Literal // a duration, or nil
+}
+
+// TimeoutOption is `timeout D`.
+type TimeoutOption struct {
+	Span
+	Duration *Literal
+}
+
+// FallbackOption is `fallback tool(args…)`: called when the step's tool fails
+// after its retries; it writes to the same output paths.
+type FallbackOption struct {
+	Span
+	Call *Call
+}
+
+// ApproveOption is `approve ["message"]`: a person approves the step before
+// it runs.
+type ApproveOption struct {
+	Span
+	Message *Literal // a string, or nil
+}
+
+// ResultOption is `result EXPR`: the step's result is already known (a model
+// supplied it), so the tool is not called.
+type ResultOption struct {
+	Span
+	Value Expr
+}
+
+// Ident is a name: a label, a parameter, a type, or a tool name, which may
+// contain dots and hyphens (`math.sum`, `get-weather`).
+type Ident struct {
+	Span
+	Name string
+	// Quoted is set for a name written as a string ("Content-Type": …).
+	Quoted bool
+}
+
+// Expr is an argument value, a condition or an output expression.
+type Expr interface {
+	Node
+	exprNode()
+}
+
+// LitKind is the kind of a Literal.
+type LitKind uint8
+
+// The literal kinds.
+const (
+	LitNull LitKind = iota
+	LitBool
+	LitInt
+	LitFloat
+	LitString
+	LitDuration
+)
+
+// Literal is a constant. Value holds nil, a bool, an int64, a float64, a
+// string or a time.Duration.
+type Literal struct {
+	Span
+	Kind  LitKind
+	Value any
+	// Raw is the source text, which the printer keeps for numbers (1.50
+	// stays 1.50); it is empty for literals made from JSON.
+	Raw string
+}
+
+// Ref is a reference: †input.a.b, †state.x[0], or †item for the element of
+// a `for each`. $ may be written for †.
+type Ref struct {
+	Span
+	// ASCII records that the reference was written with $ instead of †.
+	ASCII bool
+	Root  *Ident
+	Path  []*PathElem
+}
+
+// PathElem is one step of a reference path: a field (.name or ["name"]) or
+// a list index ([0]).
+type PathElem struct {
+	Span
+	Field   string
+	Index   int
+	IsIndex bool
+	// Quoted records the ["name"] spelling of a field.
+	Quoted bool
+}
+
+// ListExpr is [a, b, …].
+type ListExpr struct {
+	Span
+	Elems     []Expr
+	Multiline bool
+}
+
+// ObjectExpr is {key: value, …}.
+type ObjectExpr struct {
+	Span
+	Fields    []*ObjectField
+	Multiline bool
+}
+
+// ObjectField is one key: value pair of an ObjectExpr.
+type ObjectField struct {
+	Span
+	Comments
+	Key   *Ident
+	Value Expr
+}
+
+// CELExpr is an expression in CEL (https://cel.dev), kept as source text.
+// References inside it are written as elsewhere (†state.x); Refs lists them
+// in order of appearance.
+type CELExpr struct {
+	Span
+	Text string
+	Refs []*Ref
+}
+
+// TypeExpr is a type written in a declaration.
+type TypeExpr interface {
+	Node
+	typeNode()
+}
+
+// NamedType is a built-in type (string, int, number, bool, null, any,
+// object) or a type declared with `type`.
+type NamedType struct {
+	Span
+	Name string
+}
+
+// ListType is [T].
+type ListType struct {
+	Span
+	Elem TypeExpr
+}
+
+// ObjectType is {field: T, opt?: T, …}.
+type ObjectType struct {
+	Span
+	Fields    []*FieldDecl
+	Multiline bool
+}
+
+// EnumType is a union of constants, usually strings: "a" | "b".
+type EnumType struct {
+	Span
+	Values []*Literal
+}
+
+// OptionalType is T?: a T or null.
+type OptionalType struct {
+	Span
+	Elem TypeExpr
+}
+
+// FieldDecl is a parameter, an input field, a state slot or an object type's
+// field: `name[?]: T [= value]`.
+type FieldDecl struct {
+	Span
+	Comments
+	Name     *Ident
+	Optional bool
+	Type     TypeExpr
+	// Default is the value after "=": a parameter's default, an input
+	// field's default, or a state slot's initial value.
+	Default Expr
+}
+
+func (*ModeDecl) itemNode()    {}
+func (*PolicyDecl) itemNode()  {}
+func (*ApproveDecl) itemNode() {}
+func (*ImportDecl) itemNode()  {}
+func (*TypeDecl) itemNode()    {}
+func (*ToolDecl) itemNode()    {}
+func (*InputDecl) itemNode()   {}
+func (*StateDecl) itemNode()   {}
+func (*PlanDecl) itemNode()    {}
+func (*OutputDecl) itemNode()  {}
+func (*Step) itemNode()        {}
+
+// Meta returns the item's comments.
+func (c *Comments) Meta() *Comments { return c }
+
+func (*WhenOption) optionNode()     {}
+func (*ExpectOption) optionNode()   {}
+func (*RetryOption) optionNode()    {}
+func (*TimeoutOption) optionNode()  {}
+func (*FallbackOption) optionNode() {}
+func (*ApproveOption) optionNode()  {}
+func (*ResultOption) optionNode()   {}
+
+// Keyword returns "when".
+func (*WhenOption) Keyword() string { return "when" }
+
+// Keyword returns "expect".
+func (*ExpectOption) Keyword() string { return "expect" }
+
+// Keyword returns "retry".
+func (*RetryOption) Keyword() string { return "retry" }
+
+// Keyword returns "timeout".
+func (*TimeoutOption) Keyword() string { return "timeout" }
+
+// Keyword returns "fallback".
+func (*FallbackOption) Keyword() string { return "fallback" }
+
+// Keyword returns "approve".
+func (*ApproveOption) Keyword() string { return "approve" }
+
+// Keyword returns "result".
+func (*ResultOption) Keyword() string { return "result" }
+
+func (*Literal) exprNode()    {}
+func (*Ref) exprNode()        {}
+func (*ListExpr) exprNode()   {}
+func (*ObjectExpr) exprNode() {}
+func (*CELExpr) exprNode()    {}
+
+func (*NamedType) typeNode()    {}
+func (*ListType) typeNode()     {}
+func (*ObjectType) typeNode()   {}
+func (*EnumType) typeNode()     {}
+func (*OptionalType) typeNode() {}
+
+// Duration returns the literal's value as a duration, or 0 if it is not a
+// duration literal.
+func (l *Literal) Duration() time.Duration {
+	if l == nil {
+		return 0
+	}
+	d, _ := l.Value.(time.Duration)
+	return d
+}
+
+// IntValue returns the literal's value as an int64, or 0 if it is not an
+// integer literal.
+func (l *Literal) IntValue() int64 {
+	if l == nil {
+		return 0
+	}
+	n, _ := l.Value.(int64)
+	return n
+}
+
+// StringValue returns the literal's value as a string, or "" if it is not a
+// string literal.
+func (l *Literal) StringValue() string {
+	if l == nil {
+		return ""
+	}
+	s, _ := l.Value.(string)
+	return s
+}
+
+// IsState reports whether the reference reads or writes the plan's state
+// (†state.…).
+func (r *Ref) IsState() bool { return r.Root.Name == "state" }
+
+// IsInput reports whether the reference reads the plan's input (†input.…).
+func (r *Ref) IsInput() bool { return r.Root.Name == "input" }
+
+// Slot returns the state slot a †state reference names (its first path
+// element), or "" for other references.
+func (r *Ref) Slot() string {
+	if !r.IsState() || len(r.Path) == 0 || r.Path[0].IsIndex {
+		return ""
+	}
+	return r.Path[0].Field
+}
+
+// String formats the reference with † (or $ if it was written so).
+func (r *Ref) String() string {
+	var b strings.Builder
+	writeRef(&b, r, r.ASCII)
+	return b.String()
+}
+
+// Steps returns the steps among items, in order.
+func Steps(items []Item) []*Step {
+	var out []*Step
+	for _, it := range items {
+		if s, ok := it.(*Step); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

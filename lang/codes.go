@@ -1,0 +1,144 @@
+package lang
+
+import "slices"
+
+// Code identifies the kind of a Diagnostic. Codes are stable: programs that
+// feed diagnostics back to a model, and tests, may match on them.
+type Code string
+
+// The diagnostic codes. Each is documented, with an example plan that
+// produces it, by CodeDocs; `obelisk explain CODE` prints that text.
+const (
+	ParseError         Code = "parse-error"
+	ImportError        Code = "import-error"
+	DuplicateDecl      Code = "duplicate-declaration"
+	UnknownType        Code = "unknown-type"
+	UnknownTool        Code = "unknown-tool"
+	UnknownArgument    Code = "unknown-argument"
+	MissingArgument    Code = "missing-argument"
+	DuplicateArgument  Code = "duplicate-argument"
+	TypeMismatch       Code = "type-mismatch"
+	UndefinedReference Code = "undefined-reference"
+	ConflictingSlot    Code = "conflicting-slot"
+	Cycle              Code = "cycle"
+	InvalidOption      Code = "invalid-option"
+	LimitExceeded      Code = "limit-exceeded"
+	UnusedSlot         Code = "unused-slot"
+	UnusedResult       Code = "unused-result"
+	Unreachable        Code = "unreachable"
+	UnhandledError     Code = "unhandled-error"
+	UnapprovedEffect   Code = "unapproved-effect"
+	MultipleWriters    Code = "multiple-writers"
+	ExpectFailed       Code = "expect-failed"
+)
+
+// CodeDoc documents a diagnostic code.
+type CodeDoc struct {
+	Code     Code
+	Severity Severity
+	Summary  string
+	// Example is a plan that produces the code when checked.
+	Example string
+	// Fix says how to repair a plan that has the problem.
+	Fix string
+}
+
+// CodeDocs returns the documentation of every code, sorted by code.
+func CodeDocs() []CodeDoc {
+	docs := []CodeDoc{
+		{ParseError, SeverityError,
+			"the text is not a well-formed plan: a token is missing or out of place, or a reference or output path is malformed",
+			"tool f(x: int) -> int\nf(x: 1) -> †state.\n",
+			"Write the statement as the grammar says; the message names what was expected."},
+		{ImportError, SeverityError,
+			"a tools file named by `import` or --tools cannot be read or is not a tool list",
+			"import \"missing-tools.json\"\n",
+			"Check the path (it is relative to the plan file) and that the file holds MCP or OpenAI tool definitions."},
+		{DuplicateDecl, SeverityError,
+			"a type, tool, sub-plan, label, input field or state slot is declared twice",
+			"tool f() -> int\ntool f() -> string\n",
+			"Rename or remove one of the declarations."},
+		{UnknownType, SeverityError,
+			"a type name is neither built in nor declared with `type`",
+			"tool f(x: Strng) -> int\n",
+			"Use a built-in type (string, int, number, bool, null, any, object) or declare the type."},
+		{UnknownTool, SeverityError,
+			"a call names a tool or sub-plan that is not declared, imported or provided",
+			"tool issueRefund(amount: number) -> object\nissueRefnd(amount: 5) -> †state.receipt\n",
+			"Call one of the available tools; the message suggests the closest name."},
+		{UnknownArgument, SeverityError,
+			"a call passes an argument the tool does not declare",
+			"tool f(x: int) -> int\nf(x: 1, y: 2) -> †state.r\n",
+			"Remove the argument or use the parameter name the tool declares."},
+		{MissingArgument, SeverityError,
+			"a call omits a required parameter",
+			"tool f(x: int, y: int) -> int\nf(x: 1) -> †state.r\n",
+			"Pass the parameter; parameters declared with `?` may be omitted."},
+		{DuplicateArgument, SeverityError,
+			"a call passes the same argument twice",
+			"tool f(x: int) -> int\nf(x: 1, x: 2) -> †state.r\n",
+			"Pass each argument once."},
+		{TypeMismatch, SeverityError,
+			"a value's type does not fit where it is used: an argument against its parameter, a field the slot's type does not have, or a CEL expression that does not type-check",
+			"tool f(x: int) -> int\nf(x: \"one\") -> †state.r\n",
+			"Pass a value of the parameter's type, or follow only fields the slot's type declares."},
+		{UndefinedReference, SeverityError,
+			"a reference reads a state slot that no call writes, or an input field the input does not declare",
+			"tool f(x: int) -> int\nf(x: †state.missing) -> †state.r\n",
+			"Write the slot with some call's output path, declare the input field, or fix the spelling."},
+		{ConflictingSlot, SeverityError,
+			"two writers give one slot incompatible types, or a slot's declared state type disagrees with its writer's output type",
+			"tool f() -> int\ntool g() -> string\nf() -> †state.v\ng() -> †state.v\n",
+			"Write each slot with one type: rename one of the slots or change the declared type."},
+		{Cycle, SeverityError,
+			"calls depend on each other in a loop, so none of them can start",
+			"tool f(x: int) -> int\na: f(x: †state.b) -> †state.a\nb: f(x: †state.a) -> †state.b\n",
+			"Break the loop: a call may not read, directly or through others, a slot it writes."},
+		{InvalidOption, SeverityError,
+			"a call option or plan setting has a value out of range or conflicts with the plan's mode",
+			"tool f() -> int\nf() -> †state.r\n  retry -1\n",
+			"Use a value in range: retry counts and limits are non-negative, durations positive."},
+		{LimitExceeded, SeverityError,
+			"the plan is larger than the configured limits for untrusted plans (steps, fan-out, nesting, expression cost)",
+			"",
+			"Split the plan, lower the `max` of a `for each`, or raise the limit if the plan is trusted."},
+		{UnusedSlot, SeverityWarning,
+			"a slot is written but nothing reads it (only reported when the plan has an `output` that defines its result)",
+			"tool f() -> int\nf() -> †state.r\noutput 1\n",
+			"Read the slot, or drop the output path."},
+		{UnusedResult, SeverityWarning,
+			"a call's result is written nowhere, so its value is lost",
+			"tool f() -> int\nf()\n",
+			"Give the call an output path (-> †state.name) if its result matters."},
+		{Unreachable, SeverityWarning,
+			"a call can never run: its `when` condition is constant false, or it only reads the error slot of a call that cannot fail",
+			"tool f() -> int\nf() -> †state.r\n  when false\n",
+			"Remove the call or fix its condition."},
+		{UnhandledError, SeverityWarning,
+			"a call sends its error to a slot (a || b) that nothing reads, so a failure would pass unnoticed",
+			"tool f() -> int\ntool g(x: int) -> int\nf() -> †state.ok || †state.err\ng(x: †state.ok) -> †state.r\n",
+			"Read the error slot (report or recover from the failure) or drop the `|| †state.err` alternative."},
+		{UnapprovedEffect, SeverityWarning,
+			"an irreversible call has no approval gate before it (an error with --strict)",
+			"tool pay(amount: number) -> object irreversible\npay(amount: 5) -> †state.receipt\n",
+			"Add `approve` to the call or to a call it depends on, or `approve` the whole plan; or declare the tool pure or idempotent if it is."},
+		{MultipleWriters, SeverityWarning,
+			"two unconditional calls write the same slot, so the slot's value depends on which finishes last",
+			"tool f() -> int\nf() -> †state.v\nf() -> †state.v\n",
+			"Write each slot once, or guard the writers with exclusive `when` conditions."},
+		{ExpectFailed, SeverityWarning,
+			"a dry run found an `expect` criterion that does not hold on the simulated values",
+			"",
+			"Check the criterion against the tool's output type; the simulated values follow it."},
+	}
+	slices.SortFunc(docs, func(a, b CodeDoc) int {
+		if a.Code < b.Code {
+			return -1
+		}
+		if a.Code > b.Code {
+			return 1
+		}
+		return 0
+	})
+	return docs
+}

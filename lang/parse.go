@@ -1,0 +1,1055 @@
+package lang
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Parse parses the .plan text src. It always returns a File, partial when the
+// text has errors, and reports every malformed item: after an error it skips
+// to the next line that can start an item and goes on. name is used in
+// diagnostics.
+func Parse(name string, src []byte) (*File, Diagnostics) {
+	p := newParser(name, src, false)
+	f := &File{Name: name}
+	for {
+		it, done := p.parseTopItem()
+		if done {
+			break
+		}
+		if it != nil {
+			f.Items = append(f.Items, it)
+		}
+	}
+	f.Trailing = p.takeComments(math.MaxInt)
+	end := p.posAt(len(src))
+	f.Span = Span{Start: Pos{Offset: 0, Line: 1, Column: 1}, End: end}
+	p.diags.Sort()
+	return f, p.diags
+}
+
+// parser is a recursive-descent parser over tokens that are scanned on
+// demand. Comments never reach the grammar: the scanner wrapper queues them
+// and they are attached to nodes by position.
+type parser struct {
+	name string
+	src  []byte
+	sc   *scanner
+	toks []token // scanned tokens; toks[i] is the current one
+	i    int
+
+	comments []Comment // queued, in source order, not yet attached
+	prevLine int       // last line of the previous item or comment, for blank-line detection
+	// floor is the offset of the innermost open block: comments before it
+	// belong to the block's owner, not to the nodes inside it.
+	floor int
+
+	diags Diagnostics
+	// depth counts nested sub-plan bodies.
+	depth int
+}
+
+// bailout unwinds the parse of one item after its first error.
+type bailout struct{}
+
+// needMore unwinds a parse that reached the end of the text read so far.
+type needMore struct{}
+
+func newParser(name string, src []byte, partial bool) *parser {
+	return &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial)}
+}
+
+func (p *parser) posAt(off int) Pos {
+	if len(p.toks) > 0 && p.toks[len(p.toks)-1].Span.End.Offset == off {
+		return p.toks[len(p.toks)-1].Span.End
+	}
+	return PosAt(p.src, off)
+}
+
+// at returns the token k positions after the current one, skipping comments.
+func (p *parser) at(k int) token {
+	for len(p.toks) <= p.i+k {
+		if n := len(p.toks); n > 0 && (p.toks[n-1].Kind == tokEOF || p.toks[n-1].Kind == tokEndOfBuffer) {
+			t := p.toks[n-1]
+			if t.Kind == tokEndOfBuffer {
+				panic(needMore{})
+			}
+			return t
+		}
+		t := p.sc.next()
+		if t.Kind == tokComment {
+			p.comments = append(p.comments, Comment{Span: t.Span, Text: strings.TrimRight(t.Text, " \t\r")})
+			continue
+		}
+		p.toks = append(p.toks, t)
+	}
+	t := p.toks[p.i+k]
+	if t.Kind == tokEndOfBuffer {
+		panic(needMore{})
+	}
+	return t
+}
+
+func (p *parser) tok() token { return p.at(0) }
+
+func (p *parser) advance() token {
+	t := p.tok()
+	if t.Kind != tokEOF {
+		p.i++
+	}
+	return t
+}
+
+// compact drops consumed tokens, so memory stays bounded by one item.
+func (p *parser) compact() {
+	if p.i > 256 {
+		n := copy(p.toks, p.toks[p.i:])
+		p.toks = p.toks[:n]
+		p.i = 0
+	}
+}
+
+func (p *parser) skipNewlines() {
+	for p.tok().Kind == tokNewline {
+		p.i++
+	}
+}
+
+// errorf records a parse error at span and unwinds the current item.
+func (p *parser) errorf(span Span, format string, args ...any) {
+	p.report(span, format, args...)
+	panic(bailout{})
+}
+
+func (p *parser) report(span Span, format string, args ...any) {
+	p.diags = append(p.diags, &Diagnostic{
+		Severity: SeverityError,
+		Code:     ParseError,
+		Message:  fmt.Sprintf(format, args...),
+		File:     p.name,
+		Span:     span,
+	})
+}
+
+// describe names a token for "expected X, found Y" messages.
+func describe(t token) string {
+	switch t.Kind {
+	case tokEOF, tokNewline:
+		return t.Kind.String()
+	case tokIdent:
+		return fmt.Sprintf("identifier %q", t.Text)
+	case tokString:
+		if len(t.Text) > 24 {
+			return "string " + t.Text[:20] + "…"
+		}
+		return "string " + t.Text
+	case tokInt, tokFloat, tokDuration:
+		return fmt.Sprintf("%s %s", t.Kind, t.Text)
+	case tokIllegal:
+		return t.Err
+	}
+	return fmt.Sprintf("'%s'", t.Text)
+}
+
+func (p *parser) expect(kind tokenKind, what string) token {
+	t := p.tok()
+	if t.Kind != kind {
+		p.unexpected(t, what)
+	}
+	return p.advance()
+}
+
+func (p *parser) unexpected(t token, want string) {
+	if t.Kind == tokIllegal || (t.Kind == tokString && t.Err != "") {
+		p.errorf(t.Span, "%s", t.Err)
+	}
+	p.errorf(t.Span, "expected %s, found %s", want, describe(t))
+}
+
+// adjacent reports whether token b starts exactly where a ends.
+func adjacent(a, b token) bool { return a.Span.End.Offset == b.Span.Start.Offset }
+
+func (p *parser) isKeyword(t token, kw string) bool { return t.Kind == tokIdent && t.Text == kw }
+
+// ---------------------------------------------------------------- items
+
+// parseTopItem parses one top-level item. done is true at the end of the
+// file. A malformed item is reported and skipped (nil item).
+func (p *parser) parseTopItem() (it Item, done bool) {
+	p.compact()
+	p.skipTerminators()
+	if p.tok().Kind == tokEOF {
+		return nil, true
+	}
+	return p.parseItemRecovering(), false
+}
+
+func (p *parser) skipTerminators() {
+	for {
+		switch p.tok().Kind {
+		case tokNewline, tokSemicolon:
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// parseItemRecovering parses one item; on a parse error it skips to the next
+// line that can start an item and returns nil.
+func (p *parser) parseItemRecovering() (it Item) {
+	start := p.i
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(bailout); !ok {
+				panic(r)
+			}
+			p.recoverFrom(start)
+			it = nil
+		}
+	}()
+	it = p.parseItem()
+	p.endItem(it)
+	return it
+}
+
+// recoverFrom skips the rest of a malformed item that started at token
+// index start: to the end of its line outside brackets, then past any
+// continuation lines. A line that starts in column 1 ends the skip even
+// inside brackets, since that is where a new item starts in formatted text.
+func (p *parser) recoverFrom(start int) {
+	depth := 0
+	for j := start; j < p.i; j++ {
+		depth += bracketDelta(p.toks[j].Kind)
+	}
+	for {
+		t := p.tok()
+		switch t.Kind {
+		case tokEOF:
+			return
+		case tokRBrace:
+			if depth <= 0 && p.depth > 0 {
+				return // the end of the enclosing sub-plan
+			}
+		case tokNewline, tokSemicolon:
+			p.i++
+			n := p.tok()
+			if depth <= 0 || (n.Span.Start.Column == 1 && (n.Kind == tokIdent || n.Kind == tokDagger)) {
+				if !p.continues() {
+					return
+				}
+				depth = 0
+			}
+			continue
+		}
+		depth += bracketDelta(t.Kind)
+		p.i++
+	}
+}
+
+func bracketDelta(k tokenKind) int {
+	switch k {
+	case tokLParen, tokLBrack, tokLBrace:
+		return 1
+	case tokRParen, tokRBrack, tokRBrace:
+		return -1
+	}
+	return 0
+}
+
+var optionKeywords = map[string]bool{
+	"when": true, "expect": true, "retry": true, "timeout": true,
+	"fallback": true, "approve": true, "result": true,
+}
+
+// continues reports whether the next line continues the current step: it
+// starts with "->", "||" or an option keyword (not used as a call or label).
+func (p *parser) continues() bool {
+	k := 0
+	for p.at(k).Kind == tokNewline {
+		k++
+	}
+	t := p.at(k)
+	switch t.Kind {
+	case tokArrow, tokOrOr:
+		return true
+	case tokIdent:
+		if !optionKeywords[t.Text] {
+			return false
+		}
+		n := p.at(k + 1)
+		return n.Kind != tokLParen && n.Kind != tokColon && n.Kind != tokDot
+	}
+	return false
+}
+
+// endItem checks that the item ends its line and attaches its comments.
+func (p *parser) endItem(it Item) {
+	t := p.tok()
+	switch t.Kind {
+	case tokNewline, tokSemicolon, tokEOF:
+	case tokRBrace:
+		if p.depth == 0 {
+			p.unexpected(t, "end of line")
+		}
+	default:
+		p.unexpected(t, "end of line")
+	}
+	p.attach(it.Meta(), it.Range())
+}
+
+// attach gives a node the comments queued before it (and any inside it) as
+// leading comments, and a comment on its last line as trailing comment.
+func (p *parser) attach(c *Comments, span Span) {
+	c.Leading = append(c.Leading, p.takeComments(span.End.Offset)...)
+	first := span.Start.Line
+	if len(c.Leading) > 0 && c.Leading[0].Span.Start.Offset < span.Start.Offset {
+		// Blank line between the last leading comment and the node.
+		last := c.Leading[0]
+		for _, l := range c.Leading {
+			if l.Span.Start.Offset < span.Start.Offset {
+				last = l
+			}
+		}
+		c.BlankBefore = span.Start.Line > last.Span.Start.Line+1
+		first = c.Leading[0].Span.Start.Line
+		if p.prevLine > 0 && first > p.prevLine+1 {
+			c.Leading[0].BlankBefore = true
+		}
+	} else if p.prevLine > 0 && first > p.prevLine+1 {
+		c.BlankBefore = true
+	}
+	// Comments written inside the node (between its lines) were moved in
+	// front of it; mark the ones that followed a blank line.
+	for i := 1; i < len(c.Leading); i++ {
+		if c.Leading[i].Span.Start.Line > c.Leading[i-1].Span.Start.Line+1 && c.Leading[i].Span.Start.Offset < span.Start.Offset {
+			c.Leading[i].BlankBefore = true
+		}
+	}
+	p.prevLine = span.End.Line
+	for i, cm := range p.comments {
+		if cm.Span.Start.Offset >= span.End.Offset {
+			if cm.Span.Start.Line == span.End.Line {
+				c.Trailing = &cm
+				p.comments = append(p.comments[:i], p.comments[i+1:]...)
+			}
+			break
+		}
+	}
+}
+
+// takeComments removes and returns the queued comments that start before
+// off and not before the floor.
+func (p *parser) takeComments(off int) []Comment {
+	a := 0
+	for a < len(p.comments) && p.comments[a].Span.Start.Offset < p.floor {
+		a++
+	}
+	b := a
+	for b < len(p.comments) && p.comments[b].Span.Start.Offset < off {
+		b++
+	}
+	n := b - a
+	if n == 0 {
+		return nil
+	}
+	out := make([]Comment, n)
+	copy(out, p.comments[a:b])
+	p.comments = append(p.comments[:a], p.comments[b:]...)
+	// Mark blank lines between comments of the group.
+	for i := range out {
+		prev := p.prevLine
+		if i > 0 {
+			prev = out[i-1].Span.Start.Line
+		}
+		if prev > 0 && out[i].Span.Start.Line > prev+1 {
+			out[i].BlankBefore = true
+		}
+	}
+	if out[n-1].Span.Start.Line > p.prevLine {
+		p.prevLine = out[n-1].Span.Start.Line
+	}
+	return out
+}
+
+// parseItem parses a declaration or a step.
+func (p *parser) parseItem() Item {
+	t := p.tok()
+	if t.Kind == tokIdent && p.keywordPosition() {
+		switch t.Text {
+		case "mode":
+			return p.parseMode()
+		case "on":
+			return p.parsePolicy()
+		case "approve":
+			return p.parseApproveDecl()
+		case "import":
+			return p.parseImport()
+		case "type":
+			return p.parseTypeDecl()
+		case "tool":
+			return p.parseToolDecl()
+		case "input":
+			return p.parseInputDecl()
+		case "state":
+			return p.parseStateDecl()
+		case "plan":
+			return p.parsePlanDecl()
+		case "output":
+			return p.parseOutput()
+		case "for":
+			return p.parseStep()
+		}
+		if optionKeywords[t.Text] {
+			p.errorf(t.Span, "%q option without a step: put it on the line after a call, or on the call's own line", t.Text)
+		}
+	}
+	switch t.Kind {
+	case tokIdent:
+		return p.parseStep()
+	case tokDagger:
+		p.errorf(t.Span, "expected a declaration or a step, found a reference: a step is a call such as tool(arg: †input.x) -> †state.slot")
+	}
+	p.unexpected(t, "a declaration or a step")
+	return nil
+}
+
+// keywordPosition reports whether the identifier at the current token is
+// used as a keyword: not followed by '(', ':' or '.', which would make it a
+// tool name or a label.
+func (p *parser) keywordPosition() bool {
+	n := p.at(1)
+	switch n.Kind {
+	case tokLParen, tokColon, tokDot:
+		return false
+	case tokMinus:
+		return !adjacent(p.tok(), n)
+	}
+	return true
+}
+
+func (p *parser) parseMode() Item {
+	kw := p.advance()
+	id := p.parseIdent("eager or lazy")
+	if id.Name != "eager" && id.Name != "lazy" {
+		p.errorf(id.Span, "unknown mode %q: the mode is eager or lazy", id.Name)
+	}
+	return &ModeDecl{Span: kw.Span.Join(id.Span), Mode: id}
+}
+
+var policyActions = map[string]bool{"abort": true, "skip": true, "continue": true, "replan": true}
+
+func (p *parser) parsePolicy() Item {
+	kw := p.advance()
+	f := p.tok()
+	if !p.isKeyword(f, "failure") {
+		p.unexpected(f, `"failure" (on failure abort|skip|continue|replan)`)
+	}
+	p.advance()
+	act := p.parseIdent("abort, skip, continue or replan")
+	if !policyActions[act.Name] {
+		p.errorf(act.Span, "unknown failure policy %q: use abort, skip, continue or replan", act.Name)
+	}
+	d := &PolicyDecl{Span: kw.Span.Join(act.Span), Action: act}
+	if p.isKeyword(p.tok(), "max") {
+		p.advance()
+		d.Max = p.parseIntLit("the maximum number of replans")
+		d.Span = d.Span.Join(d.Max.Span)
+	}
+	return d
+}
+
+func (p *parser) parseApproveDecl() Item {
+	kw := p.advance()
+	d := &ApproveDecl{Span: kw.Span}
+	if p.tok().Kind == tokString {
+		d.Message = p.parseStringLit("a message")
+		d.Span = d.Span.Join(d.Message.Span)
+	}
+	return d
+}
+
+func (p *parser) parseImport() Item {
+	kw := p.advance()
+	if p.depth > 0 {
+		p.errorf(kw.Span, "import is only allowed at the top level of a file")
+	}
+	path := p.parseStringLit("the path of a tools file, as a string")
+	return &ImportDecl{Span: kw.Span.Join(path.Span), Path: path}
+}
+
+func (p *parser) parseTypeDecl() Item {
+	kw := p.advance()
+	if p.depth > 0 {
+		p.errorf(kw.Span, "types are declared at the top level of a file")
+	}
+	name := p.parseIdent("a type name")
+	if p.tok().Kind == tokAssign {
+		p.advance() // `type T = …` is accepted too
+	}
+	typ := p.parseType()
+	return &TypeDecl{Span: kw.Span.Join(typ.Range()), Name: name, Type: typ}
+}
+
+var toolAttrNames = map[string]bool{
+	"pure": true, "idempotent": true, "irreversible": true, "model": true,
+	"latency": true, "tokens": true,
+}
+
+func (p *parser) parseToolDecl() Item {
+	kw := p.advance()
+	if p.depth > 0 {
+		p.errorf(kw.Span, "tools are declared at the top level of a file")
+	}
+	d := &ToolDecl{Name: p.parseToolName()}
+	d.Span = kw.Span.Join(d.Name.Span)
+	if p.tok().Kind != tokLParen {
+		return d
+	}
+	d.HasSignature = true
+	var end token
+	d.Params, end = p.parseParams()
+	d.Span = d.Span.Join(end.Span)
+	if p.tok().Kind == tokArrow {
+		p.advance()
+		d.Result = p.parseType()
+		d.Span = d.Span.Join(d.Result.Range())
+	}
+	for p.tok().Kind == tokIdent && toolAttrNames[p.tok().Text] {
+		name := p.parseIdent("")
+		a := &ToolAttr{Span: name.Span, Name: name}
+		switch name.Name {
+		case "latency":
+			a.Value = p.parseDurationLit("a duration such as 300ms")
+		case "tokens":
+			a.Value = p.parseIntLit("a token count")
+		}
+		if a.Value != nil {
+			a.Span = a.Span.Join(a.Value.Span)
+		}
+		d.Attrs = append(d.Attrs, a)
+		d.Span = d.Span.Join(a.Span)
+	}
+	if t := p.tok(); t.Kind == tokIdent {
+		p.errorf(t.Span, "unknown tool attribute %q: use pure, idempotent, irreversible, model, latency D or tokens N", t.Text)
+	}
+	return d
+}
+
+// parseParams parses "(name: T, opt?: T = default, …)". Parameters may be
+// separated by commas or newlines.
+func (p *parser) parseParams() ([]*FieldDecl, token) {
+	open := p.expect(tokLParen, "'('")
+	fields, end := p.parseFieldList(open, tokRParen)
+	return fields, end
+}
+
+func (p *parser) parseInputDecl() Item {
+	kw := p.advance()
+	if p.depth > 0 {
+		p.errorf(kw.Span, "a sub-plan takes its input from its parameters; declare them in plan name(…)")
+	}
+	fields, end := p.parseFieldBlock()
+	return &InputDecl{Span: kw.Span.Join(end.Span), Fields: fields}
+}
+
+func (p *parser) parseStateDecl() Item {
+	kw := p.advance()
+	fields, end := p.parseFieldBlock()
+	return &StateDecl{Span: kw.Span.Join(end.Span), Fields: fields}
+}
+
+func (p *parser) parseFieldBlock() ([]*FieldDecl, token) {
+	open := p.expect(tokLBrace, "'{'")
+	return p.parseFieldList(open, tokRBrace)
+}
+
+// parseFieldList parses field declarations up to the closing token, each
+// separated by a comma or a newline, attaching comments to each field.
+func (p *parser) parseFieldList(open token, closer tokenKind) ([]*FieldDecl, token) {
+	var fields []*FieldDecl
+	savedPrev, savedFloor := p.prevLine, p.floor
+	p.prevLine, p.floor = open.Span.Start.Line, open.Span.End.Offset
+	defer func() { p.prevLine, p.floor = savedPrev, savedFloor }()
+	for {
+		p.skipSeparators()
+		if t := p.tok(); t.Kind == closer {
+			return fields, p.advance()
+		}
+		f := p.parseFieldDecl()
+		fields = append(fields, f)
+		t := p.tok()
+		switch t.Kind {
+		case tokComma, tokNewline, tokSemicolon:
+			p.attach(&f.Comments, f.Span)
+			continue
+		case closer:
+			p.attach(&f.Comments, f.Span)
+			continue
+		}
+		p.unexpected(t, fmt.Sprintf("',' or '%s'", closer))
+	}
+}
+
+func (p *parser) skipSeparators() {
+	for {
+		switch p.tok().Kind {
+		case tokComma, tokNewline, tokSemicolon:
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) parseFieldDecl() *FieldDecl {
+	name := p.parseFieldName("a field name")
+	f := &FieldDecl{Name: name, Span: name.Span}
+	if p.tok().Kind == tokQuestion {
+		p.advance()
+		f.Optional = true
+	}
+	p.expect(tokColon, "':' and a type")
+	f.Type = p.parseType()
+	f.Span = f.Span.Join(f.Type.Range())
+	if p.tok().Kind == tokAssign {
+		p.advance()
+		f.Default = p.parseExpr(ctxField)
+		f.Span = f.Span.Join(f.Default.Range())
+	}
+	return f
+}
+
+func (p *parser) parsePlanDecl() Item {
+	kw := p.advance()
+	if p.depth > 0 {
+		p.errorf(kw.Span, "sub-plans are declared at the top level of a file")
+	}
+	d := &PlanDecl{Name: p.parseIdent("a sub-plan name")}
+	d.Params, _ = p.parseParams()
+	if p.tok().Kind == tokArrow {
+		p.advance()
+		d.Result = p.parseType()
+	}
+	open := p.expect(tokLBrace, "'{' to start the sub-plan's body")
+	p.depth++
+	savedPrev, savedFloor := p.prevLine, p.floor
+	p.prevLine, p.floor = open.Span.Start.Line, open.Span.End.Offset
+	for {
+		p.skipTerminators()
+		t := p.tok()
+		if t.Kind == tokRBrace {
+			break
+		}
+		if t.Kind == tokEOF {
+			p.depth--
+			p.prevLine, p.floor = savedPrev, savedFloor
+			p.errorf(open.Span, "sub-plan %q is not closed: '}' missing", d.Name.Name)
+		}
+		if it := p.parseItemRecovering(); it != nil {
+			d.Items = append(d.Items, it)
+		}
+	}
+	end := p.advance()
+	d.Closing = p.takeComments(end.Span.Start.Offset)
+	p.prevLine, p.floor = savedPrev, savedFloor
+	p.depth--
+	d.Span = kw.Span.Join(end.Span)
+	return d
+}
+
+func (p *parser) parseOutput() Item {
+	kw := p.advance()
+	v := p.parseExpr(ctxStatement)
+	return &OutputDecl{Span: kw.Span.Join(v.Range()), Value: v}
+}
+
+// ---------------------------------------------------------------- steps
+
+func (p *parser) parseStep() Item {
+	s := &Step{}
+	t := p.tok()
+	s.Span = t.Span
+	if t.Kind == tokIdent && p.at(1).Kind == tokColon {
+		s.Label = p.parseIdent("")
+		p.advance() // ':'
+		if strings.ContainsAny(s.Label.Name, ".-") {
+			p.errorf(s.Label.Span, "a step label is a plain name, without dots or hyphens")
+		}
+	}
+	if p.isKeyword(p.tok(), "for") && p.at(1).Kind != tokLParen {
+		s.Each = p.parseEach()
+	}
+	t = p.tok()
+	if t.Kind != tokIdent {
+		p.unexpected(t, "a tool call such as tool(arg: value)")
+	}
+	s.Call = p.parseCall()
+	s.Span = s.Span.Join(s.Call.Span)
+	if p.tok().Kind == tokArrow || (p.tok().Kind == tokNewline && p.continues() && p.peekPastNewlines().Kind == tokArrow) {
+		p.skipNewlines()
+		s.Out = p.parseOutputs()
+		s.Span = s.Span.Join(s.Out.Span)
+	}
+	for {
+		t := p.tok()
+		if t.Kind == tokNewline && p.continues() {
+			p.skipNewlines()
+			t = p.tok()
+			if t.Kind == tokArrow || t.Kind == tokOrOr {
+				p.errorf(t.Span, "output paths come right after the call, before its options")
+			}
+		}
+		if t.Kind != tokIdent || !optionKeywords[t.Text] {
+			break
+		}
+		o := p.parseOption()
+		s.Options = append(s.Options, o)
+		s.Span = s.Span.Join(o.Range())
+	}
+	return s
+}
+
+func (p *parser) peekPastNewlines() token {
+	k := 0
+	for p.at(k).Kind == tokNewline {
+		k++
+	}
+	return p.at(k)
+}
+
+func (p *parser) parseEach() *Each {
+	kw := p.advance()
+	if !p.isKeyword(p.tok(), "each") {
+		p.unexpected(p.tok(), `"each" (for each x in LIST: call(…))`)
+	}
+	p.advance()
+	e := &Each{Var: p.parseIdent("the element's name")}
+	if !p.isKeyword(p.tok(), "in") {
+		p.unexpected(p.tok(), `"in"`)
+	}
+	p.advance()
+	e.List = p.parseExpr(ctxEachList)
+	if p.isKeyword(p.tok(), "max") {
+		p.advance()
+		e.Max = p.parseIntLit("the maximum number of elements")
+	}
+	end := p.expect(tokColon, "':' and the call to make for each element")
+	e.Span = kw.Span.Join(end.Span)
+	return e
+}
+
+// parseToolName parses a tool name: identifiers joined by '.' or by '-'
+// written without spaces (math.sum, get-weather).
+func (p *parser) parseToolName() *Ident {
+	first := p.tok()
+	if first.Kind != tokIdent {
+		p.unexpected(first, "a tool name")
+	}
+	p.advance()
+	name := first.Text
+	span := first.Span
+	last := first
+	for {
+		sep := p.tok()
+		if (sep.Kind == tokDot || sep.Kind == tokMinus) && adjacent(last, sep) {
+			n := p.at(1)
+			if n.Kind == tokIdent && adjacent(sep, n) {
+				p.advance()
+				p.advance()
+				name += sep.Text + n.Text
+				span = span.Join(n.Span)
+				last = n
+				continue
+			}
+			if sep.Kind == tokDot {
+				p.errorf(sep.Span, "expected a name after '.' in tool name %q", name)
+			}
+		}
+		break
+	}
+	return &Ident{Span: span, Name: name}
+}
+
+func (p *parser) parseCall() *Call {
+	name := p.parseToolName()
+	c := &Call{Tool: name}
+	open := p.tok()
+	if open.Kind != tokLParen {
+		p.errorf(open.Span, "expected '(' after tool name %q, found %s: a call is %s(arg: value, …)", name.Name, describe(open), name.Name)
+	}
+	p.advance()
+	for {
+		p.skipNewlines()
+		t := p.tok()
+		if t.Kind == tokRParen {
+			break
+		}
+		if len(c.Args) == 0 && t.Span.Start.Line > open.Span.Start.Line {
+			c.Multiline = true
+		}
+		argName := p.parseFieldName("an argument name")
+		colon := p.tok()
+		if colon.Kind != tokColon {
+			if colon.Kind == tokAssign {
+				p.errorf(colon.Span, "arguments are written name: value, not name = value")
+			}
+			p.errorf(colon.Span, "expected ':' after argument name %q, found %s", argName.Name, describe(colon))
+		}
+		p.advance()
+		v := p.parseExpr(ctxArg)
+		c.Args = append(c.Args, &Arg{Span: argName.Span.Join(v.Range()), Name: argName, Value: v})
+		p.skipNewlines()
+		t = p.tok()
+		if t.Kind == tokComma {
+			p.advance()
+			continue
+		}
+		if t.Kind != tokRParen {
+			p.unexpected(t, "',' or ')'")
+		}
+	}
+	end := p.advance()
+	c.Span = name.Span.Join(end.Span)
+	return c
+}
+
+func (p *parser) parseOutputs() *Outputs {
+	arrow := p.advance()
+	o := &Outputs{Span: arrow.Span}
+	o.Success = p.parseOutputPath()
+	o.Span = o.Span.Join(o.Success.Span)
+	t := p.tok()
+	if t.Kind == tokNewline && p.peekPastNewlines().Kind == tokOrOr {
+		p.skipNewlines()
+		t = p.tok()
+	}
+	if t.Kind == tokOrOr {
+		p.advance()
+		if n := p.tok(); n.Kind != tokDagger {
+			p.errorf(t.Span.Join(n.Span), "expected the error slot after '||' (-> †state.ok || †state.err), found %s", describe(n))
+		}
+		o.Error = p.parseOutputPath()
+		o.Span = o.Span.Join(o.Error.Span)
+	}
+	return o
+}
+
+// parseOutputPath parses †state.NAME, the only form an output path takes.
+func (p *parser) parseOutputPath() *Ref {
+	t := p.tok()
+	if t.Kind != tokDagger {
+		p.errorf(t.Span, "expected an output path such as †state.result, found %s", describe(t))
+	}
+	r := p.parseRef()
+	if !r.IsState() {
+		p.errorf(r.Span, "output path %s must be †state.NAME: a step writes a state slot", r)
+	}
+	if len(r.Path) != 1 || r.Path[0].IsIndex {
+		if len(r.Path) == 0 {
+			p.errorf(r.Span, "output path %s names no slot: write †state.NAME", r)
+		}
+		p.errorf(r.Span, "output path %s must name a whole slot (†state.%s), not a part of one", r, r.Path[0].Field)
+	}
+	return r
+}
+
+func (p *parser) parseOption() Option {
+	kw := p.advance()
+	switch kw.Text {
+	case "when":
+		c := p.parseExpr(ctxStatement)
+		return &WhenOption{Span: kw.Span.Join(c.Range()), Cond: c}
+	case "expect":
+		c := p.parseExpr(ctxStatement)
+		return &ExpectOption{Span: kw.Span.Join(c.Range()), Cond: c}
+	case "retry":
+		o := &RetryOption{Count: p.parseIntLit("the number of retries")}
+		o.Span = kw.Span.Join(o.Count.Span)
+		if p.isKeyword(p.tok(), "backoff") {
+			p.advance()
+			o.Backoff = p.parseDurationLit("a backoff duration such as 200ms")
+			o.Span = o.Span.Join(o.Backoff.Span)
+		}
+		return o
+	case "timeout":
+		d := p.parseDurationLit("a duration such as 10s")
+		return &TimeoutOption{Span: kw.Span.Join(d.Span), Duration: d}
+	case "fallback":
+		c := p.parseCall()
+		return &FallbackOption{Span: kw.Span.Join(c.Span), Call: c}
+	case "approve":
+		o := &ApproveOption{Span: kw.Span}
+		if p.tok().Kind == tokString {
+			o.Message = p.parseStringLit("a message")
+			o.Span = o.Span.Join(o.Message.Span)
+		}
+		return o
+	case "result":
+		v := p.parseExpr(ctxStatement)
+		return &ResultOption{Span: kw.Span.Join(v.Range()), Value: v}
+	}
+	panic("unreachable")
+}
+
+// ---------------------------------------------------------------- names and literals
+
+func (p *parser) parseIdent(what string) *Ident {
+	t := p.tok()
+	if t.Kind != tokIdent {
+		p.unexpected(t, what)
+	}
+	p.advance()
+	return &Ident{Span: t.Span, Name: t.Text}
+}
+
+// parseFieldName parses a field, parameter or argument name: an identifier
+// (keywords included) or a string for names such as "Content-Type".
+func (p *parser) parseFieldName(what string) *Ident {
+	t := p.tok()
+	switch t.Kind {
+	case tokIdent:
+		p.advance()
+		return &Ident{Span: t.Span, Name: t.Text}
+	case tokString:
+		lit := p.parseStringLit(what)
+		return &Ident{Span: lit.Span, Name: lit.Value.(string), Quoted: true}
+	}
+	p.unexpected(t, what)
+	return nil
+}
+
+func (p *parser) parseStringLit(what string) *Literal {
+	t := p.tok()
+	if t.Kind != tokString {
+		p.unexpected(t, what)
+	}
+	v, err := unquote(t.Text)
+	if err != nil {
+		p.errorf(t.Span, "%s", err)
+	}
+	p.advance()
+	return &Literal{Span: t.Span, Kind: LitString, Value: v, Raw: t.Text}
+}
+
+func (p *parser) parseIntLit(what string) *Literal {
+	t := p.tok()
+	neg := false
+	span := t.Span
+	if t.Kind == tokMinus && adjacent(t, p.at(1)) && p.at(1).Kind == tokInt {
+		neg = true
+		p.advance()
+		t = p.tok()
+		span = span.Join(t.Span)
+	}
+	if t.Kind != tokInt {
+		p.unexpected(t, what)
+	}
+	n, err := strconv.ParseInt(t.Text, 0, 64)
+	if err != nil {
+		p.errorf(t.Span, "integer %s is out of range", t.Text)
+	}
+	p.advance()
+	raw := t.Text
+	if neg {
+		n, raw = -n, "-"+raw
+	}
+	return &Literal{Span: span, Kind: LitInt, Value: n, Raw: raw}
+}
+
+func (p *parser) parseDurationLit(what string) *Literal {
+	t := p.tok()
+	if t.Kind != tokDuration {
+		if t.Kind == tokInt || t.Kind == tokFloat {
+			p.errorf(t.Span, "expected %s, found %s without a unit: write %sms, %ss or %sm", what, describe(t), t.Text, t.Text, t.Text)
+		}
+		p.unexpected(t, what)
+	}
+	d, err := parseDuration(t.Text)
+	if err != nil {
+		p.errorf(t.Span, "%s", err)
+	}
+	p.advance()
+	return &Literal{Span: t.Span, Kind: LitDuration, Value: d, Raw: t.Text}
+}
+
+func parseDuration(text string) (time.Duration, error) {
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: use a number and a unit (ms, s, m, h), such as 500ms or 1m30s", text)
+	}
+	return d, nil
+}
+
+// unquote decodes a string literal written with double or single quotes,
+// with JSON's escapes plus \' and \UXXXXXXXX.
+func unquote(text string) (string, error) {
+	if len(text) < 2 || (text[0] != '"' && text[0] != '\'') || text[len(text)-1] != text[0] {
+		return "", fmt.Errorf("malformed string %s", text)
+	}
+	q := text[0]
+	body := text[1 : len(text)-1]
+	if len(text) >= 6 && text[1] == q && text[2] == q {
+		return "", fmt.Errorf("triple-quoted strings are only allowed inside CEL expressions")
+	}
+	if !strings.ContainsRune(body, '\\') {
+		return body, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(body) {
+			return "", fmt.Errorf("string ends in a lone backslash")
+		}
+		switch e := body[i]; e {
+		case '"', '\'', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u', 'U':
+			n := 4
+			if e == 'U' {
+				n = 8
+			}
+			if i+n >= len(body) {
+				return "", fmt.Errorf("incomplete \\%c escape in string", e)
+			}
+			v, err := strconv.ParseUint(body[i+1:i+1+n], 16, 32)
+			if err != nil {
+				return "", fmt.Errorf("invalid \\%c escape %q in string", e, body[i+1:i+1+n])
+			}
+			i += n
+			r := rune(v)
+			if e == 'u' && r >= 0xD800 && r < 0xDC00 && i+6 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+				if lo, err := strconv.ParseUint(body[i+3:i+7], 16, 32); err == nil && lo >= 0xDC00 && lo < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + (rune(lo) - 0xDC00)
+					i += 6
+				}
+			}
+			if !utf8.ValidRune(r) {
+				r = utf8.RuneError
+			}
+			b.WriteRune(r)
+		default:
+			return "", fmt.Errorf("unknown escape \\%c in string: use \\\" \\\\ \\n \\t \\uXXXX", e)
+		}
+	}
+	return b.String(), nil
+}

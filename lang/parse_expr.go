@@ -1,0 +1,530 @@
+package lang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// exprContext says where an expression stands, which decides the tokens
+// that end it.
+type exprContext uint8
+
+const (
+	ctxArg       exprContext = iota // a call argument: ends at ',' or ')'
+	ctxList                         // a list element: ends at ',' or ']'
+	ctxObject                       // an object field value: ends at ',', newline or '}'
+	ctxField                        // a declared field's default: ends at ',', newline, '}' or ')'
+	ctxStatement                    // when, expect, result, output: ends at the end of the line or an option keyword
+	ctxEachList                     // the list of a for each: like ctxStatement, and also at ':' or "max"
+)
+
+// ends reports whether t ends an expression in context ctx, at bracket
+// depth 0. prev is the token before t.
+func (ctx exprContext) ends(t, prev token) bool {
+	switch t.Kind {
+	case tokEOF, tokSemicolon:
+		return true
+	case tokComma:
+		return ctx != ctxStatement && ctx != ctxEachList
+	case tokRParen:
+		return ctx == ctxArg || ctx == ctxField
+	case tokRBrack:
+		return ctx == ctxList
+	case tokRBrace:
+		return true
+	case tokNewline:
+		return ctx != ctxArg && ctx != ctxList
+	case tokArrow:
+		return true
+	case tokColon:
+		return ctx == ctxEachList
+	case tokIdent:
+		if prev.Kind == tokDot {
+			return false
+		}
+		if ctx == ctxEachList && t.Text == "max" {
+			return true
+		}
+		return (ctx == ctxStatement || ctx == ctxEachList) && optionKeywords[t.Text]
+	}
+	return false
+}
+
+// parseExpr parses a value (literal, reference, list or object) or, when the
+// text is more than a value, a CEL expression, up to the end of the context.
+func (p *parser) parseExpr(ctx exprContext) Expr {
+	n := p.extent(ctx)
+	if n == 0 {
+		p.unexpected(p.tok(), "a value or an expression")
+	}
+	start := p.i
+	if v, ok := p.tryValue(); ok && p.i == start+n {
+		return v
+	}
+	p.i = start
+	return p.parseCEL(n)
+}
+
+// extent returns how many tokens, from the current one, make up the
+// expression that ends in context ctx. It checks that brackets balance.
+func (p *parser) extent(ctx exprContext) int {
+	var stack []token
+	prev := token{}
+	k := 0
+	for ; ; k++ {
+		t := p.at(k)
+		if len(stack) == 0 && ctx.ends(t, prev) {
+			break
+		}
+		switch t.Kind {
+		case tokEOF:
+			open := stack[len(stack)-1]
+			p.errorf(open.Span, "'%s' is not closed", open.Text)
+		case tokLParen, tokLBrack, tokLBrace:
+			stack = append(stack, t)
+		case tokRParen, tokRBrack, tokRBrace:
+			if len(stack) == 0 {
+				p.errorf(t.Span, "unexpected '%s': no bracket to close", t.Text)
+			}
+			open := stack[len(stack)-1]
+			if closerOf(open.Kind) != t.Kind {
+				p.errorf(t.Span, "'%s' closes '%s' opened at %s", t.Text, open.Text, open.Span.Start)
+			}
+			stack = stack[:len(stack)-1]
+		case tokIllegal:
+			p.errorf(t.Span, "%s", t.Err)
+		case tokString:
+			if t.Err != "" {
+				p.errorf(t.Span, "%s", t.Err)
+			}
+		case tokDuration:
+			if strings.HasSuffix(t.Text, "u") || strings.HasSuffix(t.Text, "U") {
+				break // CEL unsigned integer
+			}
+			p.errorf(t.Span, "a duration is not a value here; write it as a string (\"%s\") or, in CEL, duration(\"%s\")", t.Text, t.Text)
+		}
+		prev = t
+	}
+	// Trailing newlines in contexts that ignore them are not part of it.
+	for k > 0 && p.at(k-1).Kind == tokNewline {
+		k--
+	}
+	return k
+}
+
+func closerOf(k tokenKind) tokenKind {
+	switch k {
+	case tokLParen:
+		return tokRParen
+	case tokLBrack:
+		return tokRBrack
+	}
+	return tokRBrace
+}
+
+// tryValue parses a literal, reference, list or object. It returns false,
+// without reporting, when the text is not one (it may be CEL); errors that
+// are errors either way (a malformed reference) are reported.
+func (p *parser) tryValue() (Expr, bool) {
+	t := p.tok()
+	switch t.Kind {
+	case tokString:
+		v, err := unquote(t.Text)
+		if err != nil {
+			return nil, false // may be valid CEL ('\x41', r"…")
+		}
+		p.advance()
+		return &Literal{Span: t.Span, Kind: LitString, Value: v, Raw: t.Text}, true
+	case tokInt, tokFloat:
+		return p.numberLit(false, t), true
+	case tokMinus:
+		n := p.at(1)
+		if (n.Kind == tokInt || n.Kind == tokFloat) && adjacent(t, n) {
+			p.advance()
+			l := p.numberLit(true, n)
+			l.Span = t.Span.Join(l.Span)
+			return l, true
+		}
+	case tokIdent:
+		var l *Literal
+		switch t.Text {
+		case "true", "false":
+			l = &Literal{Span: t.Span, Kind: LitBool, Value: t.Text == "true", Raw: t.Text}
+		case "null":
+			l = &Literal{Span: t.Span, Kind: LitNull, Raw: t.Text}
+		default:
+			return nil, false
+		}
+		p.advance()
+		return l, true
+	case tokDagger:
+		return p.parseRef(), true
+	case tokLBrack:
+		return p.parseList(), true
+	case tokLBrace:
+		return p.tryObject()
+	}
+	return nil, false
+}
+
+func (p *parser) numberLit(neg bool, t token) *Literal {
+	p.advance()
+	raw := t.Text
+	if neg {
+		raw = "-" + raw
+	}
+	if t.Kind == tokInt {
+		n, err := strconv.ParseInt(raw, 0, 64)
+		if err != nil {
+			p.errorf(t.Span, "integer %s is out of range (64-bit)", raw)
+		}
+		return &Literal{Span: t.Span, Kind: LitInt, Value: n, Raw: raw}
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		p.errorf(t.Span, "number %s is out of range", raw)
+	}
+	return &Literal{Span: t.Span, Kind: LitFloat, Value: f, Raw: raw}
+}
+
+func (p *parser) parseList() Expr {
+	open := p.advance()
+	l := &ListExpr{}
+	for {
+		p.skipNewlines()
+		t := p.tok()
+		if t.Kind == tokRBrack {
+			break
+		}
+		if len(l.Elems) == 0 && t.Span.Start.Line > open.Span.Start.Line {
+			l.Multiline = true
+		}
+		l.Elems = append(l.Elems, p.parseExpr(ctxList))
+		p.skipNewlines()
+		if p.tok().Kind == tokComma {
+			p.advance()
+			continue
+		}
+		if p.tok().Kind != tokRBrack {
+			p.unexpected(p.tok(), "',' or ']'")
+		}
+	}
+	end := p.advance()
+	l.Span = open.Span.Join(end.Span)
+	return l
+}
+
+// tryObject parses {key: value, …}; keys are names or strings. A CEL map
+// with computed keys is not an object value (false).
+func (p *parser) tryObject() (Expr, bool) {
+	open := p.advance()
+	o := &ObjectExpr{}
+	savedPrev, savedFloor := p.prevLine, p.floor
+	defer func() { p.prevLine, p.floor = savedPrev, savedFloor }()
+	p.prevLine, p.floor = open.Span.Start.Line, open.Span.End.Offset
+	for {
+		p.skipSeparators()
+		t := p.tok()
+		if t.Kind == tokRBrace {
+			break
+		}
+		if len(o.Fields) == 0 && t.Span.Start.Line > open.Span.Start.Line {
+			o.Multiline = true
+		}
+		if t.Kind != tokIdent && t.Kind != tokString {
+			return nil, false
+		}
+		if p.at(1).Kind != tokColon {
+			return nil, false
+		}
+		if t.Kind == tokString {
+			if _, err := unquote(t.Text); err != nil {
+				return nil, false
+			}
+		}
+		key := p.parseFieldName("a key")
+		p.advance() // ':'
+		v := p.parseExpr(ctxObject)
+		f := &ObjectField{Span: key.Span.Join(v.Range()), Key: key, Value: v}
+		o.Fields = append(o.Fields, f)
+		switch p.tok().Kind {
+		case tokComma, tokNewline, tokSemicolon, tokRBrace:
+			p.attach(&f.Comments, f.Span)
+		default:
+			p.unexpected(p.tok(), "',' or '}'")
+		}
+	}
+	end := p.advance()
+	o.Span = open.Span.Join(end.Span)
+	return o, true
+}
+
+// parseRef parses a reference: † (or $) directly followed by a root name
+// and a path of .field, ["field"] and [index] elements, written without
+// spaces.
+func (p *parser) parseRef() *Ref {
+	d := p.advance()
+	r := &Ref{ASCII: d.Text == "$", Span: d.Span}
+	id := p.tok()
+	if id.Kind != tokIdent || !adjacent(d, id) {
+		p.errorf(d.Span.Join(id.Span), "expected a name right after '%s', such as %sstate.x or %sinput.x, found %s", d.Text, d.Text, d.Text, describe(id))
+	}
+	p.advance()
+	r.Root = &Ident{Span: id.Span, Name: id.Text}
+	r.Span = r.Span.Join(id.Span)
+	last := id
+	for {
+		t := p.tok()
+		if !adjacent(last, t) {
+			break
+		}
+		switch t.Kind {
+		case tokDot:
+			n := p.at(1)
+			if n.Kind != tokIdent || !adjacent(t, n) {
+				p.errorf(r.Span.Join(t.Span), "expected a field name after '.' in reference %s.", r)
+			}
+			if p.at(2).Kind == tokLParen {
+				return r // a CEL method call such as †state.items.size()
+			}
+			p.advance()
+			p.advance()
+			r.Path = append(r.Path, &PathElem{Span: t.Span.Join(n.Span), Field: n.Text})
+			r.Span = r.Span.Join(n.Span)
+			last = n
+			continue
+		case tokFloat:
+			if strings.HasPrefix(t.Text, ".") {
+				p.errorf(t.Span, "a list is indexed with brackets: %s[%s], not %s%s", r, t.Text[1:], r, t.Text)
+			}
+		case tokLBrack:
+			n := p.at(1)
+			c := p.at(2)
+			if c.Kind != tokRBrack || (n.Kind != tokInt && n.Kind != tokString) {
+				return r // a CEL index expression; the reference ends here
+			}
+			el := &PathElem{Span: t.Span.Join(c.Span)}
+			if n.Kind == tokInt {
+				idx, err := strconv.Atoi(n.Text)
+				if err != nil || idx < 0 {
+					p.errorf(n.Span, "list index %s is out of range", n.Text)
+				}
+				el.Index, el.IsIndex = idx, true
+			} else {
+				s, err := unquote(n.Text)
+				if err != nil {
+					p.errorf(n.Span, "%s", err)
+				}
+				el.Field, el.Quoted = s, true
+			}
+			p.advance()
+			p.advance()
+			p.advance()
+			r.Path = append(r.Path, el)
+			r.Span = r.Span.Join(c.Span)
+			last = c
+			continue
+		}
+		break
+	}
+	return r
+}
+
+// parseCEL takes the next n tokens as a CEL expression and collects the
+// references in it.
+func (p *parser) parseCEL(n int) Expr {
+	first := p.tok()
+	end := p.i + n
+	lastTok := p.at(n - 1)
+	e := &CELExpr{Span: first.Span.Join(lastTok.Span)}
+	for p.i < end {
+		t := p.tok()
+		if t.Kind == tokDagger {
+			r := p.parseRef()
+			if p.i > end {
+				p.errorf(r.Span, "reference %s runs past the end of the expression", r)
+			}
+			e.Refs = append(e.Refs, r)
+			continue
+		}
+		p.advance()
+	}
+	text := string(p.src[e.Span.Start.Offset:e.Span.End.Offset])
+	if strings.ContainsAny(text, "#") {
+		text = blankComments(text, e.Span.Start.Offset, p)
+	}
+	e.Text = text
+	return e
+}
+
+// blankComments replaces "# …" comments inside a multi-line CEL expression
+// by spaces, so CEL does not see them; the comments themselves are kept on
+// the step.
+func blankComments(text string, base int, p *parser) string {
+	b := []byte(text)
+	for _, c := range p.comments {
+		lo, hi := c.Span.Start.Offset-base, c.Span.End.Offset-base
+		if lo >= 0 && hi <= len(b) {
+			for i := lo; i < hi; i++ {
+				b[i] = ' '
+			}
+		}
+	}
+	return string(b)
+}
+
+// ---------------------------------------------------------------- types
+
+func (p *parser) parseType() TypeExpr {
+	t := p.parsePrimaryType()
+	if q := p.tok(); q.Kind == tokQuestion {
+		p.advance()
+		t = &OptionalType{Span: t.Range().Join(q.Span), Elem: t}
+	}
+	if p.tok().Kind == tokPipe {
+		p.errorf(p.tok().Span, "only constants can be joined with '|', as in the enum \"a\" | \"b\"")
+	}
+	return t
+}
+
+func (p *parser) parsePrimaryType() TypeExpr {
+	t := p.tok()
+	switch t.Kind {
+	case tokIdent:
+		if t.Text == "true" || t.Text == "false" {
+			return p.parseEnum()
+		}
+		p.advance()
+		return &NamedType{Span: t.Span, Name: t.Text}
+	case tokLBrack:
+		p.advance()
+		p.skipNewlines()
+		elem := p.parseType()
+		p.skipNewlines()
+		end := p.expect(tokRBrack, "']' to close the list type")
+		return &ListType{Span: t.Span.Join(end.Span), Elem: elem}
+	case tokLBrace:
+		fields, end := p.parseFieldBlock()
+		o := &ObjectType{Span: t.Span.Join(end.Span), Fields: fields}
+		if len(fields) > 0 && fields[0].Span.Start.Line > t.Span.Start.Line {
+			o.Multiline = true
+		}
+		return o
+	case tokString, tokInt, tokFloat, tokMinus:
+		return p.parseEnum()
+	}
+	p.unexpected(t, "a type (string, int, number, bool, any, [T], {field: T}, \"a\" | \"b\", or a declared type)")
+	return nil
+}
+
+func (p *parser) parseEnum() TypeExpr {
+	e := &EnumType{}
+	for {
+		v := p.parseEnumValue()
+		e.Values = append(e.Values, v)
+		e.Span = e.Span.Join(v.Span)
+		if p.tok().Kind != tokPipe {
+			return e
+		}
+		p.advance()
+	}
+}
+
+func (p *parser) parseEnumValue() *Literal {
+	t := p.tok()
+	switch t.Kind {
+	case tokString:
+		return p.parseStringLit("")
+	case tokInt, tokFloat, tokMinus, tokIdent:
+		if v, ok := p.tryValue(); ok {
+			if l, ok := v.(*Literal); ok {
+				return l
+			}
+		}
+	}
+	p.errorf(t.Span, "expected a constant in the enum (\"a\" | \"b\"), found %s", describe(t))
+	return nil
+}
+
+// ParseExpr parses a single expression (a value or CEL), as found in the
+// string of a JSON plan's `_when` or `_expr`. base is the position of the
+// text's first byte in its file, so spans point into that file.
+func ParseExpr(name string, src []byte, base Pos) (Expr, Diagnostics) {
+	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+	var e Expr
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(bailout); !ok {
+					panic(r)
+				}
+			}
+		}()
+		p.skipNewlines()
+		e = p.parseExpr(ctxStatement)
+		p.skipNewlines()
+		if t := p.tok(); t.Kind != tokEOF {
+			p.errorf(t.Span, "unexpected %s after the expression", describe(t))
+		}
+	}()
+	return e, p.diags
+}
+
+// ParseRef parses a single reference such as "†state.x.y", as found in a
+// JSON plan's strings.
+func ParseRef(name string, src []byte, base Pos) (*Ref, Diagnostics) {
+	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+	var r *Ref
+	func() {
+		defer func() {
+			if rec := recover(); rec != nil {
+				if _, ok := rec.(bailout); !ok {
+					panic(rec)
+				}
+				r = nil
+			}
+		}()
+		t := p.tok()
+		if t.Kind != tokDagger {
+			p.errorf(t.Span, "expected a reference starting with †, found %s", describe(t))
+		}
+		r = p.parseRef()
+		if t := p.tok(); t.Kind != tokEOF {
+			p.errorf(t.Span, "unexpected %s after reference %s", describe(t), r)
+		}
+	}()
+	return r, p.diags
+}
+
+// parseOutputPathText parses "†state.a" or "†state.a || †state.b".
+func parseOutputPathText(name string, src []byte, base Pos) (*Outputs, Diagnostics) {
+	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+	var o *Outputs
+	func() {
+		defer func() {
+			if rec := recover(); rec != nil {
+				if _, ok := rec.(bailout); !ok {
+					panic(rec)
+				}
+				o = nil
+			}
+		}()
+		first := p.tok()
+		o = &Outputs{Span: first.Span}
+		o.Success = p.parseOutputPath()
+		o.Span = o.Span.Join(o.Success.Span)
+		if t := p.tok(); t.Kind == tokOrOr {
+			p.advance()
+			if n := p.tok(); n.Kind != tokDagger {
+				p.errorf(t.Span.Join(n.Span), "expected the error slot after '||' (†state.ok || †state.err), found %s", describe(n))
+			}
+			o.Error = p.parseOutputPath()
+			o.Span = o.Span.Join(o.Error.Span)
+		}
+		if t := p.tok(); t.Kind != tokEOF {
+			p.errorf(t.Span, "unexpected %s in output path: write †state.ok or †state.ok || †state.err", describe(t))
+		}
+	}()
+	return o, p.diags
+}
+

@@ -1,0 +1,487 @@
+package lang
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// tokenKind is the kind of a lexical token.
+type tokenKind uint8
+
+// The token kinds.
+const (
+	tokEOF       tokenKind = iota
+	tokNewline             // a line break outside a string
+	tokComment             // "# …" or "// …" to the end of the line
+	tokIdent               // name, keyword or CEL identifier
+	tokInt                 // 42
+	tokFloat               // 4.2, 1e3
+	tokDuration            // 200ms, 1h30m (a number directly followed by letters)
+	tokString              // "…" or '…' (also CEL's triple-quoted and r/b-prefixed forms)
+	tokDagger              // † or $, which start a reference
+	tokArrow               // ->
+	tokOrOr                // ||
+	tokLParen              // (
+	tokRParen              // )
+	tokLBrack              // [
+	tokRBrack              // ]
+	tokLBrace              // {
+	tokRBrace              // }
+	tokComma               // ,
+	tokColon               // :
+	tokSemicolon           // ;
+	tokDot                 // .
+	tokQuestion            // ?
+	tokPipe                // |
+	tokAssign              // =
+	tokMinus               // -
+	tokOperator            // any other operator character run used by CEL: + * / % ! < > <= >= == != &&
+	tokIllegal             // a character or construct that cannot start a token
+	tokEndOfBuffer         // the scanned text ends here but more may follow (streaming)
+)
+
+var tokenNames = [...]string{
+	tokEOF: "end of file", tokNewline: "newline", tokComment: "comment", tokIdent: "identifier",
+	tokInt: "integer", tokFloat: "number", tokDuration: "duration", tokString: "string",
+	tokDagger: "†", tokArrow: "->", tokOrOr: "||", tokLParen: "(", tokRParen: ")", tokLBrack: "[",
+	tokRBrack: "]", tokLBrace: "{", tokRBrace: "}", tokComma: ",", tokColon: ":", tokSemicolon: ";",
+	tokDot: ".", tokQuestion: "?", tokPipe: "|", tokAssign: "=", tokMinus: "-", tokOperator: "operator",
+	tokIllegal: "illegal character", tokEndOfBuffer: "end of buffer",
+}
+
+// String names the kind as a message would ("identifier", "->").
+func (k tokenKind) String() string {
+	if int(k) < len(tokenNames) {
+		return tokenNames[k]
+	}
+	return "token"
+}
+
+// token is one lexical token and its place in the source.
+type token struct {
+	Kind tokenKind
+	Span Span
+	// Text is the token's source text.
+	Text string
+	// Err is set on Illegal tokens and unterminated strings: what is wrong.
+	Err string
+}
+
+// scanner turns source text into tokens. It computes the line and column of
+// every token as it goes, counting columns in code points.
+type scanner struct {
+	src       []byte
+	off       int
+	line      int
+	lineStart int // offset of the first byte of the current line
+	adjust    int // continuation bytes of multi-byte characters seen on this line
+	// partial is set when src may be followed by more text: a token that
+	// touches the end of src becomes tokEndOfBuffer instead of being cut short.
+	partial bool
+}
+
+func newScanner(src []byte, start, line int, partial bool) *scanner {
+	s := &scanner{src: src, off: start, line: line, partial: partial}
+	ls := start
+	for ls > 0 && src[ls-1] != '\n' {
+		ls--
+	}
+	s.lineStart = ls
+	for i := ls; i < start; i++ {
+		if src[i]&0xC0 == 0x80 {
+			s.adjust++
+		}
+	}
+	return s
+}
+
+func (s *scanner) pos() Pos {
+	return Pos{Offset: s.off, Line: s.line, Column: s.off - s.lineStart - s.adjust + 1}
+}
+
+// newline records that the byte at s.off-1 was a line break.
+func (s *scanner) newline() {
+	s.line++
+	s.lineStart = s.off
+	s.adjust = 0
+}
+
+// advanceRune moves past one UTF-8 encoded character and returns it.
+func (s *scanner) advanceRune() rune {
+	b := s.src[s.off]
+	if b < utf8.RuneSelf {
+		s.off++
+		if b == '\n' {
+			s.newline()
+		}
+		return rune(b)
+	}
+	r, n := utf8.DecodeRune(s.src[s.off:])
+	s.off += n
+	s.adjust += n - 1
+	return r
+}
+
+const daggerRune = '†'
+
+// next returns the next token, skipping spaces and tabs.
+func (s *scanner) next() token {
+	for s.off < len(s.src) {
+		b := s.src[s.off]
+		if b == ' ' || b == '\t' || b == '\r' || b == '\f' {
+			s.off++
+			continue
+		}
+		break
+	}
+	start := s.pos()
+	if s.off >= len(s.src) {
+		if s.partial {
+			return token{Kind: tokEndOfBuffer, Span: Span{start, start}}
+		}
+		return token{Kind: tokEOF, Span: Span{start, start}}
+	}
+	b := s.src[s.off]
+	kind := tokIllegal
+	var errMsg string
+	switch {
+	case b == '\n':
+		s.off++
+		s.newline()
+		kind = tokNewline
+	case b == '#':
+		s.skipLine()
+		kind = tokComment
+	case b == '/' && s.peekByte(1) == '/':
+		s.skipLine()
+		kind = tokComment
+	case isIdentStart(b):
+		kind, errMsg = s.scanIdentOrPrefixedString()
+	case b >= utf8.RuneSelf:
+		r, _ := utf8.DecodeRune(s.src[s.off:])
+		switch {
+		case r == daggerRune:
+			s.advanceRune()
+			kind = tokDagger
+		case unicode.IsLetter(r):
+			kind, errMsg = s.scanIdentOrPrefixedString()
+		default:
+			s.advanceRune()
+			errMsg = "unexpected character " + quoteRune(r)
+		}
+	case isDigit(b):
+		kind = s.scanNumber()
+	case b == '.' && isDigit(s.peekByte(1)):
+		kind = s.scanNumber()
+	case b == '"' || b == '\'':
+		kind, errMsg = s.scanString()
+	default:
+		kind = s.scanPunct()
+		if kind == tokIllegal {
+			r := s.advanceRune()
+			errMsg = "unexpected character " + quoteRune(r)
+		}
+	}
+	tok := token{Kind: kind, Span: Span{start, s.pos()}, Text: string(s.src[start.Offset:s.off]), Err: errMsg}
+	if s.partial && s.off >= len(s.src) && mayGrow(kind) {
+		// The token may continue in text that has not arrived yet.
+		return token{Kind: tokEndOfBuffer, Span: Span{start, start}}
+	}
+	return tok
+}
+
+// mayGrow reports whether a token of this kind that ends the text read so
+// far could be longer once more text arrives ("-" may become "->", "ab" may
+// become "abc", a comment runs to the end of its line).
+func mayGrow(k tokenKind) bool {
+	switch k {
+	case tokNewline, tokLParen, tokRParen, tokLBrack, tokRBrack, tokLBrace, tokRBrace,
+		tokComma, tokColon, tokSemicolon, tokQuestion, tokDagger, tokArrow, tokOrOr:
+		return false
+	}
+	return true
+}
+
+func (s *scanner) peekByte(k int) byte {
+	if s.off+k < len(s.src) {
+		return s.src[s.off+k]
+	}
+	return 0
+}
+
+func (s *scanner) skipLine() {
+	for s.off < len(s.src) && s.src[s.off] != '\n' {
+		if s.src[s.off]&0xC0 == 0x80 {
+			s.adjust++
+		}
+		s.off++
+	}
+}
+
+func isIdentStart(b byte) bool {
+	return b == '_' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+func isIdentByte(b byte) bool { return isIdentStart(b) || isDigit(b) }
+
+func (s *scanner) scanIdentOrPrefixedString() (tokenKind, string) {
+	start := s.off
+	for s.off < len(s.src) {
+		b := s.src[s.off]
+		if isIdentByte(b) {
+			s.off++
+			continue
+		}
+		if b >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(s.src[s.off:])
+			if r != daggerRune && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				s.off += n
+				s.adjust += n - 1
+				continue
+			}
+		}
+		break
+	}
+	// CEL string prefixes: r"…", b'…', rb"…" and so on.
+	if s.off < len(s.src) && (s.src[s.off] == '"' || s.src[s.off] == '\'') && s.off-start <= 2 {
+		switch string(s.src[start:s.off]) {
+		case "r", "R", "b", "B", "rb", "rB", "Rb", "RB", "br", "bR", "Br", "BR":
+			raw := false
+			for _, c := range s.src[start:s.off] {
+				if c == 'r' || c == 'R' {
+					raw = true
+				}
+			}
+			return s.scanQuoted(raw)
+		}
+	}
+	return tokIdent, ""
+}
+
+func (s *scanner) scanNumber() tokenKind {
+	kind := tokInt
+	if s.src[s.off] == '0' && (s.peekByte(1) == 'x' || s.peekByte(1) == 'X') {
+		s.off += 2
+		for s.off < len(s.src) && isHex(s.src[s.off]) {
+			s.off++
+		}
+		if s.off < len(s.src) && (s.src[s.off] == 'u' || s.src[s.off] == 'U') {
+			s.off++ // CEL unsigned suffix
+		}
+		return tokInt
+	}
+	for s.off < len(s.src) && isDigit(s.src[s.off]) {
+		s.off++
+	}
+	if s.off < len(s.src) && s.src[s.off] == '.' && isDigit(s.peekByte(1)) {
+		kind = tokFloat
+		s.off++
+		for s.off < len(s.src) && isDigit(s.src[s.off]) {
+			s.off++
+		}
+	}
+	if s.off < len(s.src) && (s.src[s.off] == 'e' || s.src[s.off] == 'E') {
+		k := 1
+		if c := s.peekByte(1); c == '+' || c == '-' {
+			k = 2
+		}
+		if isDigit(s.peekByte(k)) {
+			kind = tokFloat
+			s.off += k
+			for s.off < len(s.src) && isDigit(s.src[s.off]) {
+				s.off++
+			}
+		}
+	}
+	// A number directly followed by letters is a duration (200ms, 1h30m) or
+	// a CEL unsigned literal (5u); the parser decides which it accepts.
+	if (s.off < len(s.src) && isIdentStart(s.src[s.off])) || (s.peekByte(0) == 0xC2 && s.peekByte(1) == 0xB5) {
+		for s.off < len(s.src) {
+			b := s.src[s.off]
+			if isIdentByte(b) || b == '.' && isDigit(s.peekByte(1)) {
+				s.off++
+				continue
+			}
+			if b == 0xC2 && s.peekByte(1) == 0xB5 { // µ
+				s.off += 2
+				s.adjust++
+				continue
+			}
+			break
+		}
+		return tokDuration
+	}
+	return kind
+}
+
+func isHex(b byte) bool {
+	return isDigit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F')
+}
+
+func (s *scanner) scanString() (tokenKind, string) { return s.scanQuoted(false) }
+
+// scanQuoted scans a quoted string starting at s.off: '…', "…", or CEL's
+// triple-quoted forms. Escapes are checked later, when the value is needed.
+func (s *scanner) scanQuoted(raw bool) (tokenKind, string) {
+	q := s.src[s.off]
+	triple := s.peekByte(1) == q && s.peekByte(2) == q
+	if triple {
+		s.off += 3
+	} else {
+		s.off++
+	}
+	for s.off < len(s.src) {
+		b := s.src[s.off]
+		switch {
+		case b == '\\' && !raw:
+			s.off++
+			if s.off < len(s.src) {
+				s.advanceRune()
+			}
+			continue
+		case b == q:
+			if !triple {
+				s.off++
+				return tokString, ""
+			}
+			if s.peekByte(1) == q && s.peekByte(2) == q {
+				s.off += 3
+				return tokString, ""
+			}
+			s.off++
+			continue
+		case b == '\n':
+			if !triple {
+				return tokString, "string not terminated before the end of the line"
+			}
+			s.off++
+			s.newline()
+			continue
+		}
+		if b >= utf8.RuneSelf {
+			s.advanceRune()
+			continue
+		}
+		s.off++
+	}
+	return tokString, "string not terminated before the end of the file"
+}
+
+func (s *scanner) scanPunct() tokenKind {
+	b := s.src[s.off]
+	two := func(next byte) bool { return s.peekByte(1) == next }
+	switch b {
+	case '$':
+		s.off++
+		return tokDagger
+	case '(':
+		s.off++
+		return tokLParen
+	case ')':
+		s.off++
+		return tokRParen
+	case '[':
+		s.off++
+		return tokLBrack
+	case ']':
+		s.off++
+		return tokRBrack
+	case '{':
+		s.off++
+		return tokLBrace
+	case '}':
+		s.off++
+		return tokRBrace
+	case ',':
+		s.off++
+		return tokComma
+	case ':':
+		s.off++
+		return tokColon
+	case ';':
+		s.off++
+		return tokSemicolon
+	case '.':
+		s.off++
+		return tokDot
+	case '?':
+		s.off++
+		return tokQuestion
+	case '-':
+		if two('>') {
+			s.off += 2
+			return tokArrow
+		}
+		s.off++
+		return tokMinus
+	case '|':
+		if two('|') {
+			s.off += 2
+			return tokOrOr
+		}
+		s.off++
+		return tokPipe
+	case '=':
+		if two('=') {
+			s.off += 2
+			return tokOperator
+		}
+		s.off++
+		return tokAssign
+	case '&':
+		if two('&') {
+			s.off += 2
+			return tokOperator
+		}
+	case '!', '<', '>':
+		if two('=') {
+			s.off += 2
+		} else {
+			s.off++
+		}
+		return tokOperator
+	case '+', '*', '/', '%':
+		s.off++
+		return tokOperator
+	}
+	return tokIllegal
+}
+
+func quoteRune(r rune) string {
+	if r == utf8.RuneError {
+		return "(invalid UTF-8)"
+	}
+	if unicode.IsPrint(r) {
+		return "'" + string(r) + "'"
+	}
+	return "U+" + hex4(r)
+}
+
+func hex4(r rune) string {
+	const digits = "0123456789ABCDEF"
+	var b []byte
+	for shift := 12; shift >= 0; shift -= 4 {
+		b = append(b, digits[(r>>uint(shift))&0xF])
+	}
+	if r > 0xFFFF {
+		return string(digits[(r>>16)&0xF]) + string(b)
+	}
+	return string(b)
+}
+
+// scanAll returns the tokens of src, ending with an EOF token. Comments and
+// newlines are included; illegal characters come back as Illegal tokens with
+// Err set. Scan never fails.
+func scanAll(src []byte) []token {
+	s := newScanner(src, 0, 1, false)
+	var toks []token
+	for {
+		t := s.next()
+		toks = append(toks, t)
+		if t.Kind == tokEOF {
+			return toks
+		}
+	}
+}
