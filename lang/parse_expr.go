@@ -527,4 +527,3 @@ func parseOutputPathText(name string, src []byte, base Pos) (*Outputs, Diagnosti
 	}()
 	return o, p.diags
 }
-

@@ -10,34 +10,34 @@ type tokenKind uint8
 
 // The token kinds.
 const (
-	tokEOF       tokenKind = iota
-	tokNewline             // a line break outside a string
-	tokComment             // "# …" or "// …" to the end of the line
-	tokIdent               // name, keyword or CEL identifier
-	tokInt                 // 42
-	tokFloat               // 4.2, 1e3
-	tokDuration            // 200ms, 1h30m (a number directly followed by letters)
-	tokString              // "…" or '…' (also CEL's triple-quoted and r/b-prefixed forms)
-	tokDagger              // † or $, which start a reference
-	tokArrow               // ->
-	tokOrOr                // ||
-	tokLParen              // (
-	tokRParen              // )
-	tokLBrack              // [
-	tokRBrack              // ]
-	tokLBrace              // {
-	tokRBrace              // }
-	tokComma               // ,
-	tokColon               // :
-	tokSemicolon           // ;
-	tokDot                 // .
-	tokQuestion            // ?
-	tokPipe                // |
-	tokAssign              // =
-	tokMinus               // -
-	tokOperator            // any other operator character run used by CEL: + * / % ! < > <= >= == != &&
-	tokIllegal             // a character or construct that cannot start a token
-	tokEndOfBuffer         // the scanned text ends here but more may follow (streaming)
+	tokEOF         tokenKind = iota
+	tokNewline               // a line break outside a string
+	tokComment               // "# …" or "// …" to the end of the line
+	tokIdent                 // name, keyword or CEL identifier
+	tokInt                   // 42
+	tokFloat                 // 4.2, 1e3
+	tokDuration              // 200ms, 1h30m (a number directly followed by letters)
+	tokString                // "…" or '…' (also CEL's triple-quoted and r/b-prefixed forms)
+	tokDagger                // † or $, which start a reference
+	tokArrow                 // ->
+	tokOrOr                  // ||
+	tokLParen                // (
+	tokRParen                // )
+	tokLBrack                // [
+	tokRBrack                // ]
+	tokLBrace                // {
+	tokRBrace                // }
+	tokComma                 // ,
+	tokColon                 // :
+	tokSemicolon             // ;
+	tokDot                   // .
+	tokQuestion              // ?
+	tokPipe                  // |
+	tokAssign                // =
+	tokMinus                 // -
+	tokOperator              // any other operator character run used by CEL: + * / % ! < > <= >= == != &&
+	tokIllegal               // a character or construct that cannot start a token
+	tokEndOfBuffer           // the scanned text ends here but more may follow (streaming)
 )
 
 var tokenNames = [...]string{
