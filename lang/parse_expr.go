@@ -447,10 +447,9 @@ func (p *parser) parseEnumValue() *Literal {
 }
 
 // ParseExpr parses a single expression (a value or CEL), as found in the
-// string of a JSON plan's `_when` or `_expr`. base is the position of the
-// text's first byte in its file, so spans point into that file.
-func ParseExpr(name string, src []byte, base Pos) (Expr, Diagnostics) {
-	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+// string of a JSON plan's "_when" or "_expr".
+func ParseExpr(name string, src []byte) (Expr, Diagnostics) {
+	p := newParser(name, src, false)
 	var e Expr
 	func() {
 		defer func() {
@@ -472,8 +471,8 @@ func ParseExpr(name string, src []byte, base Pos) (Expr, Diagnostics) {
 
 // ParseRef parses a single reference such as "†state.x.y", as found in a
 // JSON plan's strings.
-func ParseRef(name string, src []byte, base Pos) (*Ref, Diagnostics) {
-	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+func ParseRef(name string, src []byte) (*Ref, Diagnostics) {
+	p := newParser(name, src, false)
 	var r *Ref
 	func() {
 		defer func() {
@@ -497,8 +496,8 @@ func ParseRef(name string, src []byte, base Pos) (*Ref, Diagnostics) {
 }
 
 // parseOutputPathText parses "†state.a" or "†state.a || †state.b".
-func parseOutputPathText(name string, src []byte, base Pos) (*Outputs, Diagnostics) {
-	p := &parser{name: name, src: src, sc: newScanner(src, base.Offset, base.Line, false)}
+func parseOutputPathText(name string, src []byte) (*Outputs, Diagnostics) {
+	p := newParser(name, src, false)
 	var o *Outputs
 	func() {
 		defer func() {

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0 // success
+	exitInput = 1 // the input has errors
+	exitUsage = 2 // usage or I/O error
+)
+
+// env is what a command may touch: the standard streams, the logger, and
+// the terminal state of stdout.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// stdoutTTY reports whether stdout is a terminal (progress display,
+	// colour).
+	stdoutTTY bool
+	log       hclog.Logger
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // the positional arguments, for the usage line
+	summary string
+	// setup declares the command's flags and returns the function that
+	// runs it with the positional arguments.
+	setup func(fs *flag.FlagSet, e *env) func(ctx context.Context, args []string) int
+}
+
+func commands() []*command {
+	cmds := []*command{
+		parseCommand(),
+		fmtCommand(),
+		checkCommand(),
+		compileCommand(),
+		graphCommand(),
+		dryRunCommand(),
+		runCommand(),
+		explainCommand(),
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	return cmds
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Obelisk checks, compiles, simulates and runs plans of tool calls.\n\n")
+	fmt.Fprintf(w, "Usage:\n\n\tobelisk <command> [flags] [files]\n\nCommands:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nA file is a .plan file, a .json plan, or - for standard input.\n")
+	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n")
+	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error.\n")
+}
+
+// run dispatches to a subcommand and returns the exit status.
+func run(ctx context.Context, args []string, e *env) int {
+	if e.log == nil {
+		level := hclog.LevelFromString(os.Getenv("OBELISK_LOG"))
+		if level == hclog.NoLevel {
+			level = hclog.Warn
+		}
+		e.log = hclog.New(&hclog.LoggerOptions{Name: "obelisk", Output: e.stderr, Level: level, IndependentLevels: true})
+	}
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			return run(ctx, []string{args[1], "-h"}, e)
+		}
+		usage(e.stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != name {
+			continue
+		}
+		fs := flag.NewFlagSet("obelisk "+c.name, flag.ContinueOnError)
+		fs.SetOutput(e.stderr)
+		exec := c.setup(fs, e)
+		fs.Usage = func() {
+			fmt.Fprintf(fs.Output(), "usage: obelisk %s [flags] %s\n\n%s\n", c.name, c.args, c.summary)
+			if hasFlags(fs) {
+				fmt.Fprintf(fs.Output(), "\nFlags:\n")
+				fs.PrintDefaults()
+			}
+		}
+		pos, err := parseInterspersed(fs, args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		if err != nil {
+			return exitUsage
+		}
+		return exec(ctx, pos)
+	}
+	fmt.Fprintf(e.stderr, "obelisk: unknown command %q\n", name)
+	names := make([]string, 0)
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if s := lang.Closest(name, names); s != "" {
+		fmt.Fprintf(e.stderr, "Did you mean %q?\n", s)
+	}
+	fmt.Fprintf(e.stderr, "Run 'obelisk help' for usage.\n")
+	return exitUsage
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, as in `obelisk dry-run plan.plan --input x.json`.
+// "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at the first non-flag argument, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError prints a usage problem and returns the usage exit status.
+func usageError(e *env, cmd, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "obelisk %s: %s\n", cmd, fmt.Sprintf(format, args...))
+	fmt.Fprintf(e.stderr, "Run 'obelisk %s -h' for usage.\n", cmd)
+	return exitUsage
+}
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

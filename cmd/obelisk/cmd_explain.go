@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+func explainCommand() *command {
+	return &command{
+		name:    "explain",
+		args:    "[CODE]",
+		summary: "describe a diagnostic code, with an example and how to fix it (all codes without CODE)",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			return func(ctx context.Context, args []string) int {
+				docs := lang.CodeDocs()
+				if len(args) == 0 {
+					for _, d := range docs {
+						fmt.Fprintf(e.stdout, "%-22s %-7s %s\n", d.Code, d.Severity, d.Summary)
+					}
+					return exitOK
+				}
+				for _, d := range docs {
+					if string(d.Code) == args[0] {
+						fmt.Fprintf(e.stdout, "%s (%s)\n\n%s.\n\nFix: %s\n", d.Code, d.Severity, upperFirst(d.Summary), d.Fix)
+						if d.Example != "" {
+							fmt.Fprintf(e.stdout, "\nExample:\n\n%s", indent(d.Example))
+						}
+						return exitOK
+					}
+				}
+				var names []string
+				for _, d := range docs {
+					names = append(names, string(d.Code))
+				}
+				hint := ""
+				if s := lang.Closest(args[0], names); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				return usageError(e, "explain", "unknown code %q%s", args[0], hint)
+			}
+		},
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return "\t" + strings.Join(lines, "\n\t") + "\n"
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+func fmtCommand() *command {
+	return &command{
+		name: "fmt",
+		args: "FILE...",
+		summary: "print plans in the canonical layout; a JSON plan is printed as .plan text\n" +
+			"(with -w, .plan files are rewritten in place instead)",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			write := fs.Bool("w", false, "rewrite .plan files in place instead of printing them")
+			list := fs.Bool("l", false, "list the files whose layout differs from the canonical one")
+			return func(ctx context.Context, args []string) int {
+				if len(args) == 0 {
+					return usageError(e, "fmt", "no files given (use - for standard input)")
+				}
+				status := exitOK
+				for _, arg := range args {
+					src, err := readSource(e, arg)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk fmt: %v\n", err)
+						status = max(status, exitUsage)
+						continue
+					}
+					if *write && (src.json || src.path == "") {
+						return usageError(e, "fmt", "-w rewrites .plan files; to convert %s, redirect the output: obelisk fmt %s > NAME.plan", src.name, arg)
+					}
+					f, diags := src.parse()
+					if diags.HasErrors() {
+						printDiagnostics(e, lang.Sources{src.name: src.text}, diags)
+						status = max(status, exitInput)
+						continue
+					}
+					out := lang.Format(f)
+					changed := !bytes.Equal(out, src.text)
+					switch {
+					case *list:
+						if changed {
+							fmt.Fprintln(e.stdout, src.name)
+						}
+					case *write:
+						if changed {
+							if err := os.WriteFile(src.path, out, 0o644); err != nil {
+								fmt.Fprintf(e.stderr, "obelisk fmt: %v\n", err)
+								status = max(status, exitUsage)
+							}
+						}
+					default:
+						e.stdout.Write(out)
+					}
+				}
+				return status
+			}
+		},
+	}
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+func parseCommand() *command {
+	return &command{
+		name:    "parse",
+		args:    "FILE",
+		summary: "print the syntax tree of a plan as JSON",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "parse", "expected one file, got %d", len(args))
+				}
+				src, err := readSource(e, args[0])
+				if err != nil {
+					e.log.Error(err.Error())
+					return exitUsage
+				}
+				f, diags := src.parse()
+				e.stdout.Write(lang.DumpJSON(f))
+				if len(diags) > 0 {
+					printDiagnostics(e, lang.Sources{src.name: src.text}, diags)
+				}
+				if diags.HasErrors() {
+					return exitInput
+				}
+				return exitOK
+			}
+		},
+	}
+}

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+	"flag"
+)
+
+func notYet(name, args, summary string) *command {
+	return &command{name: name, args: args, summary: summary,
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			return func(context.Context, []string) int {
+				return usageError(e, name, "not available in this build")
+			}
+		}}
+}
+
+func checkCommand() *command   { return notYet("check", "FILE...", "type-check plans") }
+func compileCommand() *command { return notYet("compile", "FILE", "print the compiled plan as JSON") }
+func graphCommand() *command   { return notYet("graph", "FILE", "draw the plan's graph") }
+func dryRunCommand() *command  { return notYet("dry-run", "FILE", "simulate a plan without calling any tool") }
+func runCommand() *command     { return notYet("run", "FILE", "run a plan") }

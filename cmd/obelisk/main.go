@@ -1,0 +1,25 @@
+// Command obelisk checks, compiles, simulates and runs Obelisk plans: data-flow
+// graphs of tool calls written in the Obelisk plan language or its JSON form.
+//
+// Usage:
+//
+//	obelisk <command> [flags] [files]
+//
+// Run `obelisk help` for the list of commands and `obelisk <command> -h` for
+// the flags of one. Results go to standard output, logs and progress to
+// standard error. The exit status is 0 on success, 1 when the input has
+// errors, and 2 on a usage or I/O error.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}

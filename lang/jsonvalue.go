@@ -1,0 +1,457 @@
+package lang
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jkind is the kind of a JSON value.
+type jkind uint8
+
+const (
+	jNull jkind = iota
+	jBool
+	jNumber
+	jString
+	jArray
+	jObject
+)
+
+func (k jkind) String() string {
+	return [...]string{"null", "boolean", "number", "string", "array", "object"}[k]
+}
+
+// jvalue is a JSON value with the span it was read from. Objects keep their
+// members in order.
+type jvalue struct {
+	kind jkind
+	span Span
+	b    bool
+	str  string // a string's value, or a number's text
+	// escaped is set on strings whose source text has escapes, so offsets
+	// inside the value do not map one to one onto the source.
+	escaped bool
+	arr     []*jvalue
+	obj     []jmember
+}
+
+type jmember struct {
+	key     string
+	keySpan Span
+	val     *jvalue
+}
+
+func (v *jvalue) get(key string) *jvalue {
+	if v == nil || v.kind != jObject {
+		return nil
+	}
+	for _, m := range v.obj {
+		if m.key == key {
+			return m.val
+		}
+	}
+	return nil
+}
+
+// jsonError is a syntax error in a JSON document.
+type jsonError struct {
+	pos Pos
+	msg string
+}
+
+// jsonParser reads JSON text into jvalues, computing positions as it goes.
+type jsonParser struct {
+	src       []byte
+	off       int
+	line      int
+	lineStart int
+	adjust    int
+	depth     int
+}
+
+// maxJSONDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxJSONDepth = 512
+
+func parseJSON(src []byte) (v *jvalue, err *jsonError) {
+	p := &jsonParser{src: src, line: 1}
+	defer func() {
+		if r := recover(); r != nil {
+			je, ok := r.(*jsonError)
+			if !ok {
+				panic(r)
+			}
+			v, err = nil, je
+		}
+	}()
+	// A UTF-8 byte order mark is allowed and skipped.
+	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
+		p.off = 3
+		p.lineStart = 3
+	}
+	p.space()
+	v = p.value()
+	p.space()
+	if p.off < len(p.src) {
+		p.fail("unexpected %s after the JSON value", p.describe())
+	}
+	return v, nil
+}
+
+func (p *jsonParser) pos() Pos {
+	return Pos{Offset: p.off, Line: p.line, Column: p.off - p.lineStart - p.adjust + 1}
+}
+
+func (p *jsonParser) fail(format string, args ...any) {
+	panic(&jsonError{pos: p.pos(), msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *jsonParser) describe() string {
+	if p.off >= len(p.src) {
+		return "end of file"
+	}
+	r, _ := utf8.DecodeRune(p.src[p.off:])
+	return quoteRune(r)
+}
+
+func (p *jsonParser) space() {
+	for p.off < len(p.src) {
+		switch p.src[p.off] {
+		case ' ', '\t', '\r':
+			p.off++
+		case '\n':
+			p.off++
+			p.line++
+			p.lineStart = p.off
+			p.adjust = 0
+		case '/':
+			// Comments are not JSON, but models and people write them.
+			switch {
+			case p.off+1 < len(p.src) && p.src[p.off+1] == '/':
+				for p.off < len(p.src) && p.src[p.off] != '\n' {
+					p.skipByte()
+				}
+			case p.off+1 < len(p.src) && p.src[p.off+1] == '*':
+				p.off += 2
+				for p.off < len(p.src) && !(p.src[p.off] == '*' && p.off+1 < len(p.src) && p.src[p.off+1] == '/') {
+					p.skipByte()
+				}
+				if p.off >= len(p.src) {
+					p.fail("comment not terminated")
+				}
+				p.off += 2
+			default:
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// skipByte moves past one byte of a comment, keeping positions right.
+func (p *jsonParser) skipByte() {
+	b := p.src[p.off]
+	p.off++
+	switch {
+	case b == '\n':
+		p.line++
+		p.lineStart = p.off
+		p.adjust = 0
+	case b&0xC0 == 0x80:
+		p.adjust++
+	}
+}
+
+func (p *jsonParser) value() *jvalue {
+	if p.off >= len(p.src) {
+		p.fail("unexpected end of file: expected a JSON value")
+	}
+	start := p.pos()
+	v := &jvalue{}
+	switch c := p.src[p.off]; {
+	case c == '{':
+		p.object(v)
+	case c == '[':
+		p.array(v)
+	case c == '"':
+		v.kind = jString
+		v.str, v.escaped = p.string()
+	case c == '-' || isDigit(c):
+		v.kind = jNumber
+		v.str = p.number()
+	case p.word("true"):
+		v.kind, v.b = jBool, true
+	case p.word("false"):
+		v.kind = jBool
+	case p.word("null"):
+		v.kind = jNull
+	default:
+		p.fail("expected a JSON value, found %s", p.describe())
+	}
+	v.span = Span{start, p.pos()}
+	return v
+}
+
+func (p *jsonParser) word(w string) bool {
+	if strings.HasPrefix(string(p.src[p.off:min(len(p.src), p.off+len(w))]), w) {
+		p.off += len(w)
+		return true
+	}
+	return false
+}
+
+func (p *jsonParser) enter() {
+	p.depth++
+	if p.depth > maxJSONDepth {
+		p.fail("JSON nested more than %d levels deep", maxJSONDepth)
+	}
+}
+
+func (p *jsonParser) object(v *jvalue) {
+	p.enter()
+	v.kind = jObject
+	p.off++
+	p.space()
+	if p.off < len(p.src) && p.src[p.off] == '}' {
+		p.off++
+		p.depth--
+		return
+	}
+	for {
+		p.space()
+		if p.off < len(p.src) && p.src[p.off] == '}' && len(v.obj) > 0 { // trailing comma
+			p.off++
+			p.depth--
+			return
+		}
+		if p.off >= len(p.src) || p.src[p.off] != '"' {
+			p.fail("expected a quoted key, found %s", p.describe())
+		}
+		ks := p.pos()
+		key, _ := p.string()
+		m := jmember{key: key, keySpan: Span{ks, p.pos()}}
+		p.space()
+		if p.off >= len(p.src) || p.src[p.off] != ':' {
+			p.fail("expected ':' after key %q, found %s", key, p.describe())
+		}
+		p.off++
+		p.space()
+		m.val = p.value()
+		v.obj = append(v.obj, m)
+		p.space()
+		if p.off < len(p.src) && p.src[p.off] == ',' {
+			p.off++
+			continue
+		}
+		if p.off < len(p.src) && p.src[p.off] == '}' {
+			p.off++
+			p.depth--
+			return
+		}
+		p.fail("expected ',' or '}' in object, found %s", p.describe())
+	}
+}
+
+func (p *jsonParser) array(v *jvalue) {
+	p.enter()
+	v.kind = jArray
+	p.off++
+	p.space()
+	if p.off < len(p.src) && p.src[p.off] == ']' {
+		p.off++
+		p.depth--
+		return
+	}
+	for {
+		p.space()
+		if p.off < len(p.src) && p.src[p.off] == ']' && len(v.arr) > 0 { // trailing comma
+			p.off++
+			p.depth--
+			return
+		}
+		v.arr = append(v.arr, p.value())
+		p.space()
+		if p.off < len(p.src) && p.src[p.off] == ',' {
+			p.off++
+			continue
+		}
+		if p.off < len(p.src) && p.src[p.off] == ']' {
+			p.off++
+			p.depth--
+			return
+		}
+		p.fail("expected ',' or ']' in array, found %s", p.describe())
+	}
+}
+
+func (p *jsonParser) number() string {
+	start := p.off
+	if p.src[p.off] == '-' {
+		p.off++
+	}
+	digits := func() int {
+		n := 0
+		for p.off < len(p.src) && isDigit(p.src[p.off]) {
+			p.off++
+			n++
+		}
+		return n
+	}
+	if p.off < len(p.src) && p.src[p.off] == '0' {
+		p.off++
+	} else if digits() == 0 {
+		p.fail("malformed number")
+	}
+	if p.off < len(p.src) && p.src[p.off] == '.' {
+		p.off++
+		if digits() == 0 {
+			p.fail("malformed number: digits expected after '.'")
+		}
+	}
+	if p.off < len(p.src) && (p.src[p.off] == 'e' || p.src[p.off] == 'E') {
+		p.off++
+		if p.off < len(p.src) && (p.src[p.off] == '+' || p.src[p.off] == '-') {
+			p.off++
+		}
+		if digits() == 0 {
+			p.fail("malformed number: digits expected in exponent")
+		}
+	}
+	return string(p.src[start:p.off])
+}
+
+// string reads a quoted string and reports whether it had escapes.
+func (p *jsonParser) string() (string, bool) {
+	p.off++ // opening quote
+	start := p.off
+	for p.off < len(p.src) {
+		c := p.src[p.off]
+		if c == '"' {
+			s := string(p.src[start:p.off])
+			p.off++
+			return s, false
+		}
+		if c == '\\' {
+			return p.escapedString(start), true
+		}
+		if c < 0x20 {
+			p.fail("control character in string: write it escaped (\\n, \\t, \\u00XX)")
+		}
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(p.src[p.off:])
+			if r == utf8.RuneError && n == 1 {
+				p.fail("invalid UTF-8 in string")
+			}
+			p.off += n
+			p.adjust += n - 1
+			continue
+		}
+		p.off++
+	}
+	p.fail("string not terminated")
+	return "", false
+}
+
+func (p *jsonParser) escapedString(start int) string {
+	var b strings.Builder
+	b.Write(p.src[start:p.off])
+	for p.off < len(p.src) {
+		c := p.src[p.off]
+		switch {
+		case c == '"':
+			p.off++
+			return b.String()
+		case c == '\\':
+			p.off++
+			if p.off >= len(p.src) {
+				p.fail("string not terminated")
+			}
+			e := p.src[p.off]
+			p.off++
+			switch e {
+			case '"', '\\', '/':
+				b.WriteByte(e)
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'u':
+				r := p.hex4()
+				if utf16.IsSurrogate(r) && p.off+1 < len(p.src) && p.src[p.off] == '\\' && p.src[p.off+1] == 'u' {
+					p.off += 2
+					r = utf16.DecodeRune(r, p.hex4())
+				}
+				b.WriteRune(r)
+			default:
+				p.off--
+				p.fail("invalid escape \\%c in string", e)
+			}
+		case c < 0x20:
+			p.fail("control character in string: write it escaped (\\n, \\t, \\u00XX)")
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(p.src[p.off:])
+			if r == utf8.RuneError && n == 1 {
+				p.fail("invalid UTF-8 in string")
+			}
+			b.Write(p.src[p.off : p.off+n])
+			p.off += n
+			p.adjust += n - 1
+		default:
+			b.WriteByte(c)
+			p.off++
+		}
+	}
+	p.fail("string not terminated")
+	return ""
+}
+
+func (p *jsonParser) hex4() rune {
+	if p.off+4 > len(p.src) {
+		p.fail("incomplete \\u escape")
+	}
+	n, err := strconv.ParseUint(string(p.src[p.off:p.off+4]), 16, 32)
+	if err != nil {
+		p.fail("invalid \\u escape")
+	}
+	p.off += 4
+	return rune(n)
+}
+
+// toGo converts a JSON value to Go values: nil, bool, int64 or float64,
+// string, []any and map[string]any.
+func (v *jvalue) toGo() any {
+	switch v.kind {
+	case jBool:
+		return v.b
+	case jNumber:
+		if n, err := strconv.ParseInt(v.str, 10, 64); err == nil {
+			return n
+		}
+		f, _ := strconv.ParseFloat(v.str, 64)
+		return f
+	case jString:
+		return v.str
+	case jArray:
+		out := make([]any, len(v.arr))
+		for i, e := range v.arr {
+			out[i] = e.toGo()
+		}
+		return out
+	case jObject:
+		out := make(map[string]any, len(v.obj))
+		for _, m := range v.obj {
+			out[m.key] = m.val.toGo()
+		}
+		return out
+	}
+	return nil
+}
