@@ -150,6 +150,9 @@ type ToolDecl struct {
 	// HasSignature is false for `tool name` without a parameter list.
 	HasSignature bool
 	Params       []*FieldDecl
+	// MultilineParams records that the parameters were written one per
+	// line, a layout the printer keeps.
+	MultilineParams bool
 	// Result is the output type, or nil when not declared (any).
 	Result TypeExpr
 	Attrs  []*ToolAttr
@@ -189,10 +192,11 @@ type StateDecl struct {
 type PlanDecl struct {
 	Span
 	Comments
-	Name   *Ident
-	Params []*FieldDecl
-	Result TypeExpr // nil when not declared
-	Items  []Item
+	Name            *Ident
+	Params          []*FieldDecl
+	MultilineParams bool
+	Result          TypeExpr // nil when not declared
+	Items           []Item
 	// Closing holds comments before the closing brace.
 	Closing []Comment
 }
@@ -217,6 +221,10 @@ type Step struct {
 	// Options are when, expect, retry, timeout, fallback, approve and
 	// result, in source order.
 	Options []Option
+	// LineComments holds the comments at the end of the step's lines
+	// before its last one (which has Comments.Trailing): index 0 is the
+	// call's line, index i the line of option i. Entries may be nil.
+	LineComments []*Comment
 }
 
 // Each is the `for each x in LIST [max N]:` clause of a step: the call runs

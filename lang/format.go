@@ -127,7 +127,7 @@ func (pr *printer) item(it Item, ind int, first bool) {
 	case *PlanDecl:
 		pr.b.WriteString("plan ")
 		pr.b.WriteString(n.Name.Name)
-		pr.params(n.Params, ind)
+		pr.params(n.Params, n.MultilineParams, ind)
 		if n.Result != nil {
 			pr.b.WriteString(" -> ")
 			pr.typ(n.Result, ind)
@@ -186,16 +186,24 @@ func (pr *printer) step(s *Step, ind int) {
 		pr.nl()
 		return
 	}
+	pr.lineComment(s, 0)
+	pr.nl()
 	for i, o := range s.Options {
-		if i == 0 {
-			pr.nl()
-		}
 		pr.indent(ind + 1)
 		pr.option(o, ind+1)
 		if i == len(s.Options)-1 {
 			pr.trailing(&s.Comments)
+		} else {
+			pr.lineComment(s, i+1)
 		}
 		pr.nl()
+	}
+}
+
+func (pr *printer) lineComment(s *Step, i int) {
+	if i < len(s.LineComments) && s.LineComments[i] != nil {
+		pr.b.WriteString("  ")
+		pr.b.WriteString(s.LineComments[i].Text)
 	}
 }
 
@@ -265,7 +273,7 @@ func (pr *printer) toolDecl(n *ToolDecl, ind int) {
 	if !n.HasSignature {
 		return
 	}
-	pr.params(n.Params, ind)
+	pr.params(n.Params, n.MultilineParams, ind)
 	if n.Result != nil {
 		pr.b.WriteString(" -> ")
 		pr.typ(n.Result, ind)
@@ -281,9 +289,9 @@ func (pr *printer) toolDecl(n *ToolDecl, ind int) {
 }
 
 // params prints a parameter list on one line, or one parameter per line
-// when any has comments.
-func (pr *printer) params(fields []*FieldDecl, ind int) {
-	if !fieldsNeedLines(fields) {
+// when it was written so or any parameter has comments.
+func (pr *printer) params(fields []*FieldDecl, multiline bool, ind int) {
+	if !multiline && !fieldsNeedLines(fields) {
 		pr.b.WriteByte('(')
 		for i, f := range fields {
 			if i > 0 {

@@ -152,6 +152,9 @@ func (c *jconv) state(m *jvalue) *StateDecl {
 	if s := m.get("schema"); s != nil {
 		d.Fields = newSchemaConv(s).fields(s)
 		for _, fd := range d.Fields {
+			// A state schema declares slots; "required" has no meaning
+			// for them, since writers fill slots as the plan runs.
+			fd.Optional = false
 			byName[fd.Name.Name] = fd
 		}
 	}
@@ -191,7 +194,9 @@ func (c *jconv) planMessage(f *File, m *jvalue) {
 				continue
 			}
 			pd := &PolicyDecl{Span: mem.val.span, Action: &Ident{Span: mem.val.span, Name: mem.val.str}}
-			if mr := m.get("maxReplans"); mr != nil {
+			if mr := m.get("maxReplans"); mr != nil && mem.val.str != "replan" {
+				c.errorf(mr.span, "\"maxReplans\" bounds replans; it goes only with \"onFailure\": \"replan\"")
+			} else if mr != nil {
 				if l := jsonLiteral(mr); l != nil && l.Kind == LitInt {
 					pd.Max = l
 				} else {
@@ -762,7 +767,11 @@ func (c *jconv) annotations(ann *jvalue) []*ToolAttr {
 func (c *jconv) layout(f *File) {
 	for i, it := range f.Items {
 		if s, ok := it.(*Step); ok && len(s.Call.Args) > 1 {
-			if len(FormatItem(s)) > 100 {
+			text := FormatItem(s)
+			if i := strings.IndexByte(text, '\n'); i >= 0 {
+				text = text[:i]
+			}
+			if len(text) > 100 {
 				s.Call.Multiline = true
 			}
 		}

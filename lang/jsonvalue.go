@@ -151,18 +151,18 @@ func (p *jsonParser) space() {
 	}
 }
 
-// skipByte moves past one byte of a comment, keeping positions right.
+// skipByte moves past one character of a comment, keeping positions right.
 func (p *jsonParser) skipByte() {
-	b := p.src[p.off]
-	p.off++
-	switch {
-	case b == '\n':
+	if p.src[p.off] == '\n' {
+		p.off++
 		p.line++
 		p.lineStart = p.off
 		p.adjust = 0
-	case b&0xC0 == 0x80:
-		p.adjust++
+		return
 	}
+	_, n := utf8.DecodeRune(p.src[p.off:])
+	p.off += n
+	p.adjust += n - 1
 }
 
 func (p *jsonParser) value() *jvalue {

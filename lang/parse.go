@@ -278,13 +278,24 @@ func (p *parser) continues() bool {
 	case tokArrow, tokOrOr:
 		return true
 	case tokIdent:
-		if !optionKeywords[t.Text] {
-			return false
-		}
-		n := p.at(k + 1)
-		return n.Kind != tokLParen && n.Kind != tokColon && n.Kind != tokDot
+		return optionKeywords[t.Text] && p.keywordAt(k)
 	}
 	return false
+}
+
+// keywordAt reports whether the identifier k tokens ahead is used as a
+// keyword. It is a name instead when a ':' follows (a label) or when '(',
+// '.' or '-' follows without a space (a call, a dotted or hyphenated tool
+// name). So `when (x)` is an option and `when(x: 1)` a call.
+func (p *parser) keywordAt(k int) bool {
+	t, n := p.at(k), p.at(k+1)
+	switch n.Kind {
+	case tokColon:
+		return false
+	case tokLParen, tokDot, tokMinus:
+		return !adjacent(t, n)
+	}
+	return true
 }
 
 // endItem checks that the item ends its line and attaches its comments.
@@ -299,7 +310,36 @@ func (p *parser) endItem(it Item) {
 	default:
 		p.unexpected(t, "end of line")
 	}
+	if s, ok := it.(*Step); ok && len(s.Options) > 0 {
+		p.attachLineComments(s)
+	}
 	p.attach(it.Meta(), it.Range())
+}
+
+// attachLineComments takes the comments that end the lines of a step
+// before its last line: the call's line and each option's line.
+func (p *parser) attachLineComments(s *Step) {
+	ends := make([]Pos, 0, 1+len(s.Options))
+	head := s.Call.Span.End
+	if s.Out != nil {
+		head = s.Out.Span.End
+	}
+	ends = append(ends, head)
+	for _, o := range s.Options[:len(s.Options)-1] {
+		ends = append(ends, o.Range().End)
+	}
+	for i, end := range ends {
+		for j, cm := range p.comments {
+			if cm.Span.Start.Line == end.Line && cm.Span.Start.Offset >= end.Offset && cm.Span.Start.Offset < s.Span.End.Offset {
+				if s.LineComments == nil {
+					s.LineComments = make([]*Comment, len(ends))
+				}
+				s.LineComments[i] = &cm
+				p.comments = append(p.comments[:j], p.comments[j+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // attach gives a node the comments queued before it (and any inside it) as
@@ -380,6 +420,9 @@ func (p *parser) takeComments(off int) []Comment {
 func (p *parser) parseItem() Item {
 	t := p.tok()
 	if t.Kind == tokIdent && p.keywordPosition() {
+		if p.depth > 0 && (t.Text == "mode" || t.Text == "on" || t.Text == "approve") {
+			p.errorf(t.Span, "%q is a setting of the whole plan; a sub-plan runs with its caller's settings", t.Text)
+		}
 		switch t.Text {
 		case "mode":
 			return p.parseMode()
@@ -419,18 +462,8 @@ func (p *parser) parseItem() Item {
 }
 
 // keywordPosition reports whether the identifier at the current token is
-// used as a keyword: not followed by '(', ':' or '.', which would make it a
-// tool name or a label.
-func (p *parser) keywordPosition() bool {
-	n := p.at(1)
-	switch n.Kind {
-	case tokLParen, tokColon, tokDot:
-		return false
-	case tokMinus:
-		return !adjacent(p.tok(), n)
-	}
-	return true
-}
+// used as a keyword (see keywordAt).
+func (p *parser) keywordPosition() bool { return p.keywordAt(0) }
 
 func (p *parser) parseMode() Item {
 	kw := p.advance()
@@ -455,7 +488,10 @@ func (p *parser) parsePolicy() Item {
 		p.errorf(act.Span, "unknown failure policy %q: use abort, skip, continue or replan", act.Name)
 	}
 	d := &PolicyDecl{Span: kw.Span.Join(act.Span), Action: act}
-	if p.isKeyword(p.tok(), "max") {
+	if t := p.tok(); p.isKeyword(t, "max") {
+		if act.Name != "replan" {
+			p.errorf(t.Span, "max bounds the number of replans; it goes only with on failure replan")
+		}
 		p.advance()
 		d.Max = p.parseIntLit("the maximum number of replans")
 		d.Span = d.Span.Join(d.Max.Span)
@@ -512,7 +548,7 @@ func (p *parser) parseToolDecl() Item {
 	}
 	d.HasSignature = true
 	var end token
-	d.Params, end = p.parseParams()
+	d.Params, d.MultilineParams, end = p.parseParams()
 	d.Span = d.Span.Join(end.Span)
 	if p.tok().Kind == tokArrow {
 		p.advance()
@@ -542,10 +578,19 @@ func (p *parser) parseToolDecl() Item {
 
 // parseParams parses "(name: T, opt?: T = default, …)". Parameters may be
 // separated by commas or newlines.
-func (p *parser) parseParams() ([]*FieldDecl, token) {
+func (p *parser) parseParams() ([]*FieldDecl, bool, token) {
 	open := p.expect(tokLParen, "'('")
 	fields, end := p.parseFieldList(open, tokRParen)
-	return fields, end
+	multiline := len(fields) > 0 && firstLine(fields[0]) > open.Span.Start.Line || fieldsNeedLines(fields)
+	return fields, multiline, end
+}
+
+// firstLine is the line a field starts on, its comments included.
+func firstLine(f *FieldDecl) int {
+	if len(f.Leading) > 0 {
+		return f.Leading[0].Span.Start.Line
+	}
+	return f.Span.Start.Line
 }
 
 func (p *parser) parseInputDecl() Item {
@@ -630,7 +675,7 @@ func (p *parser) parsePlanDecl() Item {
 		p.errorf(kw.Span, "sub-plans are declared at the top level of a file")
 	}
 	d := &PlanDecl{Name: p.parseIdent("a sub-plan name")}
-	d.Params, _ = p.parseParams()
+	d.Params, d.MultilineParams, _ = p.parseParams()
 	if p.tok().Kind == tokArrow {
 		p.advance()
 		d.Result = p.parseType()
@@ -681,7 +726,7 @@ func (p *parser) parseStep() Item {
 			p.errorf(s.Label.Span, "a step label is a plain name, without dots or hyphens")
 		}
 	}
-	if p.isKeyword(p.tok(), "for") && p.at(1).Kind != tokLParen {
+	if p.isKeyword(p.tok(), "for") && p.keywordAt(0) {
 		s.Each = p.parseEach()
 	}
 	t = p.tok()
@@ -704,7 +749,7 @@ func (p *parser) parseStep() Item {
 				p.errorf(t.Span, "output paths come right after the call, before its options")
 			}
 		}
-		if t.Kind != tokIdent || !optionKeywords[t.Text] {
+		if t.Kind != tokIdent || !optionKeywords[t.Text] || !p.keywordAt(0) {
 			break
 		}
 		o := p.parseOption()
@@ -810,6 +855,9 @@ func (p *parser) parseCall() *Call {
 			continue
 		}
 		if t.Kind != tokRParen {
+			if t.Kind == tokArrow || t.Kind == tokEOF {
+				p.errorf(t.Span, "')' missing: the arguments of %s( are not closed before %s", name.Name, describe(t))
+			}
 			p.unexpected(t, "',' or ')'")
 		}
 	}

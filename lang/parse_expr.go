@@ -91,6 +91,10 @@ func (p *parser) extent(ctx exprContext) int {
 				p.errorf(t.Span, "'%s' closes '%s' opened at %s", t.Text, open.Text, open.Span.Start)
 			}
 			stack = stack[:len(stack)-1]
+		case tokQuestion:
+			if ctx == ctxEachList && len(stack) == 0 {
+				p.errorf(t.Span, "a conditional list in a for each is written in parentheses: for each x in (cond ? a : b): call(…)")
+			}
 		case tokIllegal:
 			p.errorf(t.Span, "%s", t.Err)
 		case tokString:
@@ -256,6 +260,11 @@ func (p *parser) tryObject() (Expr, bool) {
 	}
 	end := p.advance()
 	o.Span = open.Span.Join(end.Span)
+	for _, f := range o.Fields {
+		if len(f.Leading) > 0 || f.Trailing != nil {
+			o.Multiline = true
+		}
+	}
 	return o, true
 }
 
@@ -282,7 +291,7 @@ func (p *parser) parseRef() *Ref {
 		case tokDot:
 			n := p.at(1)
 			if n.Kind != tokIdent || !adjacent(t, n) {
-				p.errorf(r.Span.Join(t.Span), "expected a field name after '.' in reference %s.", r)
+				p.errorf(t.Span, "expected a field name after '.' in reference %s.", r)
 			}
 			if p.at(2).Kind == tokLParen {
 				return r // a CEL method call such as †state.items.size()
@@ -406,7 +415,7 @@ func (p *parser) parsePrimaryType() TypeExpr {
 	case tokLBrace:
 		fields, end := p.parseFieldBlock()
 		o := &ObjectType{Span: t.Span.Join(end.Span), Fields: fields}
-		if len(fields) > 0 && fields[0].Span.Start.Line > t.Span.Start.Line {
+		if len(fields) > 0 && firstLine(fields[0]) > t.Span.Start.Line || fieldsNeedLines(fields) {
 			o.Multiline = true
 		}
 		return o

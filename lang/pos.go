@@ -8,7 +8,10 @@
 // Obelisk.
 package lang
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Pos is a position in a source file. Offset counts bytes from the start of the
 // file; Line and Column count from 1, and Column counts characters (Unicode
@@ -95,13 +98,7 @@ func (x *lineIndex) pos(off int) Pos {
 		}
 	}
 	start := x.lines[lo]
-	col := 1
-	for _, b := range x.src[start:off] {
-		if b&0xC0 != 0x80 {
-			col++
-		}
-	}
-	return Pos{Offset: off, Line: lo + 1, Column: col}
+	return Pos{Offset: off, Line: lo + 1, Column: utf8.RuneCount(x.src[start:off]) + 1}
 }
 
 // PosAt returns the position of byte offset off in src. It is meant for

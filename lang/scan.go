@@ -87,13 +87,14 @@ func newScanner(src []byte, start, line int, partial bool) *scanner {
 		ls--
 	}
 	s.lineStart = ls
-	for i := ls; i < start; i++ {
-		if src[i]&0xC0 == 0x80 {
-			s.adjust++
-		}
-	}
+	s.adjust = runeAdjust(src[ls:start])
 	return s
 }
+
+// runeAdjust is the number of bytes of b beyond one per character: the
+// difference between byte and character columns. An invalid byte counts
+// as one character, as utf8.DecodeRune reads it.
+func runeAdjust(b []byte) int { return len(b) - utf8.RuneCount(b) }
 
 func (s *scanner) pos() Pos {
 	return Pos{Offset: s.off, Line: s.line, Column: s.off - s.lineStart - s.adjust + 1}
@@ -158,6 +159,10 @@ func (s *scanner) next() token {
 	case isIdentStart(b):
 		kind, errMsg = s.scanIdentOrPrefixedString()
 	case b >= utf8.RuneSelf:
+		if s.partial && !utf8.FullRune(s.src[s.off:]) {
+			// A character split across reads: wait for the rest of it.
+			return token{Kind: tokEndOfBuffer, Span: Span{start, start}}
+		}
 		r, _ := utf8.DecodeRune(s.src[s.off:])
 		switch {
 		case r == daggerRune:
@@ -210,12 +215,11 @@ func (s *scanner) peekByte(k int) byte {
 }
 
 func (s *scanner) skipLine() {
+	start := s.off
 	for s.off < len(s.src) && s.src[s.off] != '\n' {
-		if s.src[s.off]&0xC0 == 0x80 {
-			s.adjust++
-		}
 		s.off++
 	}
+	s.adjust += runeAdjust(s.src[start:s.off])
 }
 
 func isIdentStart(b byte) bool {

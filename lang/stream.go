@@ -78,7 +78,14 @@ func (s *StreamParser) try() (it Item, diags Diagnostics, ok bool) {
 			}
 			p.i = mark
 			p.toks = p.toks[:mark]
-			p.comments = comments
+			// Scanning restarts at reset; comments from there on will be
+			// read again.
+			p.comments = comments[:0]
+			for _, c := range comments {
+				if c.Span.Start.Offset < reset.Offset {
+					p.comments = append(p.comments, c)
+				}
+			}
 			p.prevLine, p.floor, p.depth, p.diags = prevLine, floor, depth, p.diags[:ndiags]
 			p.sc = newScanner(s.buf, reset.Offset, reset.Line, !s.eof)
 			it, diags, ok = nil, nil, false

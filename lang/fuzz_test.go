@@ -1,0 +1,93 @@
+package lang
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// FuzzParse checks that no input makes the parser panic or hang, that a
+// plan that parses cleanly formats to text that parses back to the same
+// tree and formats to itself, and that the stream parser, fed the text in
+// small pieces, agrees with the batch parser.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(sampleForStream))
+	f.Add([]byte("tool f(x: int) -> int\nf(x: 1) -> †state.a || †state.b\n  retry 2\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		file, diags := Parse("fuzz.plan", src)
+		if file == nil {
+			t.Fatal("nil file")
+		}
+		for _, d := range diags {
+			if !d.Span.IsValid() || d.Span.Start.Offset > len(src) {
+				t.Fatalf("diagnostic without a valid position: %v", d)
+			}
+		}
+		if len(diags) == 0 {
+			out := Format(file)
+			again, d2 := Parse("formatted.plan", out)
+			if len(d2) > 0 {
+				t.Fatalf("formatted output does not parse: %v\ninput:\n%s\nformatted:\n%s", d2, src, out)
+			}
+			if diff := cmp.Diff(file, again, exactOptions); diff != "" {
+				t.Fatalf("round trip changed the tree:\n%s\ninput:\n%q\nformatted:\n%q", diff, src, out)
+			}
+			if out2 := Format(again); !bytes.Equal(out, out2) {
+				t.Fatalf("format not idempotent:\n%q\n%q", out, out2)
+			}
+		}
+		n := 1 + len(src)%7
+		sp := NewStreamParser("fuzz.plan", &chunkReader{data: src, n: n})
+		var items []Item
+		var sdiags Diagnostics
+		for {
+			it, d, err := sp.Next(context.Background())
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdiags = append(sdiags, d...)
+			if it != nil {
+				items = append(items, it)
+			}
+		}
+		sdiags.Sort()
+		if diff := cmp.Diff(file.Items, items, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("stream (chunks of %d) differs from batch:\n%s\ninput: %q", n, diff, src)
+		}
+		if !bytes.Equal(diagText(diags), diagText(sdiags)) {
+			t.Fatalf("stream diagnostics differ:\n%s\nvs\n%s\ninput: %q", diagText(diags), diagText(sdiags), src)
+		}
+	})
+}
+
+// FuzzParseJSON checks that no input makes the JSON importer panic, and
+// that an imported plan prints as .plan text that parses to the same tree.
+func FuzzParseJSON(f *testing.F) {
+	f.Add([]byte(`[{"_tool": "f", "x": "†state.a", "_outputPath": "†state.b || †state.c"}]`))
+	f.Add([]byte(`[{"type": "tool", "tool": {"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}}, {"type": "plan", "plan": []}]`))
+	f.Add([]byte(`{"calls": [], "output": {"a": 1}}`))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		file, diags := ParseJSON("fuzz.json", src)
+		if file == nil {
+			t.Fatal("nil file")
+		}
+		if len(diags) > 0 {
+			return
+		}
+		out := Format(file)
+		again, d2 := Parse("formatted.plan", out)
+		if len(d2) > 0 {
+			t.Fatalf("formatted output does not parse: %v\ninput:\n%s\nformatted:\n%s", d2, src, out)
+		}
+		if diff := cmp.Diff(file, again, astOptions); diff != "" {
+			t.Fatalf("JSON -> .plan -> tree differs:\n%s\ninput:\n%s\nformatted:\n%s", diff, src, out)
+		}
+	})
+}
