@@ -60,7 +60,12 @@ type bailout struct{}
 type needMore struct{}
 
 func newParser(name string, src []byte, partial bool) *parser {
-	return &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial)}
+	p := &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial)}
+	if !partial {
+		// One copy of the whole text; every token's text is a slice of it.
+		p.sc.text = string(src)
+	}
+	return p
 }
 
 func (p *parser) posAt(off int) Pos {
@@ -71,10 +76,22 @@ func (p *parser) posAt(off int) Pos {
 }
 
 // at returns the token k positions after the current one, skipping comments.
-func (p *parser) at(k int) token {
+func (p *parser) at(k int) *token {
+	if j := p.i + k; j < len(p.toks) {
+		t := &p.toks[j]
+		if t.Kind == tokEndOfBuffer {
+			panic(needMore{})
+		}
+		return t
+	}
+	return p.fill(k)
+}
+
+// fill scans tokens until the one k positions after the current one.
+func (p *parser) fill(k int) *token {
 	for len(p.toks) <= p.i+k {
 		if n := len(p.toks); n > 0 && (p.toks[n-1].Kind == tokEOF || p.toks[n-1].Kind == tokEndOfBuffer) {
-			t := p.toks[n-1]
+			t := &p.toks[n-1]
 			if t.Kind == tokEndOfBuffer {
 				panic(needMore{})
 			}
@@ -87,16 +104,16 @@ func (p *parser) at(k int) token {
 		}
 		p.toks = append(p.toks, t)
 	}
-	t := p.toks[p.i+k]
+	t := &p.toks[p.i+k]
 	if t.Kind == tokEndOfBuffer {
 		panic(needMore{})
 	}
 	return t
 }
 
-func (p *parser) tok() token { return p.at(0) }
+func (p *parser) tok() *token { return p.at(0) }
 
-func (p *parser) advance() token {
+func (p *parser) advance() *token {
 	t := p.tok()
 	if t.Kind != tokEOF {
 		p.i++
@@ -136,7 +153,7 @@ func (p *parser) report(span Span, format string, args ...any) {
 }
 
 // describe names a token for "expected X, found Y" messages.
-func describe(t token) string {
+func describe(t *token) string {
 	switch t.Kind {
 	case tokEOF, tokNewline:
 		return t.Kind.String()
@@ -155,7 +172,7 @@ func describe(t token) string {
 	return fmt.Sprintf("'%s'", t.Text)
 }
 
-func (p *parser) expect(kind tokenKind, what string) token {
+func (p *parser) expect(kind tokenKind, what string) *token {
 	t := p.tok()
 	if t.Kind != kind {
 		p.unexpected(t, what)
@@ -163,7 +180,7 @@ func (p *parser) expect(kind tokenKind, what string) token {
 	return p.advance()
 }
 
-func (p *parser) unexpected(t token, want string) {
+func (p *parser) unexpected(t *token, want string) {
 	if t.Kind == tokIllegal || (t.Kind == tokString && t.Err != "") {
 		p.errorf(t.Span, "%s", t.Err)
 	}
@@ -171,9 +188,9 @@ func (p *parser) unexpected(t token, want string) {
 }
 
 // adjacent reports whether token b starts exactly where a ends.
-func adjacent(a, b token) bool { return a.Span.End.Offset == b.Span.Start.Offset }
+func adjacent(a, b *token) bool { return a.Span.End.Offset == b.Span.Start.Offset }
 
-func (p *parser) isKeyword(t token, kw string) bool { return t.Kind == tokIdent && t.Text == kw }
+func (p *parser) isKeyword(t *token, kw string) bool { return t.Kind == tokIdent && t.Text == kw }
 
 // ---------------------------------------------------------------- items
 
@@ -547,7 +564,7 @@ func (p *parser) parseToolDecl() Item {
 		return d
 	}
 	d.HasSignature = true
-	var end token
+	var end *token
 	d.Params, d.MultilineParams, end = p.parseParams()
 	d.Span = d.Span.Join(end.Span)
 	if p.tok().Kind == tokArrow {
@@ -578,7 +595,7 @@ func (p *parser) parseToolDecl() Item {
 
 // parseParams parses "(name: T, opt?: T = default, …)". Parameters may be
 // separated by commas or newlines.
-func (p *parser) parseParams() ([]*FieldDecl, bool, token) {
+func (p *parser) parseParams() ([]*FieldDecl, bool, *token) {
 	open := p.expect(tokLParen, "'('")
 	fields, end := p.parseFieldList(open, tokRParen)
 	multiline := len(fields) > 0 && firstLine(fields[0]) > open.Span.Start.Line || fieldsNeedLines(fields)
@@ -608,14 +625,14 @@ func (p *parser) parseStateDecl() Item {
 	return &StateDecl{Span: kw.Span.Join(end.Span), Fields: fields}
 }
 
-func (p *parser) parseFieldBlock() ([]*FieldDecl, token) {
+func (p *parser) parseFieldBlock() ([]*FieldDecl, *token) {
 	open := p.expect(tokLBrace, "'{'")
 	return p.parseFieldList(open, tokRBrace)
 }
 
 // parseFieldList parses field declarations up to the closing token, each
 // separated by a comma or a newline, attaching comments to each field.
-func (p *parser) parseFieldList(open token, closer tokenKind) ([]*FieldDecl, token) {
+func (p *parser) parseFieldList(open *token, closer tokenKind) ([]*FieldDecl, *token) {
 	var fields []*FieldDecl
 	savedPrev, savedFloor := p.prevLine, p.floor
 	p.prevLine, p.floor = open.Span.Start.Line, open.Span.End.Offset
@@ -759,7 +776,7 @@ func (p *parser) parseStep() Item {
 	return s
 }
 
-func (p *parser) peekPastNewlines() token {
+func (p *parser) peekPastNewlines() *token {
 	k := 0
 	for p.at(k).Kind == tokNewline {
 		k++

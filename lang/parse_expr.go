@@ -20,7 +20,7 @@ const (
 
 // ends reports whether t ends an expression in context ctx, at bracket
 // depth 0. prev is the token before t.
-func (ctx exprContext) ends(t, prev token) bool {
+func (ctx exprContext) ends(t, prev *token) bool {
 	switch t.Kind {
 	case tokEOF, tokSemicolon:
 		return true
@@ -68,8 +68,8 @@ func (p *parser) parseExpr(ctx exprContext) Expr {
 // extent returns how many tokens, from the current one, make up the
 // expression that ends in context ctx. It checks that brackets balance.
 func (p *parser) extent(ctx exprContext) int {
-	var stack []token
-	prev := token{}
+	var stack []*token
+	prev := &token{}
 	k := 0
 	for ; ; k++ {
 		t := p.at(k)
@@ -171,7 +171,7 @@ func (p *parser) tryValue() (Expr, bool) {
 	return nil, false
 }
 
-func (p *parser) numberLit(neg bool, t token) *Literal {
+func (p *parser) numberLit(neg bool, t *token) *Literal {
 	p.advance()
 	raw := t.Text
 	if neg {

@@ -78,6 +78,9 @@ type scanner struct {
 	// partial is set when src may be followed by more text: a token that
 	// touches the end of src becomes tokEndOfBuffer instead of being cut short.
 	partial bool
+	// text, when set, is src as a string; token texts are sliced from it
+	// instead of being copied one by one.
+	text string
 }
 
 func newScanner(src []byte, start, line int, partial bool) *scanner {
@@ -187,7 +190,13 @@ func (s *scanner) next() token {
 			errMsg = "unexpected character " + quoteRune(r)
 		}
 	}
-	tok := token{Kind: kind, Span: Span{start, s.pos()}, Text: string(s.src[start.Offset:s.off]), Err: errMsg}
+	var text string
+	if s.text != "" {
+		text = s.text[start.Offset:s.off]
+	} else {
+		text = string(s.src[start.Offset:s.off])
+	}
+	tok := token{Kind: kind, Span: Span{start, s.pos()}, Text: text, Err: errMsg}
 	if s.partial && s.off >= len(s.src) && mayGrow(kind) {
 		// The token may continue in text that has not arrived yet.
 		return token{Kind: tokEndOfBuffer, Span: Span{start, start}}
