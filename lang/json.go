@@ -481,7 +481,13 @@ func (c *jconv) duration(v *jvalue, key string) *Literal {
 		c.errorf(v.span, "%s", err)
 		return nil
 	}
-	return &Literal{Span: v.span, Kind: LitDuration, Value: d, Raw: v.str}
+	if d < 0 {
+		c.errorf(v.span, "%q is negative: a duration is 0 or more", key)
+		return nil
+	}
+	// Raw stays empty: the printer writes the duration canonically ("0"
+	// and "1.5s" are valid Go durations but "0" is not a .plan duration).
+	return &Literal{Span: v.span, Kind: LitDuration, Value: d}
 }
 
 // exprString parses a JSON string as an expression (CEL or a value).
