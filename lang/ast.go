@@ -579,3 +579,54 @@ func Steps(items []Item) []*Step {
 	}
 	return out
 }
+
+// CELText returns the expression as CEL reads it: the † or $ that starts
+// each reference becomes one space, so †state.x reads the CEL variable
+// state and every character keeps its column.
+func (e *CELExpr) CELText() string {
+	src := []byte(e.Text)
+	s := newScanner(src, 0, 1, false)
+	out := make([]byte, 0, len(src))
+	last := 0
+	for {
+		t := s.next()
+		if t.Kind == tokEOF {
+			break
+		}
+		n := t.Span.End.Offset
+		if t.Kind == tokDagger && n < len(src) && (isIdentStart(src[n]) || src[n] >= 0x80) {
+			out = append(out, src[last:t.Span.Start.Offset]...)
+			out = append(out, ' ')
+			last = n
+		}
+	}
+	return string(append(out, src[last:]...))
+}
+
+// NameUse is an identifier of a CEL expression that is neither a field
+// selection (after '.') nor a reference (after † or $).
+type NameUse struct {
+	Name string
+	// Offset is the byte offset of the name in the expression's Text.
+	Offset int
+}
+
+// FreeNames returns the names an expression uses as variables or
+// functions, in order.
+func (e *CELExpr) FreeNames() []NameUse {
+	s := newScanner([]byte(e.Text), 0, 1, false)
+	var out []NameUse
+	prev := tokEOF
+	for {
+		t := s.next()
+		if t.Kind == tokEOF {
+			return out
+		}
+		if t.Kind == tokIdent && prev != tokDot && prev != tokDagger {
+			out = append(out, NameUse{Name: t.Text, Offset: t.Span.Start.Offset})
+		}
+		if t.Kind != tokNewline && t.Kind != tokComment {
+			prev = t.Kind
+		}
+	}
+}

@@ -14,7 +14,6 @@ func notYet(name, args, summary string) *command {
 		}}
 }
 
-func checkCommand() *command   { return notYet("check", "FILE...", "type-check plans") }
 func compileCommand() *command { return notYet("compile", "FILE", "print the compiled plan as JSON") }
 func graphCommand() *command   { return notYet("graph", "FILE", "draw the plan's graph") }
 func dryRunCommand() *command {

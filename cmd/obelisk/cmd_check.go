@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// checkFlags are the flags shared by the commands that check a plan.
+type checkFlags struct {
+	tools  stringList
+	strict bool
+}
+
+func (cf *checkFlags) register(fs *flag.FlagSet) {
+	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON) whose tools the plan may call; may be repeated")
+	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+}
+
+// config reads the tools files and builds the checker's configuration for
+// a plan read from src.
+func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
+	cfg := compiler.Config{Strict: cf.strict, ReadFile: os.ReadFile}
+	if src.path != "" {
+		cfg.Dir = filepath.Dir(src.path)
+	}
+	srcs := lang.Sources{}
+	var diags lang.Diagnostics
+	for _, path := range cf.tools {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, srcs, nil, fmt.Errorf("reading tools file: %w", err)
+		}
+		srcs[path] = b
+		decls, d := lang.ParseTools(path, b)
+		diags = append(diags, d...)
+		cfg.Tools = append(cfg.Tools, decls...)
+	}
+	return cfg, srcs, diags, nil
+}
+
+// checked is a plan read, parsed and checked.
+type checked struct {
+	src   *source
+	file  *lang.File
+	info  *compiler.Info
+	diags lang.Diagnostics
+	srcs  lang.Sources
+}
+
+// load reads, parses and checks one plan. A parse error stops before the
+// checker, whose findings would follow from it.
+func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
+	src, err := readSource(e, arg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, srcs, diags, err := cf.config(src)
+	if err != nil {
+		return nil, err
+	}
+	srcs[src.name] = src.text
+	out := &checked{src: src, srcs: srcs}
+	f, pd := src.parse()
+	out.file = f
+	diags = append(diags, pd...)
+	if !pd.HasErrors() && !diags.HasErrors() {
+		info, cd := compiler.Check(f, cfg)
+		out.info = info
+		diags = append(diags, cd...)
+		for _, d := range cd {
+			if d.File != "" && d.File != src.name {
+				if _, ok := srcs[d.File]; !ok {
+					if b, err := os.ReadFile(filepath.Join(cfg.Dir, d.File)); err == nil {
+						srcs[d.File] = b
+					}
+				}
+			}
+		}
+	}
+	diags.Sort()
+	out.diags = diags
+	return out, nil
+}
+
+func checkCommand() *command {
+	return &command{
+		name:    "check",
+		args:    "FILE...",
+		summary: "type-check plans and report every problem, with its position and a suggested fix",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf checkFlags
+			cf.register(fs)
+			format := fs.String("format", "text", "output format: text, or json (one document per file)")
+			return func(ctx context.Context, args []string) int {
+				if len(args) == 0 {
+					return usageError(e, "check", "no files given (use - for standard input)")
+				}
+				if *format != "text" && *format != "json" {
+					return usageError(e, "check", "unknown format %q: use text or json", *format)
+				}
+				status := exitOK
+				for _, arg := range args {
+					c, err := cf.load(e, arg)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk check: %v\n", err)
+						status = max(status, exitUsage)
+						continue
+					}
+					if c.diags.HasErrors() {
+						status = max(status, exitInput)
+					}
+					switch *format {
+					case "json":
+						b, _ := json.Marshal(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text})
+						e.stdout.Write(append(b, '\n'))
+					default:
+						lang.WriteText(e.stdout, c.srcs, c.diags, lang.TextOptions{})
+					}
+				}
+				return status
+			}
+		},
+	}
+}

@@ -1,0 +1,556 @@
+package compiler
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// Config configures Check.
+type Config struct {
+	// Tools are signatures from outside the plan: tools files given on the
+	// command line, the runtime's built-in tools. A plan's own declarations
+	// take precedence over them.
+	Tools []*lang.ToolDecl
+	// ReadFile reads a file named by `import`; relative paths are joined
+	// to Dir. When ReadFile is nil, imports are reported as errors.
+	ReadFile func(path string) ([]byte, error)
+	Dir      string
+	// Strict makes unapproved-effect an error instead of a warning.
+	Strict bool
+	// Limits bound what an untrusted plan may ask for.
+	Limits Limits
+}
+
+// Limits bound untrusted plans. A zero field takes its default.
+type Limits struct {
+	// MaxSteps bounds the steps of a plan and its sub-plans together
+	// (default 100000).
+	MaxSteps int
+	// MaxForEach bounds the `max` of a for each, and is the bound of one
+	// that gives none (default 1000).
+	MaxForEach int
+	// MaxDepth bounds how deeply sub-plans may call each other (default 8).
+	MaxDepth int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = 100000
+	}
+	if l.MaxForEach <= 0 {
+		l.MaxForEach = 1000
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 8
+	}
+	return l
+}
+
+// Check type-checks a parsed plan. It returns what it resolved, and every
+// problem it found, sorted by position. The Info is complete enough to
+// compile only when the diagnostics hold no error.
+func Check(f *lang.File, cfg Config) (*Info, lang.Diagnostics) {
+	c := &checker{
+		file:      f,
+		cfg:       cfg,
+		limits:    cfg.Limits.withDefaults(),
+		info:      &Info{Plans: map[string]*Plan{}, Tools: map[string]*Tool{}, Types: map[string]*Type{}},
+		typeDecls: map[string]*lang.TypeDecl{},
+		resolving: map[string]*Type{},
+		planDecls: map[string]*lang.PlanDecl{},
+	}
+	c.collect()
+	c.checkPlans()
+	c.diags.Sort()
+	return c.info, c.diags
+}
+
+type checker struct {
+	file   *lang.File
+	cfg    Config
+	limits Limits
+	info   *Info
+	diags  lang.Diagnostics
+
+	typeDecls map[string]*lang.TypeDecl
+	resolving map[string]*Type
+	planDecls map[string]*lang.PlanDecl
+	// planOrder lists sub-plans so that a callee comes before its callers.
+	planOrder []string
+	steps     int
+}
+
+func (c *checker) report(sev lang.Severity, code lang.Code, file string, span lang.Span, format string, args ...any) *lang.Diagnostic {
+	if file == "" {
+		file = c.file.Name
+	}
+	d := &lang.Diagnostic{Severity: sev, Code: code, Message: fmt.Sprintf(format, args...), File: file, Span: span}
+	c.diags = append(c.diags, d)
+	return d
+}
+
+func (c *checker) errorf(code lang.Code, span lang.Span, format string, args ...any) *lang.Diagnostic {
+	return c.report(lang.SeverityError, code, "", span, format, args...)
+}
+
+func (c *checker) warnf(code lang.Code, span lang.Span, format string, args ...any) *lang.Diagnostic {
+	return c.report(lang.SeverityWarning, code, "", span, format, args...)
+}
+
+// related adds a secondary location to a diagnostic.
+func related(d *lang.Diagnostic, file string, span lang.Span, format string, args ...any) {
+	d.Related = append(d.Related, lang.Related{File: file, Span: span, Message: fmt.Sprintf(format, args...)})
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the closest candidate.
+func didYouMean(name string, candidates []string) string {
+	if s := lang.Closest(name, candidates); s != "" && s != name {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+// replaceFix suggests replacing the text of span with text.
+func replaceFix(d *lang.Diagnostic, span lang.Span, text, message string) {
+	d.Fix = &lang.Fix{Message: message, Edits: []lang.Edit{{File: d.File, Span: span, NewText: text}}}
+}
+
+// ---------------------------------------------------------------- declarations
+
+// collect gathers the file's declarations: types, tools (declared,
+// imported and configured) and sub-plans.
+func (c *checker) collect() {
+	seenType := map[string]lang.Span{}
+	for _, it := range c.file.Items {
+		switch d := it.(type) {
+		case *lang.TypeDecl:
+			name := d.Name.Name
+			if prev, ok := seenType[name]; ok {
+				dd := c.errorf(lang.DuplicateDecl, d.Name.Span, "type %s is declared twice", name)
+				related(dd, c.file.Name, prev, "first declared here")
+				continue
+			}
+			if _, builtin := builtinTypes[name]; builtin {
+				c.errorf(lang.DuplicateDecl, d.Name.Span, "type %s is built in and cannot be declared again", name)
+				continue
+			}
+			seenType[name] = d.Name.Span
+			c.typeDecls[name] = d
+		case *lang.PlanDecl:
+			name := d.Name.Name
+			if prev, ok := c.planDecls[name]; ok {
+				dd := c.errorf(lang.DuplicateDecl, d.Name.Span, "sub-plan %s is declared twice", name)
+				related(dd, c.file.Name, prev.Name.Span, "first declared here")
+				continue
+			}
+			c.planDecls[name] = d
+		}
+	}
+	for name := range c.typeDecls {
+		c.info.Types[name] = c.namedType(name, c.typeDecls[name].Name.Span)
+	}
+	c.collectTools()
+}
+
+// namedType resolves a declared or built-in type name.
+func (c *checker) namedType(name string, span lang.Span) *Type {
+	if t, ok := builtinTypes[name]; ok {
+		return t
+	}
+	if t, ok := c.info.Types[name]; ok {
+		return t
+	}
+	if t, ok := c.resolving[name]; ok {
+		return t // a recursive type: the placeholder is filled in below
+	}
+	d, ok := c.typeDecls[name]
+	if !ok {
+		names := make([]string, 0, len(c.typeDecls)+len(builtinTypes))
+		for n := range c.typeDecls {
+			names = append(names, n)
+		}
+		for n := range builtinTypes {
+			names = append(names, n)
+		}
+		c.errorf(lang.UnknownType, span, "unknown type %s%s", name, didYouMean(name, names))
+		return AnyType
+	}
+	placeholder := &Type{Name: name}
+	c.resolving[name] = placeholder
+	t := c.typeOf(d.Type)
+	if t == placeholder {
+		c.errorf(lang.Cycle, d.Name.Span, "type %s is defined as itself", name)
+		t = AnyType
+	}
+	*placeholder = *t
+	placeholder.Name = name
+	delete(c.resolving, name)
+	c.info.Types[name] = placeholder
+	return placeholder
+}
+
+// typeOf converts a type expression to a type.
+func (c *checker) typeOf(te lang.TypeExpr) *Type {
+	switch te := te.(type) {
+	case nil:
+		return AnyType
+	case *lang.NamedType:
+		return c.namedType(te.Name, te.Span)
+	case *lang.ListType:
+		return ListOf(c.typeOf(te.Elem))
+	case *lang.OptionalType:
+		return c.typeOf(te.Elem).orNull()
+	case *lang.EnumType:
+		t := &Type{Kind: KindEnum}
+		for _, v := range te.Values {
+			if v.Kind == lang.LitNull {
+				t.Nullable = true
+				continue
+			}
+			if !containsValue(t.Values, v.Value) {
+				t.Values = append(t.Values, v.Value)
+			}
+		}
+		if len(t.Values) == 0 {
+			return NullType
+		}
+		return t
+	case *lang.ObjectType:
+		t := &Type{Kind: KindObject}
+		seen := map[string]bool{}
+		for _, f := range te.Fields {
+			if seen[f.Name.Name] {
+				c.errorf(lang.DuplicateDecl, f.Name.Span, "field %s is declared twice", f.Name.Name)
+				continue
+			}
+			seen[f.Name.Name] = true
+			t.Fields = append(t.Fields, &Field{Name: f.Name.Name, Type: c.typeOf(f.Type), Optional: f.Optional, Doc: f.Doc()})
+		}
+		return t
+	}
+	return AnyType
+}
+
+// toolSource is a tool declaration and the file it comes from.
+type toolSource struct {
+	decl *lang.ToolDecl
+	file string
+}
+
+// collectTools resolves the tools a plan can call. A plan's own
+// declarations come first, then imported tools files, then the configured
+// tools; `tool name` without a signature takes its signature from the
+// latter two.
+func (c *checker) collectTools() {
+	own := map[string]*lang.ToolDecl{}
+	var ownOrder []*lang.ToolDecl
+	for _, it := range c.file.Items {
+		d, ok := it.(*lang.ToolDecl)
+		if !ok {
+			continue
+		}
+		if prev, ok := own[d.Name.Name]; ok {
+			dd := c.errorf(lang.DuplicateDecl, d.Name.Span, "tool %s is declared twice", d.Name.Name)
+			related(dd, c.file.Name, prev.Name.Span, "first declared here")
+			continue
+		}
+		if _, ok := c.planDecls[d.Name.Name]; ok {
+			c.errorf(lang.DuplicateDecl, d.Name.Span, "%s is declared both as a tool and as a sub-plan", d.Name.Name)
+			continue
+		}
+		own[d.Name.Name] = d
+		ownOrder = append(ownOrder, d)
+	}
+	external := map[string]toolSource{}
+	addExternal := func(d *lang.ToolDecl, file string) {
+		if _, ok := external[d.Name.Name]; !ok {
+			external[d.Name.Name] = toolSource{d, file}
+		}
+	}
+	for _, it := range c.file.Items {
+		imp, ok := it.(*lang.ImportDecl)
+		if !ok {
+			continue
+		}
+		for _, d := range c.importTools(imp) {
+			addExternal(d, imp.Path.StringValue())
+		}
+	}
+	for _, d := range c.cfg.Tools {
+		addExternal(d, "")
+	}
+	for _, d := range ownOrder {
+		if d.HasSignature {
+			c.info.Tools[d.Name.Name] = c.tool(d, c.file.Name)
+			continue
+		}
+		src, ok := external[d.Name.Name]
+		if !ok || !src.decl.HasSignature {
+			names := make([]string, 0, len(external))
+			for n := range external {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or pass a tools file with --tools",
+				d.Name.Name, didYouMean(d.Name.Name, names))
+			continue
+		}
+		c.info.Tools[d.Name.Name] = c.tool(src.decl, src.file)
+	}
+	names := make([]string, 0, len(external))
+	for n := range external {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, ok := own[n]; ok {
+			continue
+		}
+		if _, ok := c.planDecls[n]; ok {
+			continue
+		}
+		if src := external[n]; src.decl.HasSignature {
+			c.info.Tools[n] = c.tool(src.decl, src.file)
+		}
+	}
+}
+
+// importTools reads the tools file an import names.
+func (c *checker) importTools(imp *lang.ImportDecl) []*lang.ToolDecl {
+	path := imp.Path.StringValue()
+	if c.cfg.ReadFile == nil {
+		c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: this checker reads no files; pass the tools with --tools instead", lang.Quote(path))
+		return nil
+	}
+	full := path
+	if !filepath.IsAbs(full) && c.cfg.Dir != "" {
+		full = filepath.Join(c.cfg.Dir, path)
+	}
+	data, err := c.cfg.ReadFile(full)
+	if err != nil {
+		c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: %v", lang.Quote(path), err)
+		return nil
+	}
+	decls, diags := lang.ParseTools(path, data)
+	for _, d := range diags {
+		d.Code = lang.ImportError
+	}
+	if len(diags) > 0 {
+		d := c.errorf(lang.ImportError, imp.Path.Span, "tools file %s has errors", lang.Quote(path))
+		related(d, path, diags[0].Span, "%s", diags[0].Message)
+		c.diags = append(c.diags, diags...)
+	}
+	return decls
+}
+
+// tool converts a tool declaration.
+func (c *checker) tool(d *lang.ToolDecl, file string) *Tool {
+	t := &Tool{Name: d.Name.Name, Doc: d.Doc(), Result: c.typeOf(d.Result), Decl: d, File: file, InputSchema: d.InputSchema}
+	seen := map[string]bool{}
+	for _, p := range d.Params {
+		if seen[p.Name.Name] {
+			c.report(lang.SeverityError, lang.DuplicateDecl, file, p.Name.Span, "parameter %s of %s is declared twice", p.Name.Name, d.Name.Name)
+			continue
+		}
+		seen[p.Name.Name] = true
+		param := &Param{Name: p.Name.Name, Type: c.typeOf(p.Type), Optional: p.Optional, Doc: p.Doc()}
+		if p.Default != nil {
+			v, ok := constValue(p.Default)
+			if !ok {
+				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "the default of parameter %s must be a constant", p.Name.Name)
+			} else if msg := CheckValue(v, param.Type, ""); msg != "" {
+				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "default of parameter %s: %s", p.Name.Name, msg)
+			} else {
+				param.Default, param.HasDefault = v, true
+			}
+		}
+		t.Params = append(t.Params, param)
+	}
+	effects := 0
+	for _, a := range d.Attrs {
+		switch a.Name.Name {
+		case "pure":
+			t.Effect = Pure
+			effects++
+		case "idempotent":
+			t.Effect = Idempotent
+			effects++
+		case "irreversible":
+			t.Effect = Irreversible
+			effects++
+		case "model":
+			t.Model = true
+		case "latency":
+			t.Latency = a.Value.Duration()
+		case "tokens":
+			t.Tokens = int(a.Value.IntValue())
+		}
+	}
+	if effects > 1 {
+		c.report(lang.SeverityError, lang.InvalidOption, file, d.Name.Span, "tool %s declares more than one effect: pick one of pure, idempotent, irreversible", d.Name.Name)
+	}
+	return t
+}
+
+// constValue returns the value of a constant expression (literals, and
+// lists and objects of them).
+func constValue(e lang.Expr) (any, bool) {
+	switch e := e.(type) {
+	case *lang.Literal:
+		if e.Kind == lang.LitDuration {
+			return nil, false
+		}
+		return e.Value, true
+	case *lang.ListExpr:
+		out := make([]any, 0, len(e.Elems))
+		for _, el := range e.Elems {
+			v, ok := constValue(el)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, true
+	case *lang.ObjectExpr:
+		out := make(map[string]any, len(e.Fields))
+		for _, f := range e.Fields {
+			v, ok := constValue(f.Value)
+			if !ok {
+				return nil, false
+			}
+			out[f.Key.Name] = v
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// ---------------------------------------------------------------- plans
+
+// checkPlans checks the sub-plans, callees before callers, then the main
+// plan.
+func (c *checker) checkPlans() {
+	c.orderSubPlans()
+	for _, name := range c.planOrder {
+		d := c.planDecls[name]
+		p := &Plan{Name: name, Span: d.Span, Mode: "lazy", Policy: Policy{Action: "abort"}}
+		c.info.Plans[name] = p
+		c.checkPlan(p, d.Items, d.Params, d.Result)
+		c.info.Tools[name] = c.subPlanTool(p, d)
+	}
+	main := &Plan{Span: c.file.Span, Mode: "lazy", Policy: Policy{Action: "abort"}}
+	c.info.Main = main
+	c.info.Plans[""] = main
+	c.checkPlan(main, c.file.Items, nil, nil)
+	if c.steps > c.limits.MaxSteps {
+		c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
+	}
+}
+
+// orderSubPlans sorts the sub-plans so that each comes after the ones it
+// calls, and reports calls that loop.
+func (c *checker) orderSubPlans() {
+	names := make([]string, 0, len(c.planDecls))
+	for n := range c.planDecls {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	calls := map[string][]*lang.Step{}
+	for _, n := range names {
+		for _, s := range lang.Steps(c.planDecls[n].Items) {
+			if _, ok := c.planDecls[s.Call.Tool.Name]; ok {
+				calls[n] = append(calls[n], s)
+			}
+		}
+	}
+	state := map[string]int{} // 0 new, 1 on the stack, 2 done
+	var stack []string
+	var visit func(n string, depth int)
+	visit = func(n string, depth int) {
+		switch state[n] {
+		case 2:
+			return
+		case 1:
+			i := slices.Index(stack, n)
+			path := append(slices.Clone(stack[i:]), n)
+			d := c.errorf(lang.Cycle, c.planDecls[n].Name.Span, "cycle: sub-plans call each other: %s", strings.Join(path, " -> "))
+			for _, from := range path[:len(path)-1] {
+				related(d, c.file.Name, c.planDecls[from].Name.Span, "sub-plan %s", from)
+			}
+			return
+		}
+		if depth > c.limits.MaxDepth {
+			c.errorf(lang.LimitExceeded, c.planDecls[n].Name.Span, "sub-plans nest more than %d deep", c.limits.MaxDepth)
+			return
+		}
+		state[n] = 1
+		stack = append(stack, n)
+		for _, s := range calls[n] {
+			visit(s.Call.Tool.Name, depth+1)
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = 2
+		c.planOrder = append(c.planOrder, n)
+	}
+	for _, n := range names {
+		visit(n, 1)
+	}
+}
+
+// subPlanTool is the signature under which a sub-plan is called.
+func (c *checker) subPlanTool(p *Plan, d *lang.PlanDecl) *Tool {
+	t := &Tool{Name: p.Name, Doc: d.Doc(), Plan: p, File: c.file.Name, Effect: Pure}
+	for _, f := range p.Input.Fields {
+		param := &Param{Name: f.Name, Type: f.Type, Optional: f.Optional, Doc: f.Doc}
+		if v, ok := p.InputDefaults[f.Name]; ok {
+			param.Default, param.HasDefault = v, true
+		}
+		t.Params = append(t.Params, param)
+	}
+	t.Result = p.OutputType
+	if d.Result != nil {
+		declared := c.typeOf(d.Result)
+		if p.Output != nil {
+			if ok, why := Assignable(p.OutputType, declared); !ok {
+				c.errorf(lang.TypeMismatch, p.Output.Span, "the output of sub-plan %s does not match its declared result %s: %s", p.Name, declared, why)
+			}
+		}
+		t.Result = declared
+	}
+	// A sub-plan is as dangerous as the worst step it runs without a gate
+	// of its own; its caller's gate covers those.
+	for _, s := range p.Steps {
+		if s.Tool != nil && !s.Approve && !p.Approve {
+			t.Effect = min(t.Effect, stepEffect(s))
+		}
+		if s.Tool != nil && s.Tool.Model {
+			t.Model = true
+		}
+	}
+	return t
+}
+
+// stepEffect is the most dangerous effect a step may have: its tool's or
+// its fallback's.
+func stepEffect(s *Step) Effect {
+	e := Pure
+	if s.Result != nil {
+		return Pure // the tool is not called
+	}
+	if s.Tool != nil {
+		e = s.Tool.Effect
+	}
+	if s.Fallback != nil && s.Fallback.Tool != nil {
+		e = min(e, s.Fallback.Tool.Effect)
+	}
+	return e
+}
+
+// durationOf returns a duration literal's value.
+func durationOf(l *lang.Literal) time.Duration { return l.Duration() }

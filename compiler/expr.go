@@ -1,0 +1,296 @@
+package compiler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"cel.dev/cel-go/common"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// operand checks an expression and returns its operand, with its type.
+// Every reference it reads is appended to reads.
+func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Operand {
+	switch e := e.(type) {
+	case *lang.Literal:
+		if e.Kind == lang.LitDuration {
+			pc.c.errorf(lang.TypeMismatch, e.Span, "a duration is not a value; write it as a string")
+			return &Operand{Kind: OpConst, Type: AnyType, Span: e.Span}
+		}
+		return &Operand{Kind: OpConst, Const: e.Value, Type: TypeOfValue(e.Value), Span: e.Span}
+	case *lang.Ref:
+		rp, t, ok := pc.ref(e, sc)
+		if ok {
+			*reads = append(*reads, rp)
+		}
+		return &Operand{Kind: OpRef, Ref: rp, Type: t, Span: e.Span}
+	case *lang.ListExpr:
+		op := &Operand{Kind: OpList, Span: e.Span}
+		allConst := true
+		var elem *Type
+		for _, el := range e.Elems {
+			x := pc.operand(el, sc, reads)
+			op.Elems = append(op.Elems, x)
+			allConst = allConst && x.IsConst()
+			switch {
+			case elem == nil:
+				elem = x.Type
+			case !sameType(elem, x.Type):
+				if ok, _ := Assignable(x.Type, NumberType); ok && elem.Kind == KindInt || elem.Kind == KindNumber && x.Type.Kind == KindInt {
+					elem = NumberType
+				} else {
+					elem = AnyType
+				}
+			}
+		}
+		if elem == nil {
+			elem = AnyType
+		}
+		op.Type = ListOf(elem)
+		if allConst {
+			v, _ := constValue(e)
+			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+		}
+		return op
+	case *lang.ObjectExpr:
+		op := &Operand{Kind: OpObject, Span: e.Span, Type: &Type{Kind: KindObject}}
+		allConst := true
+		seen := map[string]lang.Span{}
+		for _, f := range e.Fields {
+			if prev, ok := seen[f.Key.Name]; ok {
+				d := pc.c.errorf(lang.DuplicateDecl, f.Key.Span, "key %s is given twice", f.Key.Name)
+				related(d, pc.c.file.Name, prev, "first given here")
+				continue
+			}
+			seen[f.Key.Name] = f.Key.Span
+			x := pc.operand(f.Value, sc, reads)
+			op.Keys = append(op.Keys, f.Key.Name)
+			op.Vals = append(op.Vals, x)
+			op.Type.Fields = append(op.Type.Fields, &Field{Name: f.Key.Name, Type: x.Type})
+			allConst = allConst && x.IsConst()
+		}
+		if allConst {
+			v := make(map[string]any, len(op.Keys))
+			for i, k := range op.Keys {
+				v[k] = op.Vals[i].Const
+			}
+			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+		}
+		return op
+	case *lang.CELExpr:
+		return pc.cel(e, sc, reads)
+	}
+	return &Operand{Kind: OpConst, Type: AnyType}
+}
+
+// ref checks a reference: its root names the input, the state or the
+// element of a for each; its path follows fields the types declare.
+func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
+	c := pc.c
+	rp := refPath(r)
+	root := r.Root.Name
+	var t *Type
+	rest := rp.Path
+	shown := "†" + root
+	switch {
+	case root == "state":
+		if len(rp.Path) == 0 || rp.Path[0].IsIndex {
+			c.errorf(lang.UndefinedReference, r.Span, "†state must be followed by a slot name: †state.NAME")
+			return rp, AnyType, false
+		}
+		name := rp.Path[0].Field
+		slot := pc.p.Slots[name]
+		if slot == nil || (len(slot.Writers) == 0 && len(slot.ErrorWriters) == 0 && !slot.HasInitial) {
+			if sc != nil && containsString(sc.own, name) && slot != nil {
+				t = slot.Type
+				break
+			}
+			d := c.errorf(lang.UndefinedReference, r.Span, "no step writes †state.%s", name)
+			if slot != nil {
+				d.Message = fmt.Sprintf("†state.%s is declared in state, but no step writes it and it has no initial value", name)
+			} else if s := lang.Closest(name, pc.writtenSlots()); s != "" {
+				d.Message += fmt.Sprintf(" (did you mean †state.%s?)", s)
+				sp := r.Path[0].Span
+				replaceFix(d, lang.Span{Start: lang.Pos{Offset: sp.Start.Offset + 1, Line: sp.Start.Line, Column: sp.Start.Column + 1}, End: sp.End}, s, "read †state."+s)
+			} else if ws := pc.writtenSlots(); len(ws) > 0 && len(ws) <= 12 {
+				d.Message += "; the slots steps write are " + strings.Join(ws, ", ")
+			}
+			return rp, AnyType, false
+		}
+		t = slot.Type
+		rest = rp.Path[1:]
+		shown = "†state." + name
+	case root == "input":
+		if len(rp.Path) == 0 || rp.Path[0].IsIndex {
+			t = pc.p.Input
+			break
+		}
+		name := rp.Path[0].Field
+		f := pc.p.Input.Field(name)
+		if f == nil {
+			fields := pc.p.Input.FieldNames()
+			d := c.errorf(lang.UndefinedReference, r.Span, "the input has no field %s%s", name, didYouMean(name, fields))
+			switch {
+			case len(fields) == 0:
+				d.Message += "; declare it in an input block: input { " + name + ": TYPE }"
+			case lang.Closest(name, fields) == "":
+				d.Message += "; its fields are " + strings.Join(fields, ", ")
+			}
+			return rp, AnyType, false
+		}
+		t = f.Type
+		rest = rp.Path[1:]
+		shown = "†input." + name
+	case sc != nil && sc.elem != "" && root == sc.elem:
+		t = sc.elemType
+	default:
+		msg := fmt.Sprintf("unknown reference †%s: references start with †input or †state", root)
+		if sc != nil && sc.elem != "" {
+			msg += ", or †" + sc.elem + " for the element of the for each"
+		}
+		c.errorf(lang.UndefinedReference, r.Root.Span, "%s", msg)
+		return rp, AnyType, false
+	}
+	t, ok := pc.walk(t, rest, shown, r, len(r.Path)-len(rest))
+	return rp, t, ok
+}
+
+func (pc *planChecker) writtenSlots() []string {
+	var out []string
+	for _, n := range pc.p.SlotNames {
+		s := pc.p.Slots[n]
+		if len(s.Writers) > 0 || len(s.ErrorWriters) > 0 || s.HasInitial {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// walk follows a reference path through a type. done is how many path
+// elements of r were consumed before path.
+func (pc *planChecker) walk(t *Type, path []PathElem, shown string, r *lang.Ref, done int) (*Type, bool) {
+	for i, e := range path {
+		span := r.Path[done+i].Span
+		if t.Kind == KindAny {
+			return AnyType, true
+		}
+		if e.IsIndex {
+			if t.Kind != KindList {
+				pc.c.errorf(lang.TypeMismatch, span, "%s is %s, not a list: it cannot be indexed with [%d]", shown, describeKind(t), e.Index)
+				return AnyType, false
+			}
+			t = t.Elem
+			shown = fmt.Sprintf("%s[%d]", shown, e.Index)
+			continue
+		}
+		switch {
+		case t.Kind == KindObject && t.Open && len(t.Fields) == 0:
+			return AnyType, true
+		case t.Kind == KindObject:
+			f := t.Field(e.Field)
+			if f == nil {
+				names := t.FieldNames()
+				d := pc.c.errorf(lang.TypeMismatch, span, "%s has no field %s%s; %s has fields %s", shown, e.Field, didYouMean(e.Field, names), t, strings.Join(names, ", "))
+				if s := lang.Closest(e.Field, names); s != "" && !pc.quoted(r, done+i) {
+					replaceFix(d, lang.Span{Start: lang.Pos{Offset: span.Start.Offset + 1, Line: span.Start.Line, Column: span.Start.Column + 1}, End: span.End}, s, "read ."+s)
+				}
+				return AnyType, false
+			}
+			t = f.Type
+		case t.Kind == KindList:
+			pc.c.errorf(lang.TypeMismatch, span, "%s is a list %s, which has no field %s: index it first, as in %s[0].%s", shown, t, e.Field, shown, e.Field)
+			return AnyType, false
+		default:
+			pc.c.errorf(lang.TypeMismatch, span, "%s is %s, which has no fields", shown, describeKind(t))
+			return AnyType, false
+		}
+		shown += "." + e.Field
+	}
+	return t, true
+}
+
+func (pc *planChecker) quoted(r *lang.Ref, i int) bool { return r.Path[i].Quoted }
+
+// cel checks a CEL expression: its references first, then the expression
+// against the types of everything it reads.
+func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Operand {
+	op := &Operand{Kind: OpCEL, Span: e.Span, Type: AnyType}
+	ok := true
+	for _, r := range e.Refs {
+		rp, _, refOK := pc.ref(r, sc)
+		if refOK {
+			op.Refs = append(op.Refs, rp)
+			*reads = append(*reads, rp)
+		}
+		ok = ok && refOK
+	}
+	env := pc.p.Env
+	if sc != nil && sc.env != nil {
+		env = sc.env
+	}
+	if !ok || env == nil {
+		return op // the reference errors say what is wrong
+	}
+	op.Text = e.CELText()
+	ast, iss := env.Parse(op.Text)
+	if iss.Err() != nil {
+		pc.celIssues(e, iss.Errors(), lang.ParseError)
+		return op
+	}
+	checked, iss := env.Check(ast)
+	if iss.Err() != nil {
+		pc.celIssues(e, iss.Errors(), lang.TypeMismatch)
+		return op
+	}
+	op.CEL = checked
+	op.Type = pc.types.planType(checked.OutputType())
+	pc.bareNames(e, sc)
+	return op
+}
+
+// bareNames reports references written without †, which CEL would accept
+// as variables (state.x) but which the dependency graph would miss.
+func (pc *planChecker) bareNames(e *lang.CELExpr, sc *scope) {
+	for _, u := range e.FreeNames() {
+		if u.Name != "state" && u.Name != "input" && (sc == nil || u.Name != sc.elem) {
+			continue
+		}
+		pos, end := advance(e, u.Offset), advance(e, u.Offset+len(u.Name))
+		d := pc.c.errorf(lang.UndefinedReference, lang.Span{Start: pos, End: end}, "write †%s instead of %s: a reference starts with †", u.Name, u.Name)
+		replaceFix(d, lang.Span{Start: pos, End: pos}, "†", "add †")
+	}
+}
+
+// advance returns the file position of byte offset off in e.Text.
+func advance(e *lang.CELExpr, off int) lang.Pos {
+	line, lineStart := 1, 0
+	for i := 0; i < off && i < len(e.Text); i++ {
+		if e.Text[i] == '\n' {
+			line++
+			lineStart = i + 1
+		}
+	}
+	col := len([]rune(e.Text[lineStart:off]))
+	return celPos(e, line, col)
+}
+
+// celIssues reports CEL's errors at their places in the file.
+func (pc *planChecker) celIssues(e *lang.CELExpr, errs []*common.Error, code lang.Code) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		li, lj := errs[i].Location, errs[j].Location
+		return li.Line() < lj.Line() || li.Line() == lj.Line() && li.Column() < lj.Column()
+	})
+	for _, err := range errs {
+		span := e.Span
+		if loc := err.Location; loc != nil && loc.Line() > 0 {
+			start := celPos(e, loc.Line(), loc.Column())
+			end := start
+			end.Offset++
+			end.Column++
+			span = lang.Span{Start: start, End: end}
+		}
+		pc.c.errorf(code, span, "in expression: %s", celMessage(err.Message))
+	}
+}

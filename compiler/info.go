@@ -1,0 +1,232 @@
+// Package compiler checks plans and compiles them to executable graphs.
+//
+// Check resolves every name of a parsed plan (tools, types, slots, input
+// fields, sub-plans), infers the type of every state slot from the step
+// that writes it, checks every argument, reference and CEL expression
+// against those types, builds the dependency graph and rejects cycles. It
+// reports every problem as a lang.Diagnostic and records what it resolved
+// in side tables (Info), leaving the syntax tree untouched.
+package compiler
+
+import (
+	"time"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// Effect says what calling a tool does to the world.
+type Effect uint8
+
+// The effects, from the most to the least dangerous. A tool that declares
+// none is irreversible.
+const (
+	Irreversible Effect = iota // its effect cannot be undone (a payment, an email)
+	Idempotent                 // calling it again has no further effect
+	Pure                       // it only reads
+)
+
+// String returns "irreversible", "idempotent" or "pure".
+func (e Effect) String() string {
+	return [...]string{"irreversible", "idempotent", "pure"}[e]
+}
+
+// Tool is a resolved tool signature, or a sub-plan seen as a tool.
+type Tool struct {
+	Name   string
+	Doc    string
+	Params []*Param
+	Result *Type
+	Effect Effect
+	// Model is set for tools that call a language model.
+	Model bool
+	// Latency and Tokens are declared estimates; zero when not declared.
+	Latency time.Duration
+	Tokens  int
+	// Plan is the sub-plan when the tool is one.
+	Plan *Plan
+	// InputSchema is the JSON Schema the tool was imported from, if any.
+	InputSchema []byte
+	// Decl is the declaration; File names the file it is in.
+	Decl *lang.ToolDecl
+	File string
+}
+
+// Param returns the parameter with the given name, or nil.
+func (t *Tool) Param(name string) *Param {
+	for _, p := range t.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Param is a tool parameter.
+type Param struct {
+	Name     string
+	Type     *Type
+	Optional bool
+	// Default is the value used when the argument is omitted.
+	Default    any
+	HasDefault bool
+	Doc        string
+}
+
+// Plan is a checked plan: the main plan of a file or a sub-plan.
+type Plan struct {
+	// Name is "" for the main plan.
+	Name string
+	Span lang.Span
+	// Mode is "eager" or "lazy"; Lazy is the default.
+	Mode string
+	// Policy is what the run does when a step fails.
+	Policy Policy
+	// Approve is set when a person must approve the whole plan; Message
+	// is what to show them.
+	Approve        bool
+	ApproveMessage string
+	// Input is the object type of the plan's input (a sub-plan's
+	// parameters); InputDefaults holds the values of fields with defaults.
+	Input         *Type
+	InputDefaults map[string]any
+	// Steps are in source order.
+	Steps []*Step
+	// Slots holds every state slot; SlotNames lists them sorted.
+	Slots     map[string]*Slot
+	SlotNames []string
+	// Output is the plan's output expression (nil when the plan has none:
+	// its result is then the whole state) and OutputType its type.
+	Output     *Operand
+	OutputType *Type
+	// Env is the CEL environment the plan's expressions were checked in.
+	Env *cel.Env
+}
+
+// Policy is a plan's failure policy.
+type Policy struct {
+	// Action is "abort", "skip", "continue" or "replan".
+	Action string
+	// MaxReplans bounds replanning; 0 means the default.
+	MaxReplans int
+}
+
+// Slot is a state slot.
+type Slot struct {
+	Name string
+	// Type is the slot's type: its writer's output type, else its declared
+	// type, else any.
+	Type *Type
+	// Declared is the type the state block declares, or nil.
+	Declared *Type
+	// Initial is the value the state block gives the slot before the plan
+	// starts; HasInitial says whether there is one.
+	Initial    any
+	HasInitial bool
+	// Writers are the steps that write the slot; Readers those that read
+	// it. ErrorWriters write it as the error alternative of `||`.
+	Writers      []*Step
+	ErrorWriters []*Step
+	Readers      []*Step
+	// ReadByOutput is set when the plan's output reads the slot.
+	ReadByOutput bool
+	// Span is where the slot is first declared or written.
+	Span lang.Span
+}
+
+// Step is a checked step.
+type Step struct {
+	Node *lang.Step
+	// Index is the step's position in Plan.Steps; ID is its label, or the
+	// tool's name with "#n" added when the tool is called more than once.
+	Index int
+	ID    string
+	Tool  *Tool
+	Args  []*Arg
+	// Out and ErrOut are the slots the step writes on success and, with
+	// `||`, on failure; "" when absent.
+	Out, ErrOut string
+	// OutType is the type of the value written to Out (a list for a for
+	// each).
+	OutType *Type
+	// Deps are the steps this one waits for, sorted by index, each once.
+	Deps []Dep
+	// Each is the for-each clause, or nil.
+	Each *Each
+	// When is the step's condition, or nil.
+	When *Operand
+	// Expects are checkable success criteria, all of which must hold;
+	// Criteria are sentences for an evaluator model to judge.
+	Expects   []*Operand
+	Criteria  []string
+	Retry     int
+	Backoff   time.Duration
+	Timeout   time.Duration
+	Fallback  *Fallback
+	// Approve is set when a person approves the step before it runs.
+	Approve        bool
+	ApproveMessage string
+	// Result is the known result (the `result` option): the tool is not
+	// called.
+	Result *Operand
+	// Gated is set when an approval gate (this step's, an ancestor's, or
+	// the plan's) comes before the step.
+	Gated bool
+}
+
+// Dep is a dependency of a step on an earlier one.
+type Dep struct {
+	Step int
+	// Slot is the slot through which the step depends; Kind says how it
+	// reads it.
+	Slot string
+	Kind DepKind
+}
+
+// DepKind says how a step reads the slot it depends through.
+type DepKind uint8
+
+// The dependency kinds.
+const (
+	DepData  DepKind = iota // an argument or the for-each list reads the slot
+	DepWhen                 // only the when condition (or expect) reads it
+	DepError                // the slot is the error alternative of the writer
+)
+
+// String returns "data", "when" or "error".
+func (k DepKind) String() string { return [...]string{"data", "when", "error"}[k] }
+
+// Arg is a checked argument.
+type Arg struct {
+	Name  string
+	Param *Param
+	Value *Operand
+}
+
+// Each is a checked for-each clause.
+type Each struct {
+	Var  string
+	List *Operand
+	// Max bounds the number of elements; ElemType is the element's type.
+	Max      int
+	ElemType *Type
+}
+
+// Fallback is the tool called when the step's tool fails.
+type Fallback struct {
+	Tool *Tool
+	Args []*Arg
+}
+
+// Info is what Check resolved about a file.
+type Info struct {
+	// Main is the file's plan; Plans holds it and its sub-plans by name
+	// ("" for the main plan).
+	Main  *Plan
+	Plans map[string]*Plan
+	// Tools are the tools the plan can call, by name.
+	Tools map[string]*Tool
+	// Types are the declared types, by name.
+	Types map[string]*Type
+}

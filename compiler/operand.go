@@ -1,0 +1,123 @@
+package compiler
+
+import (
+	"strconv"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// OperandKind is the kind of an Operand.
+type OperandKind uint8
+
+// The operand kinds.
+const (
+	OpConst  OperandKind = iota // a constant value
+	OpRef                       // a reference
+	OpList                      // a list of operands
+	OpObject                    // an object of operands
+	OpCEL                       // a CEL expression
+)
+
+// Operand is a checked expression in the form the interpreter evaluates: a
+// constant, a reference, a list or object of operands, or a CEL program.
+type Operand struct {
+	Kind OperandKind
+	// Const is the value of a constant: nil, bool, int64, float64,
+	// string, []any or map[string]any.
+	Const any
+	Ref   *RefPath
+	// Elems are a list's elements; Keys and Vals an object's fields.
+	Elems []*Operand
+	Keys  []string
+	Vals  []*Operand
+	// CEL is the checked expression, Text its source (with references
+	// spelled as CEL variables), and Refs the references it reads.
+	CEL  *cel.Ast
+	Text string
+	Refs []*RefPath
+	// Type is the operand's static type.
+	Type *Type
+	Span lang.Span
+}
+
+// RefPath is a resolved reference: a root (input, state, or a for-each
+// element) and a path of fields and indexes.
+type RefPath struct {
+	Root string
+	Path []PathElem
+	Span lang.Span
+}
+
+// PathElem is one step of a reference path.
+type PathElem struct {
+	Field   string
+	Index   int
+	IsIndex bool
+}
+
+// Slot returns the state slot a †state reference reads, or "".
+func (r *RefPath) Slot() string {
+	if r.Root != "state" || len(r.Path) == 0 || r.Path[0].IsIndex {
+		return ""
+	}
+	return r.Path[0].Field
+}
+
+// String formats the reference as written in a plan.
+func (r *RefPath) String() string {
+	var b strings.Builder
+	b.WriteString("†")
+	b.WriteString(r.Root)
+	for _, e := range r.Path {
+		if e.IsIndex {
+			b.WriteString("[" + strconv.Itoa(e.Index) + "]")
+		} else if fieldName(e.Field) == e.Field {
+			b.WriteString("." + e.Field)
+		} else {
+			b.WriteString("[" + lang.Quote(e.Field) + "]")
+		}
+	}
+	return b.String()
+}
+
+// IsConst reports whether the operand is a constant, with no reference.
+func (o *Operand) IsConst() bool { return o != nil && o.Kind == OpConst }
+
+// Walk calls fn for the operand and every operand inside it.
+func (o *Operand) Walk(fn func(*Operand)) {
+	if o == nil {
+		return
+	}
+	fn(o)
+	for _, e := range o.Elems {
+		e.Walk(fn)
+	}
+	for _, v := range o.Vals {
+		v.Walk(fn)
+	}
+}
+
+// Refs returns every reference the operand reads, in order.
+func (o *Operand) AllRefs() []*RefPath {
+	var out []*RefPath
+	o.Walk(func(x *Operand) {
+		switch x.Kind {
+		case OpRef:
+			out = append(out, x.Ref)
+		case OpCEL:
+			out = append(out, x.Refs...)
+		}
+	})
+	return out
+}
+
+func refPath(r *lang.Ref) *RefPath {
+	p := &RefPath{Root: r.Root.Name, Span: r.Span}
+	for _, e := range r.Path {
+		p.Path = append(p.Path, PathElem{Field: e.Field, Index: e.Index, IsIndex: e.IsIndex})
+	}
+	return p
+}

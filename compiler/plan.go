@@ -1,0 +1,701 @@
+package compiler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// planChecker checks one plan: the main plan or a sub-plan.
+type planChecker struct {
+	c     *checker
+	p     *Plan
+	types *celTypes
+	// reads records, per step, the references it reads, by how it reads
+	// them.
+	reads map[*Step]*stepReads
+	// labels maps step labels to their spans, for duplicate detection.
+	labels map[string]lang.Span
+	// onCycle marks the steps on or behind a dependency cycle.
+	onCycle map[int]bool
+}
+
+type stepReads struct {
+	data, when, expect []*RefPath
+}
+
+// scope is what references may name besides input and state: the element
+// of a for each.
+type scope struct {
+	elem     string
+	elemType *Type
+	env      *cel.Env
+	// own lists the slots the step writes, which its expect may read.
+	own []string
+}
+
+func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}}
+	p.Slots = map[string]*Slot{}
+	pc.settings(items)
+	pc.input(items, params)
+	pc.state(items)
+	pc.declareSteps(items)
+	pc.slotTypes()
+	pc.env()
+	for _, s := range p.Steps {
+		pc.checkStep(s)
+	}
+	pc.output(items)
+	order := pc.graph()
+	pc.gates(order)
+	pc.warnings()
+}
+
+// settings reads mode, failure policy and plan approval.
+func (pc *planChecker) settings(items []lang.Item) {
+	var mode, policy, approve lang.Node
+	for _, it := range items {
+		switch d := it.(type) {
+		case *lang.ModeDecl:
+			if mode != nil {
+				pc.dup("mode", d.Span, mode.Range())
+				continue
+			}
+			mode = d
+			pc.p.Mode = d.Mode.Name
+		case *lang.PolicyDecl:
+			if policy != nil {
+				pc.dup("failure policy", d.Span, policy.Range())
+				continue
+			}
+			policy = d
+			pc.p.Policy = Policy{Action: d.Action.Name}
+			if d.Max != nil {
+				n := d.Max.IntValue()
+				if n < 1 || n > 100 {
+					pc.c.errorf(lang.InvalidOption, d.Max.Span, "max replans must be between 1 and 100, not %d", n)
+				} else {
+					pc.p.Policy.MaxReplans = int(n)
+				}
+			}
+		case *lang.ApproveDecl:
+			if approve != nil {
+				pc.dup("plan approval", d.Span, approve.Range())
+				continue
+			}
+			approve = d
+			pc.p.Approve = true
+			pc.p.ApproveMessage = d.Message.StringValue()
+		}
+	}
+	if pc.p.Approve && pc.p.Mode == "eager" {
+		d := pc.c.errorf(lang.InvalidOption, approve.Range(), "a plan in eager mode cannot be approved as a whole: its steps run as they arrive; use mode lazy, or approve individual steps")
+		related(d, pc.c.file.Name, mode.Range(), "eager mode is set here")
+	}
+}
+
+func (pc *planChecker) dup(what string, span, prev lang.Span) {
+	d := pc.c.errorf(lang.DuplicateDecl, span, "%s is set twice", what)
+	related(d, pc.c.file.Name, prev, "first set here")
+}
+
+// input builds the plan's input type from its input block or, for a
+// sub-plan, its parameters.
+func (pc *planChecker) input(items []lang.Item, params []*lang.FieldDecl) {
+	p := pc.p
+	p.Input = &Type{Kind: KindObject, Name: "input"}
+	p.InputDefaults = map[string]any{}
+	fields := params
+	var first lang.Span
+	for _, it := range items {
+		d, ok := it.(*lang.InputDecl)
+		if !ok {
+			continue
+		}
+		if first.IsValid() {
+			pc.dup("input", d.Span, first)
+			continue
+		}
+		first = d.Span
+		fields = d.Fields
+	}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		name := f.Name.Name
+		if seen[name] {
+			pc.c.errorf(lang.DuplicateDecl, f.Name.Span, "input field %s is declared twice", name)
+			continue
+		}
+		seen[name] = true
+		fld := &Field{Name: name, Type: pc.c.typeOf(f.Type), Optional: f.Optional, Doc: f.Doc()}
+		if f.Default != nil {
+			v, ok := constValue(f.Default)
+			switch {
+			case !ok:
+				pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the default of input field %s must be a constant", name)
+			default:
+				if msg := CheckValue(v, fld.Type, ""); msg != "" {
+					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "default of input field %s: %s", name, msg)
+				} else {
+					p.InputDefaults[name] = v
+				}
+			}
+		}
+		p.Input.Fields = append(p.Input.Fields, fld)
+	}
+}
+
+// state reads the state block: declared slot types and initial values.
+func (pc *planChecker) state(items []lang.Item) {
+	var first lang.Span
+	for _, it := range items {
+		d, ok := it.(*lang.StateDecl)
+		if !ok {
+			continue
+		}
+		if first.IsValid() {
+			pc.dup("state", d.Span, first)
+			continue
+		}
+		first = d.Span
+		for _, f := range d.Fields {
+			name := f.Name.Name
+			if _, ok := pc.p.Slots[name]; ok {
+				pc.c.errorf(lang.DuplicateDecl, f.Name.Span, "state slot %s is declared twice", name)
+				continue
+			}
+			slot := &Slot{Name: name, Declared: pc.c.typeOf(f.Type), Span: f.Name.Span}
+			if f.Default != nil {
+				v, ok := constValue(f.Default)
+				switch {
+				case !ok:
+					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the initial value of slot %s must be a constant", name)
+				default:
+					if msg := CheckValue(v, slot.Declared, ""); msg != "" {
+						pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "initial value of slot %s: %s", name, msg)
+					}
+					slot.Initial, slot.HasInitial = v, true
+				}
+			}
+			pc.p.Slots[name] = slot
+		}
+	}
+}
+
+func (pc *planChecker) slot(name string, span lang.Span) *Slot {
+	s, ok := pc.p.Slots[name]
+	if !ok {
+		s = &Slot{Name: name, Span: span}
+		pc.p.Slots[name] = s
+	}
+	return s
+}
+
+// declareSteps creates the plan's steps, resolves their tools, gives them
+// IDs and records the slots they write.
+func (pc *planChecker) declareSteps(items []lang.Item) {
+	c := pc.c
+	steps := lang.Steps(items)
+	c.steps += len(steps)
+	unlabeled := map[string]int{}
+	for _, n := range steps {
+		if n.Label != nil {
+			if prev, ok := pc.labels[n.Label.Name]; ok {
+				d := c.errorf(lang.DuplicateDecl, n.Label.Span, "step label %s is used twice", n.Label.Name)
+				related(d, c.file.Name, prev, "first used here")
+				continue
+			}
+			pc.labels[n.Label.Name] = n.Label.Span
+		} else {
+			unlabeled[n.Call.Tool.Name]++
+		}
+	}
+	counter := map[string]int{}
+	for i, n := range steps {
+		s := &Step{Node: n, Index: i}
+		switch {
+		case n.Label != nil:
+			s.ID = n.Label.Name
+		case unlabeled[n.Call.Tool.Name] == 1 && !pc.labelTaken(n.Call.Tool.Name):
+			s.ID = n.Call.Tool.Name
+		default:
+			for {
+				counter[n.Call.Tool.Name]++
+				s.ID = fmt.Sprintf("%s#%d", n.Call.Tool.Name, counter[n.Call.Tool.Name])
+				if !pc.labelTaken(s.ID) {
+					break
+				}
+			}
+		}
+		s.Tool = pc.lookupTool(n.Call)
+		s.OutType = AnyType
+		if s.Tool != nil {
+			s.OutType = s.Tool.Result
+		}
+		if n.Each != nil {
+			s.OutType = ListOf(s.OutType)
+		}
+		if n.Out != nil {
+			s.Out = n.Out.Success.Slot()
+			slot := pc.slot(s.Out, n.Out.Success.Span)
+			slot.Writers = append(slot.Writers, s)
+			if n.Out.Error != nil {
+				s.ErrOut = n.Out.Error.Slot()
+				if s.ErrOut == s.Out {
+					c.errorf(lang.ConflictingSlot, n.Out.Error.Span, "the success and error slots of a step must differ: both are †state.%s", s.Out)
+					s.ErrOut = ""
+				} else {
+					es := pc.slot(s.ErrOut, n.Out.Error.Span)
+					es.ErrorWriters = append(es.ErrorWriters, s)
+				}
+			}
+		}
+		pc.p.Steps = append(pc.p.Steps, s)
+	}
+}
+
+func (pc *planChecker) labelTaken(name string) bool {
+	_, ok := pc.labels[name]
+	return ok
+}
+
+// lookupTool resolves the tool a call names, reporting unknown tools.
+func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
+	c := pc.c
+	name := call.Tool.Name
+	if t, ok := c.info.Tools[name]; ok {
+		return t
+	}
+	if _, ok := c.planDecls[name]; ok {
+		return nil // a sub-plan in a call cycle, reported already
+	}
+	candidates := make([]string, 0, len(c.info.Tools))
+	for n := range c.info.Tools {
+		candidates = append(candidates, n)
+	}
+	sort.Strings(candidates)
+	d := c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s%s", name, didYouMean(name, candidates))
+	if s := lang.Closest(name, candidates); s != "" {
+		replaceFix(d, call.Tool.Span, s, fmt.Sprintf("call %s instead", s))
+	} else if len(candidates) > 0 && len(candidates) <= 12 {
+		d.Message += "; the available tools are " + strings.Join(candidates, ", ")
+	} else if len(candidates) == 0 {
+		d.Message += ": the plan declares no tools; declare it with `tool " + name + "(…) -> T` or pass a tools file with --tools"
+	}
+	return nil
+}
+
+// slotTypes gives every slot its type and reports writers that disagree.
+func (pc *planChecker) slotTypes() {
+	c := pc.c
+	names := make([]string, 0, len(pc.p.Slots))
+	for n := range pc.p.Slots {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	pc.p.SlotNames = names
+	for _, name := range names {
+		slot := pc.p.Slots[name]
+		type writer struct {
+			step *Step
+			typ  *Type
+			span lang.Span
+		}
+		var ws []writer
+		for _, w := range slot.Writers {
+			ws = append(ws, writer{w, w.OutType, w.Node.Out.Success.Span})
+		}
+		for _, w := range slot.ErrorWriters {
+			ws = append(ws, writer{w, ErrorType, w.Node.Out.Error.Span})
+		}
+		sort.Slice(ws, func(i, j int) bool { return ws[i].span.Start.Offset < ws[j].span.Start.Offset })
+		var first *writer
+		for i := range ws {
+			w := &ws[i]
+			if slot.Declared != nil {
+				if ok, why := Assignable(w.typ, slot.Declared); !ok {
+					d := c.errorf(lang.ConflictingSlot, w.span, "slot %s is declared as %s, but step %s writes %s to it: %s", name, slot.Declared, w.step.ID, w.typ, why)
+					related(d, c.file.Name, slot.Span, "declared here")
+					continue
+				}
+			}
+			if w.typ.Kind == KindAny {
+				continue
+			}
+			if first == nil {
+				first = w
+				continue
+			}
+			if !sameType(first.typ, w.typ) {
+				d := c.errorf(lang.ConflictingSlot, w.span, "slot %s is written with two types: step %s writes %s and step %s writes %s", name, first.step.ID, first.typ, w.step.ID, w.typ)
+				related(d, c.file.Name, first.span, "step %s writes %s here", first.step.ID, first.typ)
+			}
+		}
+		switch {
+		case first != nil:
+			slot.Type = first.typ
+		case slot.Declared != nil:
+			slot.Type = slot.Declared
+		case slot.HasInitial:
+			slot.Type = TypeOfValue(slot.Initial)
+		default:
+			slot.Type = AnyType
+		}
+	}
+}
+
+// env builds the CEL environment of the plan: the variables state and
+// input, typed by the plan's slots and input.
+func (pc *planChecker) env() {
+	state := &Type{Kind: KindObject, Name: "state"}
+	for _, n := range pc.p.SlotNames {
+		state.Fields = append(state.Fields, &Field{Name: n, Type: pc.p.Slots[n].Type})
+	}
+	base, err := baseEnv()
+	if err == nil {
+		pc.p.Env, err = base.Extend(
+			cel.CustomTypeProvider(pc.types),
+			cel.Variable("state", pc.types.celType(state, "state")),
+			cel.Variable("input", pc.types.celType(pc.p.Input, "input")),
+		)
+	}
+	if err != nil {
+		// Only a defect of ours can get here; report it rather than panic.
+		pc.c.errorf(lang.TypeMismatch, pc.p.Span, "internal error: building the expression environment: %v", err)
+	}
+}
+
+// checkStep checks one step's call, for each, and options.
+func (pc *planChecker) checkStep(s *Step) {
+	c := pc.c
+	n := s.Node
+	r := &stepReads{}
+	pc.reads[s] = r
+	base := &scope{env: pc.p.Env}
+	callScope := base
+	if n.Each != nil {
+		s.Each = &Each{Var: n.Each.Var.Name, Max: c.limits.MaxForEach, ElemType: AnyType}
+		if v := n.Each.Var.Name; v == "state" || v == "input" {
+			c.errorf(lang.InvalidOption, n.Each.Var.Span, "the element of a for each cannot be named %s: that name is taken by †%s", v, v)
+		}
+		s.Each.List = pc.operand(n.Each.List, base, &r.data)
+		switch lt := s.Each.List.Type; {
+		case lt.Kind == KindList:
+			s.Each.ElemType = lt.Elem
+		case lt.Kind != KindAny:
+			c.errorf(lang.TypeMismatch, n.Each.List.Range(), "for each needs a list, and this is %s", describeKind(lt))
+		}
+		if n.Each.Max != nil {
+			m := int(n.Each.Max.IntValue())
+			switch {
+			case m < 1:
+				c.errorf(lang.InvalidOption, n.Each.Max.Span, "max must be at least 1, not %d", m)
+			case m > c.limits.MaxForEach:
+				c.errorf(lang.LimitExceeded, n.Each.Max.Span, "max %d is more than the limit of %d elements for a for each", m, c.limits.MaxForEach)
+			default:
+				s.Each.Max = m
+			}
+		}
+		callScope = &scope{elem: s.Each.Var, elemType: s.Each.ElemType, env: pc.elemEnv(s.Each.Var, s.Each.ElemType)}
+	}
+	if s.Tool != nil {
+		s.Args = pc.args(n.Call, s.Tool, callScope, &r.data)
+	} else {
+		pc.argsUnchecked(n.Call, callScope, &r.data)
+	}
+	seen := map[string]lang.Span{}
+	for _, o := range n.Options {
+		kw := o.Keyword()
+		if prev, ok := seen[kw]; ok && kw != "expect" {
+			d := c.errorf(lang.InvalidOption, o.Range(), "option %s is given twice", kw)
+			related(d, c.file.Name, prev, "first given here")
+			continue
+		}
+		seen[kw] = o.Range()
+		pc.option(s, o, base, r)
+	}
+	if s.Result != nil {
+		for _, kw := range []string{"retry", "timeout", "fallback"} {
+			if sp, ok := seen[kw]; ok {
+				c.errorf(lang.InvalidOption, sp, "%s does not apply to a step whose result is given: the tool is not called", kw)
+			}
+		}
+		if n.Each != nil {
+			c.errorf(lang.InvalidOption, seen["result"], "a for each cannot have a given result; give the list to the step that reads it instead")
+		}
+	}
+}
+
+// elemEnv extends the plan's environment with a for-each element.
+func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
+	if pc.p.Env == nil {
+		return nil
+	}
+	env, err := pc.p.Env.Extend(cel.Variable(name, pc.types.celType(t, name)))
+	if err != nil {
+		return pc.p.Env
+	}
+	return env
+}
+
+// args checks a call's arguments against the tool's parameters.
+func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
+	c := pc.c
+	var out []*Arg
+	given := map[string]lang.Span{}
+	names := make([]string, len(tool.Params))
+	for i, p := range tool.Params {
+		names[i] = p.Name
+	}
+	for _, a := range call.Args {
+		name := a.Name.Name
+		if prev, ok := given[name]; ok {
+			d := c.errorf(lang.DuplicateArgument, a.Name.Span, "argument %s is passed twice", name)
+			related(d, c.file.Name, prev, "first passed here")
+			continue
+		}
+		given[name] = a.Name.Span
+		param := tool.Param(name)
+		op := pc.operand(a.Value, sc, reads)
+		if param == nil {
+			msg := fmt.Sprintf("%s has no parameter %s%s", tool.Name, name, didYouMean(name, names))
+			if len(names) == 0 {
+				msg = fmt.Sprintf("%s takes no arguments, and %s is passed", tool.Name, name)
+			} else if lang.Closest(name, names) == "" {
+				msg += "; its parameters are " + strings.Join(names, ", ")
+			}
+			d := c.errorf(lang.UnknownArgument, a.Name.Span, "%s", msg)
+			if s := lang.Closest(name, names); s != "" && given[s] == (lang.Span{}) {
+				replaceFix(d, a.Name.Span, s, fmt.Sprintf("rename the argument to %s", s))
+			}
+			continue
+		}
+		pc.checkArg(a, op, param, tool)
+		out = append(out, &Arg{Name: name, Param: param, Value: op})
+	}
+	var missing []string
+	for _, p := range tool.Params {
+		if _, ok := given[p.Name]; !ok && !p.Optional && !p.HasDefault {
+			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
+		}
+	}
+	if len(missing) > 0 {
+		word := "argument"
+		if len(missing) > 1 {
+			word = "arguments"
+		}
+		c.errorf(lang.MissingArgument, call.Span, "%s: missing required %s %s", tool.Name, word, strings.Join(missing, ", "))
+	}
+	return out
+}
+
+// argsUnchecked still checks the references of a call whose tool is
+// unknown, so that their errors are reported too.
+func (pc *planChecker) argsUnchecked(call *lang.Call, sc *scope, reads *[]*RefPath) {
+	for _, a := range call.Args {
+		pc.operand(a.Value, sc, reads)
+	}
+}
+
+// checkArg checks an argument's value against its parameter.
+func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *Tool) {
+	if op == nil {
+		return
+	}
+	if op.IsConst() {
+		if msg := CheckValue(op.Const, param.Type, ""); msg != "" {
+			pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s: %s", param.Name, tool.Name, msg)
+		}
+		return
+	}
+	if ok, why := pc.fits(op, param.Type); !ok {
+		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s", param.Name, tool.Name, param.Type, why)
+	}
+}
+
+// fits checks a non-constant operand against a type: lists and objects
+// element by element, so constants inside them are checked by value.
+func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
+	if t == nil || t.Kind == KindAny {
+		return true, ""
+	}
+	switch op.Kind {
+	case OpConst:
+		if msg := CheckValue(op.Const, t, ""); msg != "" {
+			return false, msg
+		}
+		return true, ""
+	case OpList:
+		if t.Kind == KindList {
+			for i, e := range op.Elems {
+				if ok, why := pc.fits(e, t.Elem); !ok {
+					return false, fmt.Sprintf("element %d: %s", i, why)
+				}
+			}
+			return true, ""
+		}
+	case OpObject:
+		if t.Kind == KindObject && !(t.Open && len(t.Fields) == 0) {
+			for i, k := range op.Keys {
+				if f := t.Field(k); f != nil {
+					if ok, why := pc.fits(op.Vals[i], f.Type); !ok {
+						return false, fmt.Sprintf("field %s: %s", k, why)
+					}
+				}
+			}
+			for _, f := range t.Fields {
+				if !f.Optional && !containsString(op.Keys, f.Name) {
+					return false, fmt.Sprintf("missing required field %s", f.Name)
+				}
+			}
+			return true, ""
+		}
+	}
+	src := op.Type
+	if ok, why := Assignable(src, t); !ok {
+		if op.Kind == OpRef {
+			return false, fmt.Sprintf("%s is %s", op.Ref, describeKind(src)) + tail(why, src, t)
+		}
+		return false, why
+	}
+	return true, ""
+}
+
+func tail(why string, src, dst *Type) string {
+	generic := fmt.Sprintf("%s is not %s", describeKind(src), describeKind(dst))
+	if why == generic {
+		return ""
+	}
+	return ": " + why
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// option checks one step option.
+func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads) {
+	c := pc.c
+	switch o := o.(type) {
+	case *lang.WhenOption:
+		s.When = pc.operand(o.Cond, base, &r.when)
+		pc.wantBool("when", s.When)
+	case *lang.ExpectOption:
+		if l, ok := o.Cond.(*lang.Literal); ok && l.Kind == lang.LitString {
+			if strings.TrimSpace(l.StringValue()) == "" {
+				c.errorf(lang.InvalidOption, l.Span, "the expect criterion is empty: state what a good result looks like")
+				return
+			}
+			s.Criteria = append(s.Criteria, l.StringValue())
+			return
+		}
+		own := &scope{env: base.env, own: []string{s.Out, s.ErrOut}}
+		x := pc.operand(o.Cond, own, &r.expect)
+		pc.wantBool("expect", x)
+		s.Expects = append(s.Expects, x)
+	case *lang.RetryOption:
+		n := o.Count.IntValue()
+		if n < 0 || n > 100 {
+			c.errorf(lang.InvalidOption, o.Count.Span, "retry takes a count from 0 to 100, not %d", n)
+		} else {
+			s.Retry = int(n)
+		}
+		if o.Backoff != nil {
+			if d := durationOf(o.Backoff); d <= 0 {
+				c.errorf(lang.InvalidOption, o.Backoff.Span, "backoff must be longer than 0")
+			} else {
+				s.Backoff = d
+			}
+		}
+	case *lang.TimeoutOption:
+		if d := durationOf(o.Duration); d <= 0 {
+			c.errorf(lang.InvalidOption, o.Duration.Span, "timeout must be longer than 0")
+		} else {
+			s.Timeout = d
+		}
+	case *lang.FallbackOption:
+		fb := &Fallback{Tool: pc.lookupTool(o.Call)}
+		sc := base
+		if s.Each != nil {
+			sc = &scope{elem: s.Each.Var, elemType: s.Each.ElemType, env: pc.elemEnv(s.Each.Var, s.Each.ElemType)}
+		}
+		if fb.Tool == nil {
+			pc.argsUnchecked(o.Call, sc, &r.data)
+		} else {
+			fb.Args = pc.args(o.Call, fb.Tool, sc, &r.data)
+			if s.Tool != nil {
+				if ok, why := Assignable(fb.Tool.Result, s.Tool.Result); !ok {
+					c.errorf(lang.TypeMismatch, o.Call.Tool.Span, "fallback %s returns %s, but %s returns %s and both write the same slots: %s", fb.Tool.Name, fb.Tool.Result, s.Tool.Name, s.Tool.Result, why)
+				}
+			}
+		}
+		s.Fallback = fb
+	case *lang.ApproveOption:
+		s.Approve = true
+		s.ApproveMessage = o.Message.StringValue()
+	case *lang.ResultOption:
+		s.Result = pc.operand(o.Value, base, &r.data)
+		if s.Tool != nil && s.Result != nil {
+			if ok, why := pc.fits(s.Result, s.Tool.Result); !ok {
+				c.errorf(lang.TypeMismatch, o.Value.Range(), "the result of %s is %s: %s", s.Tool.Name, s.Tool.Result, why)
+			}
+		}
+	}
+}
+
+func (pc *planChecker) wantBool(what string, op *Operand) {
+	if op == nil || op.Type == nil {
+		return
+	}
+	if op.IsConst() {
+		if _, ok := op.Const.(bool); !ok {
+			pc.c.errorf(lang.TypeMismatch, op.Span, "%s needs a condition (true or false), and this is %s", what, describeValue(op.Const))
+		}
+		return
+	}
+	if ok, _ := Assignable(op.Type, BoolType); !ok || op.Type.Nullable {
+		pc.c.errorf(lang.TypeMismatch, op.Span, "%s needs a condition (a bool), and this is %s", what, describeKind(op.Type))
+	}
+}
+
+// output checks the plan's output expression.
+func (pc *planChecker) output(items []lang.Item) {
+	var first lang.Span
+	for _, it := range items {
+		d, ok := it.(*lang.OutputDecl)
+		if !ok {
+			continue
+		}
+		if first.IsValid() {
+			pc.dup("output", d.Span, first)
+			continue
+		}
+		first = d.Span
+		var reads []*RefPath
+		pc.p.Output = pc.operand(d.Value, &scope{env: pc.p.Env}, &reads)
+		pc.p.OutputType = pc.p.Output.Type
+		for _, r := range reads {
+			if slot := pc.p.Slots[r.Slot()]; slot != nil {
+				slot.ReadByOutput = true
+			}
+		}
+	}
+	if pc.p.Output == nil {
+		// Without an output, the plan's result is its final state.
+		t := &Type{Kind: KindObject}
+		for _, n := range pc.p.SlotNames {
+			t.Fields = append(t.Fields, &Field{Name: n, Type: pc.p.Slots[n].Type, Optional: true})
+		}
+		pc.p.OutputType = t
+	}
+}

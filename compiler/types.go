@@ -1,0 +1,624 @@
+package compiler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// Kind is the kind of a Type.
+type Kind uint8
+
+// The kinds of plan values.
+const (
+	KindAny Kind = iota
+	KindNull
+	KindBool
+	KindInt
+	KindNumber
+	KindString
+	KindList
+	KindObject
+	KindEnum
+)
+
+// Type is the type of a plan value: a JSON value with a shape.
+type Type struct {
+	Kind Kind
+	// Name is the declared name of the type ("Receipt"), for messages.
+	Name string
+	// Nullable is set for T?: the value may also be null.
+	Nullable bool
+	// Elem is the element type of a list.
+	Elem *Type
+	// Fields are an object's fields in declaration order. Open is set for
+	// a free-form object (`object`): any fields, of any type.
+	Fields []*Field
+	Open   bool
+	// Values are an enum's constants: strings, int64s, float64s or bools.
+	Values []any
+}
+
+// Field is a field of an object type.
+type Field struct {
+	Name     string
+	Type     *Type
+	Optional bool
+	Doc      string
+}
+
+// The built-in types.
+var (
+	// AnyType accepts every value; nothing is known about it.
+	AnyType = &Type{Kind: KindAny}
+	// NullType holds only null.
+	NullType = &Type{Kind: KindNull}
+	// BoolType, IntType, NumberType and StringType are the scalars.
+	BoolType   = &Type{Kind: KindBool}
+	IntType    = &Type{Kind: KindInt}
+	NumberType = &Type{Kind: KindNumber}
+	StringType = &Type{Kind: KindString}
+	// ObjectType is a free-form object.
+	ObjectType = &Type{Kind: KindObject, Open: true}
+	// ErrorType is the value a failed step writes to the error slot of
+	// `-> †state.ok || †state.err`.
+	ErrorType = &Type{Kind: KindObject, Name: "error", Fields: []*Field{
+		{Name: "code", Type: StringType, Doc: "what kind of failure: tool-error, timeout, invalid-output, canceled, rejected, panic"},
+		{Name: "message", Type: StringType, Doc: "what went wrong"},
+		{Name: "tool", Type: StringType, Doc: "the tool that failed"},
+		{Name: "step", Type: StringType, Doc: "the step that failed"},
+	}}
+)
+
+// builtinTypes are the type names every plan can use.
+var builtinTypes = map[string]*Type{
+	"any": AnyType, "null": NullType, "bool": BoolType, "int": IntType,
+	"number": NumberType, "string": StringType, "object": ObjectType, "error": ErrorType,
+}
+
+// ListOf returns the type [elem].
+func ListOf(elem *Type) *Type { return &Type{Kind: KindList, Elem: elem} }
+
+// Field returns the field of an object type by name, or nil.
+func (t *Type) Field(name string) *Field {
+	for _, f := range t.Fields {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// FieldNames returns the names of an object type's fields, in order.
+func (t *Type) FieldNames() []string {
+	names := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// String formats the type as it is written in a plan; a declared type by
+// its name.
+func (t *Type) String() string {
+	if t == nil {
+		return "any"
+	}
+	if t.Name != "" {
+		if t.Nullable && !strings.HasSuffix(t.Name, "?") {
+			return t.Name + "?"
+		}
+		return t.Name
+	}
+	var s string
+	switch t.Kind {
+	case KindAny:
+		s = "any"
+	case KindNull:
+		return "null"
+	case KindBool:
+		s = "bool"
+	case KindInt:
+		s = "int"
+	case KindNumber:
+		s = "number"
+	case KindString:
+		s = "string"
+	case KindList:
+		s = "[" + t.Elem.String() + "]"
+	case KindEnum:
+		parts := make([]string, len(t.Values))
+		for i, v := range t.Values {
+			parts[i] = valueText(v)
+		}
+		s = strings.Join(parts, " | ")
+	case KindObject:
+		if t.Open && len(t.Fields) == 0 {
+			s = "object"
+			break
+		}
+		parts := make([]string, len(t.Fields))
+		for i, f := range t.Fields {
+			opt := ""
+			if f.Optional {
+				opt = "?"
+			}
+			parts[i] = fieldName(f.Name) + opt + ": " + f.Type.String()
+		}
+		s = "{" + strings.Join(parts, ", ") + "}"
+	}
+	if t.Nullable && t.Kind != KindAny {
+		if t.Kind == KindEnum {
+			return "(" + s + ")?"
+		}
+		return s + "?"
+	}
+	return s
+}
+
+func fieldName(s string) string {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return lang.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+func valueText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return lang.Quote(v)
+	case nil:
+		return "null"
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// nonNull returns t without its null alternative.
+func (t *Type) nonNull() *Type {
+	if !t.Nullable {
+		return t
+	}
+	c := *t
+	c.Nullable = false
+	return &c
+}
+
+// orNull returns t with a null alternative.
+func (t *Type) orNull() *Type {
+	if t.Nullable || t.Kind == KindAny || t.Kind == KindNull {
+		return t
+	}
+	c := *t
+	c.Nullable = true
+	return &c
+}
+
+// Assignable reports whether a value of type src may be used where dst is
+// expected. When it may not, why says what does not fit. The rules are
+// structural: int fits number, a string enum fits string, an object fits
+// where every field the target requires is present (and required) with a
+// type that fits, lists by element. any fits everywhere and accepts
+// everything, since nothing is known about it before the run.
+func Assignable(src, dst *Type) (ok bool, why string) {
+	return assignable(src, dst, 0)
+}
+
+func assignable(src, dst *Type, depth int) (bool, string) {
+	if src == nil || dst == nil || src.Kind == KindAny || dst.Kind == KindAny || depth > 32 {
+		return true, ""
+	}
+	if src.Kind == KindNull {
+		if dst.Nullable || dst.Kind == KindNull {
+			return true, ""
+		}
+		return false, fmt.Sprintf("null is not %s", describeKind(dst))
+	}
+	if src.Nullable && !dst.Nullable && dst.Kind != KindNull {
+		return false, fmt.Sprintf("%s may be null, and %s may not", src, dst)
+	}
+	switch dst.Kind {
+	case KindNull:
+		return false, fmt.Sprintf("%s is not null", src)
+	case KindBool, KindString, KindInt:
+		if src.Kind == dst.Kind {
+			return true, ""
+		}
+		if dst.Kind == KindString && src.Kind == KindEnum && allStrings(src.Values) {
+			return true, ""
+		}
+		if dst.Kind == KindInt && src.Kind == KindEnum && allInts(src.Values) {
+			return true, ""
+		}
+	case KindNumber:
+		if src.Kind == KindNumber || src.Kind == KindInt {
+			return true, ""
+		}
+		if src.Kind == KindEnum && allNumbers(src.Values) {
+			return true, ""
+		}
+	case KindEnum:
+		if src.Kind == KindEnum {
+			for _, v := range src.Values {
+				if !containsValue(dst.Values, v) {
+					return false, fmt.Sprintf("%s is not one of %s", valueText(v), dst)
+				}
+			}
+			return true, ""
+		}
+		if src.Kind == KindString && allStrings(dst.Values) {
+			return false, fmt.Sprintf("any string may come, and only %s is accepted", dst)
+		}
+	case KindList:
+		if src.Kind == KindList {
+			if ok, why := assignable(src.Elem, dst.Elem, depth+1); !ok {
+				return false, "list elements: " + why
+			}
+			return true, ""
+		}
+	case KindObject:
+		if src.Kind != KindObject {
+			break
+		}
+		if dst.Open && len(dst.Fields) == 0 || src.Open && len(src.Fields) == 0 {
+			return true, ""
+		}
+		for _, df := range dst.Fields {
+			sf := src.Field(df.Name)
+			if sf == nil {
+				if df.Optional || src.Open {
+					continue
+				}
+				return false, fmt.Sprintf("field %s is required by %s and missing", df.Name, dst)
+			}
+			if sf.Optional && !df.Optional {
+				return false, fmt.Sprintf("field %s is optional in %s and required in %s", df.Name, src, dst)
+			}
+			if ok, why := assignable(sf.Type, df.Type, depth+1); !ok {
+				return false, fmt.Sprintf("field %s: %s", df.Name, why)
+			}
+		}
+		return true, ""
+	}
+	return false, fmt.Sprintf("%s is not %s", describeKind(src), describeKind(dst))
+}
+
+// describeKind names a type with its article, for messages: "an int",
+// "a list [string]", "one of "a" | "b"", "Receipt".
+func describeKind(t *Type) string {
+	if t == nil {
+		return "any value"
+	}
+	if t.Name != "" {
+		return t.String()
+	}
+	s := t.String()
+	switch t.Kind {
+	case KindAny:
+		return "any value"
+	case KindNull:
+		return "null"
+	case KindInt:
+		return "an " + s
+	case KindList:
+		return "a list " + s
+	case KindObject:
+		if t.Open && len(t.Fields) == 0 {
+			return "an " + s
+		}
+		return "an object " + s
+	case KindEnum:
+		return "one of " + s
+	}
+	return "a " + s
+}
+
+func allStrings(vs []any) bool {
+	for _, v := range vs {
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func allInts(vs []any) bool {
+	for _, v := range vs {
+		if _, ok := v.(int64); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func allNumbers(vs []any) bool {
+	for _, v := range vs {
+		switch v.(type) {
+		case int64, float64:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func containsValue(vs []any, v any) bool {
+	for _, w := range vs {
+		if equalValues(v, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalValues(a, b any) bool {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return float64(x) == y
+		}
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return x == float64(y)
+		case float64:
+			return x == y
+		}
+	}
+	return a == b
+}
+
+// sameType reports whether two types describe the same values, so two
+// writers of one slot agree.
+func sameType(a, b *Type) bool {
+	ok1, _ := Assignable(a, b)
+	ok2, _ := Assignable(b, a)
+	return ok1 && ok2
+}
+
+// ---------------------------------------------------------------- values
+
+// CheckValue checks a JSON value (nil, bool, int64, float64, string, []any,
+// map[string]any) against a type and returns what does not fit, or "".
+// path names the value in the message ("amount", "items[2].name").
+func CheckValue(v any, t *Type, path string) string {
+	return checkValue(v, t, path, 0)
+}
+
+func checkValue(v any, t *Type, path string, depth int) string {
+	if t == nil || t.Kind == KindAny || depth > 64 {
+		return ""
+	}
+	where := ""
+	if path != "" {
+		where = path + ": "
+	}
+	if v == nil {
+		if t.Nullable || t.Kind == KindNull {
+			return ""
+		}
+		return where + "null is not " + describeKind(t)
+	}
+	switch t.Kind {
+	case KindNull:
+		return fmt.Sprintf("%s%s is not null", where, describeValue(v))
+	case KindBool:
+		if _, ok := v.(bool); ok {
+			return ""
+		}
+	case KindString:
+		if _, ok := v.(string); ok {
+			return ""
+		}
+	case KindInt:
+		switch n := v.(type) {
+		case int64:
+			return ""
+		case float64:
+			// JSON Schema's integer holds any number without a fraction.
+			if n == math.Trunc(n) && !math.IsInf(n, 0) {
+				return ""
+			}
+			return fmt.Sprintf("%s%v is not an integer", where, n)
+		}
+	case KindNumber:
+		switch v.(type) {
+		case int64, float64:
+			return ""
+		}
+	case KindEnum:
+		if containsValue(t.Values, v) {
+			return ""
+		}
+		if len(t.Values) <= 12 {
+			return fmt.Sprintf("%s%s is not one of %s", where, describeValue(v), t.nonNull())
+		}
+		return fmt.Sprintf("%s%s is not one of the %d allowed values", where, describeValue(v), len(t.Values))
+	case KindList:
+		list, ok := v.([]any)
+		if !ok {
+			break
+		}
+		for i, e := range list {
+			if msg := checkValue(e, t.Elem, fmt.Sprintf("%s[%d]", path, i), depth+1); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	case KindObject:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			break
+		}
+		for _, f := range t.Fields {
+			fv, present := obj[f.Name]
+			sub := joinPath(path, f.Name)
+			if !present {
+				if !f.Optional {
+					return fmt.Sprintf("%smissing required field %s", where, f.Name)
+				}
+				continue
+			}
+			if msg := checkValue(fv, f.Type, sub, depth+1); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	}
+	return fmt.Sprintf("%s%s is not %s", where, describeValue(v), describeKind(t.nonNull()))
+}
+
+func joinPath(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func describeValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		if len(v) > 40 {
+			v = v[:37] + "..."
+		}
+		return "the string " + lang.Quote(v)
+	case bool:
+		return fmt.Sprintf("the boolean %v", v)
+	case int64, float64:
+		return "the number " + valueText(v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprint(v)
+}
+
+// TypeOfValue returns the most precise type of a JSON value.
+func TypeOfValue(v any) *Type {
+	switch v := v.(type) {
+	case nil:
+		return NullType
+	case bool:
+		return BoolType
+	case int64:
+		return IntType
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return IntType
+		}
+		return NumberType
+	case string:
+		return StringType
+	case []any:
+		var elem *Type
+		for _, e := range v {
+			t := TypeOfValue(e)
+			switch {
+			case elem == nil:
+				elem = t
+			case sameType(elem, t):
+			case elem.Kind == KindInt && t.Kind == KindNumber || elem.Kind == KindNumber && t.Kind == KindInt:
+				elem = NumberType
+			default:
+				elem = AnyType
+			}
+		}
+		if elem == nil {
+			elem = AnyType
+		}
+		return ListOf(elem)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		t := &Type{Kind: KindObject}
+		for _, k := range keys {
+			t.Fields = append(t.Fields, &Field{Name: k, Type: TypeOfValue(v[k])})
+		}
+		return t
+	}
+	return AnyType
+}
+
+// ---------------------------------------------------------------- JSON Schema
+
+// Schema returns the JSON Schema of a type, ready for encoding/json.
+func (t *Type) Schema() map[string]any {
+	return typeSchema(t, 0)
+}
+
+func typeSchema(t *Type, depth int) map[string]any {
+	if t == nil || depth > 32 {
+		return map[string]any{}
+	}
+	var out map[string]any
+	switch t.Kind {
+	case KindAny:
+		return map[string]any{}
+	case KindNull:
+		return map[string]any{"type": "null"}
+	case KindBool:
+		out = map[string]any{"type": "boolean"}
+	case KindInt:
+		out = map[string]any{"type": "integer"}
+	case KindNumber:
+		out = map[string]any{"type": "number"}
+	case KindString:
+		out = map[string]any{"type": "string"}
+	case KindList:
+		out = map[string]any{"type": "array", "items": typeSchema(t.Elem, depth+1)}
+	case KindEnum:
+		vals := slices.Clone(t.Values)
+		if t.Nullable {
+			vals = append(vals, nil)
+		}
+		out = map[string]any{"enum": vals}
+		if allStrings(t.Values) {
+			out["type"] = "string"
+			if t.Nullable {
+				out["type"] = []any{"string", "null"}
+			}
+		}
+		return out
+	case KindObject:
+		out = map[string]any{"type": "object"}
+		if len(t.Fields) > 0 {
+			props := map[string]any{}
+			var req []any
+			for _, f := range t.Fields {
+				fs := typeSchema(f.Type, depth+1)
+				if f.Doc != "" {
+					fs["description"] = f.Doc
+				}
+				props[f.Name] = fs
+				if !f.Optional {
+					req = append(req, f.Name)
+				}
+			}
+			out["properties"] = props
+			if len(req) > 0 {
+				out["required"] = req
+			}
+		}
+	}
+	if t.Nullable {
+		out["type"] = []any{out["type"], "null"}
+	}
+	return out
+}
