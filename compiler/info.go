@@ -158,12 +158,12 @@ type Step struct {
 	When *Operand
 	// Expects are checkable success criteria, all of which must hold;
 	// Criteria are sentences for an evaluator model to judge.
-	Expects   []*Operand
-	Criteria  []string
-	Retry     int
-	Backoff   time.Duration
-	Timeout   time.Duration
-	Fallback  *Fallback
+	Expects  []*Operand
+	Criteria []string
+	Retry    int
+	Backoff  time.Duration
+	Timeout  time.Duration
+	Fallback *Fallback
 	// Approve is set when a person approves the step before it runs.
 	Approve        bool
 	ApproveMessage string
