@@ -265,7 +265,7 @@ func celMessage(msg string) string {
 	case strings.Contains(msg, "(double, int)") || strings.Contains(msg, "(int, double)"):
 		return msg + ": CEL does not mix int and double in arithmetic; write 2.0 instead of 2, or double(x)"
 	case strings.HasPrefix(msg, "undeclared reference to"):
-		return msg + ": in expressions, references are written †state.slot, †input.field or †element"
+		return msg + ": CEL knows no such function or variable; references are written †state.slot, †input.field or †element"
 	}
 	return msg
 }

@@ -288,7 +288,7 @@ func (pc *planChecker) warnings() {
 				c.warnf(lang.Unreachable, s.When.Span, "step %s never runs: its condition is false", s.ID)
 			}
 		}
-		if n.Out == nil && s.Tool != nil && s.Tool.Result.Kind != KindNull {
+		if n.Out == nil && s.Tool != nil && s.Tool.Result.Kind != KindNull && s.Tool.Result.Kind != KindAny {
 			d := c.warnf(lang.UnusedResult, n.Call.Span, "the result of %s (%s) is not written anywhere", s.ID, s.Tool.Result)
 			d.Fix = &lang.Fix{Message: "write it to a slot: -> †state.NAME", Edits: []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: n.Call.Span.End, End: n.Call.Span.End}, NewText: " -> †state." + suggestSlot(s, p)}}}
 		}

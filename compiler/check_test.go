@@ -1,0 +1,140 @@
+package compiler
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files instead of comparing with them")
+
+// diagText renders diagnostics one per line, with related locations and
+// fixes indented below, without file names.
+func diagText(diags lang.Diagnostics) []byte {
+	var b strings.Builder
+	for _, d := range diags {
+		fmt.Fprintf(&b, "%s: %s: %s [%s]\n", d.Span.Start, d.Severity, d.Message, d.Code)
+		for _, r := range d.Related {
+			fmt.Fprintf(&b, "    %s: %s\n", r.Span.Start, r.Message)
+		}
+		if d.Fix != nil {
+			fmt.Fprintf(&b, "    fix: %s\n", d.Fix.Message)
+		}
+	}
+	return []byte(b.String())
+}
+
+// checkSource parses and checks a plan held in memory.
+func checkSource(name string, text []byte, cfg Config) (*Info, lang.Diagnostics) {
+	var f *lang.File
+	var diags lang.Diagnostics
+	if strings.HasSuffix(name, ".json") {
+		f, diags = lang.ParseJSON(name, text)
+	} else {
+		f, diags = lang.Parse(name, text)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	info, cd := Check(f, cfg)
+	diags = append(diags, cd...)
+	diags.Sort()
+	return info, diags
+}
+
+// TestConformanceCheck runs the checker over every conformance case and
+// compares its diagnostics with the case's "check" section (required for
+// the cases under check/).
+func TestConformanceCheck(t *testing.T) {
+	for _, c := range spec.Cases(t, "../spec/conformance") {
+		t.Run(c.Name, func(t *testing.T) {
+			name, text, ok := c.Input()
+			if !ok {
+				t.Skip("no input")
+			}
+			cfg := Config{ReadFile: func(path string) ([]byte, error) {
+				return nil, fmt.Errorf("open %s: no such file or directory", path)
+			}}
+			_, diags := checkSource(name, text, cfg)
+			owned := strings.HasPrefix(c.Name, "check/")
+			if !owned {
+				if _, has := c.Section("check"); !has {
+					return
+				}
+			}
+			c.Golden(t, "check", diagText(diags), *update, owned)
+		})
+	}
+}
+
+// TestExamplesCheckClean checks every example plan: no errors, and no
+// warnings either, since the examples are meant to be copied.
+func TestExamplesCheckClean(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*")
+	n := 0
+	for _, path := range files {
+		if !strings.HasSuffix(path, ".plan") && !(strings.HasSuffix(path, ".json") && !strings.Contains(filepath.Base(path), ".input.") && !strings.Contains(filepath.Base(path), ".mocks.")) {
+			continue
+		}
+		n++
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, diags := checkSource(path, text, Config{ReadFile: os.ReadFile, Dir: "../examples"})
+		if len(diags) > 0 {
+			t.Errorf("%s:\n%s", path, diagText(diags))
+		}
+	}
+	if n < 8 {
+		t.Errorf("found %d example plans, want at least 8", n)
+	}
+}
+
+// TestCodeExamples checks that the example of every documented code
+// produces that code.
+func TestCodeExamples(t *testing.T) {
+	for _, doc := range lang.CodeDocs() {
+		if doc.Example == "" {
+			continue
+		}
+		t.Run(string(doc.Code), func(t *testing.T) {
+			_, diags := checkSource("example.plan", []byte(doc.Example), Config{})
+			for _, d := range diags {
+				if d.Code == doc.Code {
+					if d.Severity != doc.Severity {
+						t.Errorf("%s has severity %s, documented as %s", d.Code, d.Severity, doc.Severity)
+					}
+					return
+				}
+			}
+			t.Errorf("example of %s does not produce it; got:\n%s", doc.Code, diagText(diags))
+		})
+	}
+}
+
+// TestDeterministic checks the same plan twice and expects the same
+// diagnostics, in the same order.
+func TestDeterministic(t *testing.T) {
+	for _, c := range spec.Cases(t, "../spec/conformance") {
+		name, text, ok := c.Input()
+		if !ok {
+			continue
+		}
+		_, a := checkSource(name, text, Config{})
+		for range 3 {
+			_, b := checkSource(name, text, Config{})
+			if diff := cmp.Diff(string(diagText(a)), string(diagText(b))); diff != "" {
+				t.Fatalf("%s: diagnostics differ between runs:\n%s", c.Name, diff)
+			}
+		}
+	}
+}
