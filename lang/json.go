@@ -51,8 +51,8 @@ func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 // ParseTools parses a tools file: an MCP tools/list result ({"tools": […]}),
 // an array of MCP tool definitions (name, description, inputSchema,
 // outputSchema, annotations), OpenAI function definitions
-// ({"type": "function", "function": {name, description, parameters}}), or
-// one definition.
+// ({"type": "function", "function": {name, description, parameters}}), one
+// definition, or a context document, whose tool messages it reads.
 func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
 	c := &jconv{name: name, src: src}
 	root, jerr := parseJSON(src)
@@ -67,6 +67,13 @@ func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
 			list = t.arr
 		} else {
 			c.errorf(t.span, "\"tools\" must be an array of tool definitions")
+		}
+	case root.kind == jArray && len(root.arr) > 0 && root.arr[0].get("type") != nil && root.arr[0].get("name") == nil && root.arr[0].get("function") == nil:
+		// A context document: its tool messages.
+		for _, m := range root.arr {
+			if t := m.get("type"); t != nil && t.kind == jString && t.str == "tool" && m.get("tool") != nil {
+				list = append(list, m.get("tool"))
+			}
 		}
 	case root.kind == jArray:
 		list = root.arr
