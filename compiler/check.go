@@ -439,12 +439,12 @@ func (c *checker) checkPlans() {
 	c.orderSubPlans()
 	for _, name := range c.planOrder {
 		d := c.planDecls[name]
-		p := &Plan{Name: name, Span: d.Span, Mode: "lazy", Policy: Policy{Action: "abort"}}
+		p := &Plan{Name: name, Span: d.Span, Policy: Policy{Action: "abort"}}
 		c.info.Plans[name] = p
 		c.checkPlan(p, d.Items, d.Params, d.Result)
 		c.info.Tools[name] = c.subPlanTool(p, d)
 	}
-	main := &Plan{Span: c.file.Span, Mode: "lazy", Policy: Policy{Action: "abort"}}
+	main := &Plan{Span: c.file.Span, Policy: Policy{Action: "abort"}}
 	c.info.Main = main
 	c.info.Plans[""] = main
 	c.checkPlan(main, c.file.Items, nil, nil)

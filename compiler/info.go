@@ -79,7 +79,8 @@ type Plan struct {
 	// Name is "" for the main plan.
 	Name string
 	Span lang.Span
-	// Mode is "eager" or "lazy"; Lazy is the default.
+	// Mode is the declared mode, "eager" or "lazy", or "" when the plan
+	// declares none; RunMode says which applies.
 	Mode string
 	// Policy is what the run does when a step fails.
 	Policy Policy
@@ -102,6 +103,19 @@ type Plan struct {
 	OutputType *Type
 	// Env is the CEL environment the plan's expressions were checked in.
 	Env *cel.Env
+}
+
+// RunMode returns the mode the plan runs in: its declared mode, else lazy
+// when it asks for approval as a whole (which needs the whole plan before
+// anything runs), else eager, the default of seed 003.
+func (p *Plan) RunMode() string {
+	switch {
+	case p.Mode != "":
+		return p.Mode
+	case p.Approve:
+		return "lazy"
+	}
+	return "eager"
 }
 
 // Policy is a plan's failure policy.

@@ -582,7 +582,7 @@ func Steps(items []Item) []*Step {
 
 // CELText returns the expression as CEL reads it: the † or $ that starts
 // each reference becomes one space, so †state.x reads the CEL variable
-// state and every character keeps its column.
+// state, and comments become spaces; every character keeps its column.
 func (e *CELExpr) CELText() string {
 	src := []byte(e.Text)
 	s := newScanner(src, 0, 1, false)
@@ -594,9 +594,18 @@ func (e *CELExpr) CELText() string {
 			break
 		}
 		n := t.Span.End.Offset
-		if t.Kind == tokDagger && n < len(src) && (isIdentStart(src[n]) || src[n] >= 0x80) {
+		switch {
+		case t.Kind == tokDagger && n < len(src) && (isIdentStart(src[n]) || src[n] >= 0x80):
 			out = append(out, src[last:t.Span.Start.Offset]...)
 			out = append(out, ' ')
+			last = n
+		case t.Kind == tokComment:
+			// A comment between the lines of the expression: one space
+			// per character, so columns after it do not move.
+			out = append(out, src[last:t.Span.Start.Offset]...)
+			for range []rune(string(src[t.Span.Start.Offset:n])) {
+				out = append(out, ' ')
+			}
 			last = n
 		}
 	}

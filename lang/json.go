@@ -789,7 +789,12 @@ func (c *jconv) layout(f *File) {
 			}
 		}
 		if i > 0 && section(it) != section(f.Items[i-1]) {
-			it.Meta().BlankBefore = true
+			// The blank line goes before the item's description, if any.
+			if m := it.Meta(); len(m.Leading) > 0 {
+				m.Leading[0].BlankBefore = true
+			} else {
+				m.BlankBefore = true
+			}
 		}
 	}
 }

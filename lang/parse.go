@@ -61,6 +61,11 @@ type needMore struct{}
 
 func newParser(name string, src []byte, partial bool) *parser {
 	p := &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial)}
+	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
+		// A UTF-8 byte order mark: skipped, and it takes no column.
+		p.sc.off = 3
+		p.sc.adjust = 3
+	}
 	if !partial {
 		// One copy of the whole text; every token's text is a slice of it.
 		p.sc.text = string(src)
@@ -284,7 +289,9 @@ var optionKeywords = map[string]bool{
 }
 
 // continues reports whether the next line continues the current step: it
-// starts with "->", "||" or an option keyword (not used as a call or label).
+// starts with "->" or "||", or it is indented and starts with an option
+// keyword (not used as a call or label). An option keyword in the first
+// column starts an item: `approve` there approves the whole plan.
 func (p *parser) continues() bool {
 	k := 0
 	for p.at(k).Kind == tokNewline {
@@ -295,7 +302,7 @@ func (p *parser) continues() bool {
 	case tokArrow, tokOrOr:
 		return true
 	case tokIdent:
-		return optionKeywords[t.Text] && p.keywordAt(k)
+		return optionKeywords[t.Text] && t.Span.Start.Column > 1 && p.keywordAt(k)
 	}
 	return false
 }
@@ -359,34 +366,30 @@ func (p *parser) attachLineComments(s *Step) {
 	}
 }
 
-// attach gives a node the comments queued before it (and any inside it) as
-// leading comments, and a comment on its last line as trailing comment.
+// attach gives a node the comments queued before it as leading comments,
+// followed by any written inside it (which the printer moves in front of
+// it), and a comment on its last line as trailing comment. It records the
+// blank lines before each leading comment and before the node.
 func (p *parser) attach(c *Comments, span Span) {
-	c.Leading = append(c.Leading, p.takeComments(span.End.Offset)...)
-	first := span.Start.Line
-	if len(c.Leading) > 0 && c.Leading[0].Span.Start.Offset < span.Start.Offset {
-		// Blank line between the last leading comment and the node.
-		last := c.Leading[0]
-		for _, l := range c.Leading {
-			if l.Span.Start.Offset < span.Start.Offset {
-				last = l
-			}
-		}
-		c.BlankBefore = span.Start.Line > last.Span.Start.Line+1
-		first = c.Leading[0].Span.Start.Line
-		if p.prevLine > 0 && first > p.prevLine+1 {
-			c.Leading[0].BlankBefore = true
-		}
-	} else if p.prevLine > 0 && first > p.prevLine+1 {
-		c.BlankBefore = true
-	}
-	// Comments written inside the node (between its lines) were moved in
-	// front of it; mark the ones that followed a blank line.
-	for i := 1; i < len(c.Leading); i++ {
-		if c.Leading[i].Span.Start.Line > c.Leading[i-1].Span.Start.Line+1 && c.Leading[i].Span.Start.Offset < span.Start.Offset {
-			c.Leading[i].BlankBefore = true
+	prev := p.prevLine
+	taken := p.takeComments(span.End.Offset)
+	var before, inside []Comment
+	for _, cm := range taken {
+		if cm.Span.Start.Offset < span.Start.Offset {
+			before = append(before, cm)
+		} else {
+			cm.BlankBefore = false
+			inside = append(inside, cm)
 		}
 	}
+	last := prev
+	for i := range before {
+		before[i].BlankBefore = last > 0 && before[i].Span.Start.Line > last+1
+		last = before[i].Span.Start.Line
+	}
+	c.BlankBefore = last > 0 && span.Start.Line > last+1
+	c.Leading = append(c.Leading, before...)
+	c.Leading = append(c.Leading, inside...)
 	p.prevLine = span.End.Line
 	for i, cm := range p.comments {
 		if cm.Span.Start.Offset >= span.End.Offset {
@@ -465,7 +468,7 @@ func (p *parser) parseItem() Item {
 			return p.parseStep()
 		}
 		if optionKeywords[t.Text] {
-			p.errorf(t.Span, "%q option without a step: put it on the line after a call, or on the call's own line", t.Text)
+			p.errorf(t.Span, "%q option without a step: write it on the call's line, or indented on the lines below it", t.Text)
 		}
 	}
 	switch t.Kind {
@@ -739,9 +742,6 @@ func (p *parser) parseStep() Item {
 	if t.Kind == tokIdent && p.at(1).Kind == tokColon {
 		s.Label = p.parseIdent("")
 		p.advance() // ':'
-		if strings.ContainsAny(s.Label.Name, ".-") {
-			p.errorf(s.Label.Span, "a step label is a plain name, without dots or hyphens")
-		}
 	}
 	if p.isKeyword(p.tok(), "for") && p.keywordAt(0) {
 		s.Each = p.parseEach()
@@ -1014,7 +1014,7 @@ func (p *parser) parseIntLit(what string) *Literal {
 	if t.Kind != tokInt {
 		p.unexpected(t, what)
 	}
-	n, err := strconv.ParseInt(t.Text, 0, 64)
+	n, err := parseInt(t.Text)
 	if err != nil {
 		p.errorf(t.Span, "integer %s is out of range", t.Text)
 	}
@@ -1040,6 +1040,22 @@ func (p *parser) parseDurationLit(what string) *Literal {
 	}
 	p.advance()
 	return &Literal{Span: t.Span, Kind: LitDuration, Value: d, Raw: t.Text}
+}
+
+// parseInt reads a decimal integer, or a hexadecimal one after 0x. A
+// leading zero does not make it octal: 010 is ten, as in JSON and CEL.
+func parseInt(text string) (int64, error) {
+	neg := strings.HasPrefix(text, "-")
+	digits := strings.TrimPrefix(text, "-")
+	base := 10
+	if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
+		base, digits = 16, digits[2:]
+	}
+	n, err := strconv.ParseInt(digits, base, 64)
+	if neg {
+		n = -n
+	}
+	return n, err
 }
 
 func parseDuration(text string) (time.Duration, error) {

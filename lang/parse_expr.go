@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -53,6 +54,9 @@ func (ctx exprContext) ends(t, prev *token) bool {
 // parseExpr parses a value (literal, reference, list or object) or, when the
 // text is more than a value, a CEL expression, up to the end of the context.
 func (p *parser) parseExpr(ctx exprContext) Expr {
+	if ctx == ctxArg || ctx == ctxList {
+		p.skipNewlines() // the value may start on the next line
+	}
 	n := p.extent(ctx)
 	if n == 0 {
 		p.unexpected(p.tok(), "a value or an expression")
@@ -178,7 +182,7 @@ func (p *parser) numberLit(neg bool, t *token) *Literal {
 		raw = "-" + raw
 	}
 	if t.Kind == tokInt {
-		n, err := strconv.ParseInt(raw, 0, 64)
+		n, err := parseInt(raw)
 		if err != nil {
 			p.errorf(t.Span, "integer %s is out of range (64-bit)", raw)
 		}
@@ -235,11 +239,19 @@ func (p *parser) tryObject() (Expr, bool) {
 		if len(o.Fields) == 0 && t.Span.Start.Line > open.Span.Start.Line {
 			o.Multiline = true
 		}
+		// Only a first field that is not name: value makes this a CEL map
+		// (computed keys); after that, a malformed field is an error.
 		if t.Kind != tokIdent && t.Kind != tokString {
-			return nil, false
+			if len(o.Fields) == 0 {
+				return nil, false
+			}
+			p.unexpected(t, "a field name or '}'")
 		}
 		if p.at(1).Kind != tokColon {
-			return nil, false
+			if len(o.Fields) == 0 {
+				return nil, false
+			}
+			p.unexpected(p.at(1), fmt.Sprintf("':' after field name %s", t.Text))
 		}
 		if t.Kind == tokString {
 			if _, err := unquote(t.Text); err != nil {
@@ -358,28 +370,17 @@ func (p *parser) parseCEL(n int) Expr {
 		}
 		p.advance()
 	}
-	text := string(p.src[e.Span.Start.Offset:e.Span.End.Offset])
-	if strings.ContainsAny(text, "#") {
-		text = blankComments(text, e.Span.Start.Offset, p)
-	}
-	e.Text = text
-	return e
-}
-
-// blankComments replaces "# …" comments inside a multi-line CEL expression
-// by spaces, so CEL does not see them; the comments themselves are kept on
-// the step.
-func blankComments(text string, base int, p *parser) string {
-	b := []byte(text)
+	e.Text = string(p.src[e.Span.Start.Offset:e.Span.End.Offset])
+	// Comments between the lines of the expression are part of its text,
+	// kept verbatim; CELText blanks them for CEL.
+	kept := p.comments[:0]
 	for _, c := range p.comments {
-		lo, hi := c.Span.Start.Offset-base, c.Span.End.Offset-base
-		if lo >= 0 && hi <= len(b) {
-			for i := lo; i < hi; i++ {
-				b[i] = ' '
-			}
+		if c.Span.Start.Offset < e.Span.Start.Offset || c.Span.Start.Offset >= e.Span.End.Offset {
+			kept = append(kept, c)
 		}
 	}
-	return string(b)
+	p.comments = kept
+	return e
 }
 
 // ---------------------------------------------------------------- types
@@ -400,7 +401,7 @@ func (p *parser) parsePrimaryType() TypeExpr {
 	t := p.tok()
 	switch t.Kind {
 	case tokIdent:
-		if t.Text == "true" || t.Text == "false" {
+		if t.Text == "true" || t.Text == "false" || t.Text == "null" && p.at(1).Kind == tokPipe {
 			return p.parseEnum()
 		}
 		p.advance()
