@@ -232,7 +232,7 @@ func (c *checker) typeOf(te lang.TypeExpr) *Type {
 			seen[f.Name.Name] = true
 			t.Fields = append(t.Fields, &Field{Name: f.Name.Name, Type: c.typeOf(f.Type), Optional: f.Optional, Doc: f.Doc()})
 		}
-		return t
+		return t.indexed()
 	}
 	return AnyType
 }

@@ -233,8 +233,8 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	if !ok || env == nil {
 		return op // the reference errors say what is wrong
 	}
-	op.Text = e.CELText()
-	ast, iss := env.Parse(op.Text)
+	op.Text = e.Text
+	ast, iss := env.Parse(e.CELText())
 	if iss.Err() != nil {
 		pc.celIssues(e, iss.Errors(), lang.ParseError)
 		return op
@@ -245,6 +245,7 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		return op
 	}
 	op.CEL = checked
+	op.env = env
 	op.Type = pc.types.planType(checked.OutputType())
 	pc.bareNames(e, sc)
 	return op

@@ -9,6 +9,7 @@
 package compiler
 
 import (
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -51,16 +52,30 @@ type Tool struct {
 	// Decl is the declaration; File names the file it is in.
 	Decl *lang.ToolDecl
 	File string
+
+	paramsOnce sync.Once
+	paramIndex map[string]*Param
 }
 
 // Param returns the parameter with the given name, or nil.
 func (t *Tool) Param(name string) *Param {
-	for _, p := range t.Params {
-		if p.Name == name {
-			return p
+	if len(t.Params) <= 16 {
+		for _, p := range t.Params {
+			if p.Name == name {
+				return p
+			}
 		}
+		return nil
 	}
-	return nil
+	t.paramsOnce.Do(func() {
+		t.paramIndex = make(map[string]*Param, len(t.Params))
+		for _, p := range t.Params {
+			if _, dup := t.paramIndex[p.Name]; !dup {
+				t.paramIndex[p.Name] = p
+			}
+		}
+	})
+	return t.paramIndex[name]
 }
 
 // Param is a tool parameter.

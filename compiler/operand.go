@@ -33,14 +33,16 @@ type Operand struct {
 	Elems []*Operand
 	Keys  []string
 	Vals  []*Operand
-	// CEL is the checked expression, Text its source (with references
-	// spelled as CEL variables), and Refs the references it reads.
+	// CEL is the checked expression, Text its source as written in the
+	// plan, and Refs the references it reads.
 	CEL  *cel.Ast
 	Text string
 	Refs []*RefPath
 	// Type is the operand's static type.
 	Type *Type
 	Span lang.Span
+	// env is the CEL environment the expression was checked in.
+	env *cel.Env
 }
 
 // RefPath is a resolved reference: a root (input, state, or a for-each

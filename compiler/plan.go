@@ -356,6 +356,8 @@ func (pc *planChecker) env() {
 	for _, n := range pc.p.SlotNames {
 		state.Fields = append(state.Fields, &Field{Name: n, Type: pc.p.Slots[n].Type})
 	}
+	state.indexed()
+	pc.p.Input.indexed()
 	base, err := baseEnv()
 	if err == nil {
 		pc.p.Env, err = base.Extend(

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math"
+	"sync"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,14 @@ type Type struct {
 	Open   bool
 	// Values are an enum's constants: strings, int64s, float64s or bools.
 	Values []any
+
+	// index finds fields of large objects; copies of a type share it.
+	index *fieldIndex
+}
+
+type fieldIndex struct {
+	once sync.Once
+	m    map[string]*Field
 }
 
 // Field is a field of an object type.
@@ -85,12 +94,31 @@ func ListOf(elem *Type) *Type { return &Type{Kind: KindList, Elem: elem} }
 
 // Field returns the field of an object type by name, or nil.
 func (t *Type) Field(name string) *Field {
-	for _, f := range t.Fields {
-		if f.Name == name {
-			return f
+	if len(t.Fields) <= 16 || t.index == nil {
+		for _, f := range t.Fields {
+			if f.Name == name {
+				return f
+			}
 		}
+		return nil
 	}
-	return nil
+	t.index.once.Do(func() {
+		t.index.m = make(map[string]*Field, len(t.Fields))
+		for _, f := range t.Fields {
+			if _, dup := t.index.m[f.Name]; !dup {
+				t.index.m[f.Name] = f
+			}
+		}
+	})
+	return t.index.m[name]
+}
+
+// indexed prepares an object type for fast field lookup when it is large.
+func (t *Type) indexed() *Type {
+	if len(t.Fields) > 16 && t.index == nil {
+		t.index = &fieldIndex{}
+	}
+	return t
 }
 
 // FieldNames returns the names of an object type's fields, in order.

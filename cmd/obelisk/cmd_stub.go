@@ -14,8 +14,6 @@ func notYet(name, args, summary string) *command {
 		}}
 }
 
-func compileCommand() *command { return notYet("compile", "FILE", "print the compiled plan as JSON") }
-func graphCommand() *command   { return notYet("graph", "FILE", "draw the plan's graph") }
 func dryRunCommand() *command {
 	return notYet("dry-run", "FILE", "simulate a plan without calling any tool")
 }

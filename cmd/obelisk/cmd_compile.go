@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// compileOne reads, checks and compiles a plan, printing its diagnostics
+// on stderr. It returns nil and the exit status when it cannot compile.
+func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*checked, *compiler.Program, int) {
+	c, err := cf.load(e, arg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	if len(c.diags) > 0 {
+		lang.WriteText(e.stderr, c.srcs, c.diags, lang.TextOptions{})
+	}
+	if c.diags.HasErrors() {
+		return c, nil, exitInput
+	}
+	prog, err := compiler.Compile(c.info, c.diags, opts)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		return c, nil, exitInput
+	}
+	return c, prog, exitOK
+}
+
+func compileCommand() *command {
+	return &command{
+		name:    "compile",
+		args:    "FILE",
+		summary: "check a plan and print the compiled plan as JSON: steps, edges, levels, critical path, estimates",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf checkFlags
+			cf.register(fs)
+			maxParallel := fs.Int("max-parallel", 8, "the parallelism the estimates assume")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "compile", "expected one file, got %d", len(args))
+				}
+				_, prog, status := cf.compileOne(e, args[0], compiler.Options{MaxParallel: *maxParallel})
+				if prog == nil {
+					return status
+				}
+				b, err := prog.JSON()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk compile: %v\n", err)
+					return exitUsage
+				}
+				e.stdout.Write(b)
+				return exitOK
+			}
+		},
+	}
+}
+
+func graphCommand() *command {
+	return &command{
+		name:    "graph",
+		args:    "FILE",
+		summary: "draw a plan's dependency graph in Graphviz DOT or Mermaid",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf checkFlags
+			cf.register(fs)
+			format := fs.String("format", "dot", "dot or mermaid")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "graph", "expected one file, got %d", len(args))
+				}
+				if *format != "dot" && *format != "mermaid" {
+					return usageError(e, "graph", "unknown format %q: use dot or mermaid", *format)
+				}
+				_, prog, status := cf.compileOne(e, args[0], compiler.Options{})
+				if prog == nil {
+					return status
+				}
+				var err error
+				if *format == "mermaid" {
+					err = prog.WriteMermaid(e.stdout)
+				} else {
+					err = prog.WriteDOT(e.stdout)
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk graph: %v\n", err)
+					return exitUsage
+				}
+				return exitOK
+			}
+		},
+	}
+}

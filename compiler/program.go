@@ -1,0 +1,224 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"github.com/dominikbraun/graph"
+
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// Program is a compiled plan: its steps with dense integer dependencies, in
+// the form the interpreter runs, and the analysis of its graph.
+type Program struct {
+	// Plan is the checked plan the program was compiled from; Info holds
+	// the file's tools, types and sub-plans.
+	Plan *Plan
+	Info *Info
+	// Steps are the plan's steps; Pred[i] and Succ[i] list the steps step
+	// i waits for and the steps that wait for it, each once, sorted.
+	Steps []*Step
+	Pred  [][]int32
+	Succ  [][]int32
+	// Order is a topological order of the steps.
+	Order []int32
+	// Slots indexes the plan's slots: SlotIndex[name] is the position of a
+	// slot in Plan.SlotNames.
+	SlotIndex map[string]int
+	// Sub holds the compiled sub-plans by name.
+	Sub map[string]*Program
+	// Analysis is the static analysis of the graph.
+	Analysis *Analysis
+
+	celMu    sync.Mutex
+	programs map[*Operand]cel.Program
+	dag      graph.Graph[int, int]
+	dagOnce  sync.Once
+}
+
+// ErrNotChecked is returned by Compile for a plan whose check found errors.
+var ErrNotChecked = errors.New("the plan has errors; check it first")
+
+// Options configure compilation.
+type Options struct {
+	// DefaultLatency is the latency assumed for a step whose tool declares
+	// none (default 100ms); DefaultModelLatency for a model tool (default
+	// 2s).
+	DefaultLatency      time.Duration
+	DefaultModelLatency time.Duration
+	// MaxParallel is the parallelism the estimates assume (default 8).
+	MaxParallel int
+}
+
+func (o Options) withDefaults() Options {
+	if o.DefaultLatency <= 0 {
+		o.DefaultLatency = 100 * time.Millisecond
+	}
+	if o.DefaultModelLatency <= 0 {
+		o.DefaultModelLatency = 2 * time.Second
+	}
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	return o
+}
+
+// Compile lowers a checked plan to a program. The diagnostics of Check must
+// hold no error. Compile runs in time linear in the size of the plan.
+func Compile(info *Info, diags lang.Diagnostics, opts Options) (*Program, error) {
+	if diags.HasErrors() || info == nil || info.Main == nil {
+		return nil, ErrNotChecked
+	}
+	opts = opts.withDefaults()
+	subs := map[string]*Program{}
+	names := make([]string, 0, len(info.Plans))
+	for n := range info.Plans {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	// Sub-plans are compiled callees first, so a caller's estimates can
+	// use its callees' critical paths.
+	var compile func(name string) (*Program, error)
+	compiling := map[string]bool{}
+	compile = func(name string) (*Program, error) {
+		if p, ok := subs[name]; ok {
+			return p, nil
+		}
+		if compiling[name] {
+			return nil, fmt.Errorf("sub-plan %s calls itself", name)
+		}
+		compiling[name] = true
+		plan := info.Plans[name]
+		for _, s := range plan.Steps {
+			if s.Tool != nil && s.Tool.Plan != nil {
+				if _, err := compile(s.Tool.Plan.Name); err != nil {
+					return nil, err
+				}
+			}
+		}
+		p, err := lower(plan, info, subs, opts)
+		if err != nil {
+			return nil, err
+		}
+		if name != "" {
+			subs[name] = p
+		}
+		return p, nil
+	}
+	for _, n := range names {
+		if _, err := compile(n); err != nil {
+			return nil, err
+		}
+	}
+	return compile("")
+}
+
+// lower builds the program of one plan.
+func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Program, error) {
+	n := len(plan.Steps)
+	p := &Program{
+		Plan:      plan,
+		Info:      info,
+		Steps:     plan.Steps,
+		Pred:      make([][]int32, n),
+		Succ:      make([][]int32, n),
+		SlotIndex: make(map[string]int, len(plan.SlotNames)),
+		Sub:       subs,
+		programs:  map[*Operand]cel.Program{},
+	}
+	for i, name := range plan.SlotNames {
+		p.SlotIndex[name] = i
+	}
+	for i, s := range plan.Steps {
+		for _, d := range s.Deps {
+			p.Pred[i] = append(p.Pred[i], int32(d.Step))
+			p.Succ[d.Step] = append(p.Succ[d.Step], int32(i))
+		}
+	}
+	order, rest := topoOrder(plan.Steps)
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("plan %q has a cycle", plan.Name)
+	}
+	p.Order = make([]int32, len(order))
+	for i, s := range order {
+		p.Order[i] = int32(s)
+	}
+	p.Analysis = analyze(p, opts)
+	return p, nil
+}
+
+// Graph returns the plan as a graph of the dominikbraun/graph library:
+// vertices are step indexes, edges are dependencies. Attributes carry what
+// a drawing shows: a vertex's label and shape; an edge's slot ("label"),
+// kind ("kind": data, when or error) and style (when dependencies dashed,
+// error dependencies red). It is built on first use; the interpreter does
+// not need it.
+func (p *Program) Graph() graph.Graph[int, int] {
+	p.dagOnce.Do(func() {
+		g := graph.New(graph.IntHash, graph.Directed(), graph.Acyclic())
+		for i, s := range p.Steps {
+			label := s.ID
+			if s.Tool != nil && s.Tool.Name != s.ID {
+				label += "\\n" + s.Tool.Name
+			}
+			attrs := []func(*graph.VertexProperties){
+				graph.VertexAttribute("label", label),
+				graph.VertexAttribute("shape", "box"),
+			}
+			if s.Approve {
+				attrs = append(attrs, graph.VertexAttribute("peripheries", "2"))
+			}
+			if s.Each != nil {
+				attrs = append(attrs, graph.VertexAttribute("style", "rounded"))
+			}
+			_ = g.AddVertex(i, attrs...)
+		}
+		for i, s := range p.Steps {
+			for _, d := range s.Deps {
+				attrs := []func(*graph.EdgeProperties){
+					graph.EdgeAttribute("label", d.Slot),
+					graph.EdgeAttribute("kind", d.Kind.String()),
+				}
+				switch d.Kind {
+				case DepWhen:
+					attrs = append(attrs, graph.EdgeAttribute("style", "dashed"))
+				case DepError:
+					attrs = append(attrs, graph.EdgeAttribute("color", "red"), graph.EdgeAttribute("fontcolor", "red"))
+				}
+				_ = g.AddEdge(d.Step, i, attrs...)
+			}
+		}
+		p.dag = g
+	})
+	return p.dag
+}
+
+// CEL returns the program of a CEL operand, compiled once and cached.
+// Programs are safe for concurrent use.
+func (p *Program) CEL(op *Operand, opts ...cel.ProgramOption) (cel.Program, error) {
+	p.celMu.Lock()
+	defer p.celMu.Unlock()
+	if prg, ok := p.programs[op]; ok {
+		return prg, nil
+	}
+	env := op.env
+	if env == nil {
+		env = p.Plan.Env
+	}
+	if env == nil || op.CEL == nil {
+		return nil, fmt.Errorf("expression %q was not checked", op.Text)
+	}
+	prg, err := env.Program(op.CEL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
+	}
+	p.programs[op] = prg
+	return prg, nil
+}
