@@ -3,10 +3,10 @@ package compiler
 import (
 	"fmt"
 	"math"
-	"sync"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/obelisk-plan/obelisk/lang"
 )
