@@ -60,7 +60,7 @@ func Check(f *lang.File, cfg Config) (*Info, lang.Diagnostics) {
 		file:      f,
 		cfg:       cfg,
 		limits:    cfg.Limits.withDefaults(),
-		info:      &Info{Plans: map[string]*Plan{}, Tools: map[string]*Tool{}, Types: map[string]*Type{}},
+		info:      &Info{File: f, Plans: map[string]*Plan{}, Tools: map[string]*Tool{}, Types: map[string]*Type{}},
 		typeDecls: map[string]*lang.TypeDecl{},
 		resolving: map[string]*Type{},
 		planDecls: map[string]*lang.PlanDecl{},

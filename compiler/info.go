@@ -250,6 +250,8 @@ type Fallback struct {
 
 // Info is what Check resolved about a file.
 type Info struct {
+	// File is the file that was checked.
+	File *lang.File
 	// Main is the file's plan; Plans holds it and its sub-plans by name
 	// ("" for the main plan).
 	Main  *Plan

@@ -584,6 +584,61 @@ func TypeOfValue(v any) *Type {
 	return AnyType
 }
 
+// Expr returns the type as a type expression of the plan language. A
+// declared type is written by its name.
+func (t *Type) Expr() lang.TypeExpr {
+	if t == nil {
+		return &lang.NamedType{Name: "any"}
+	}
+	var e lang.TypeExpr
+	switch {
+	case t.Name != "" && t.Name != "state" && t.Name != "input":
+		e = &lang.NamedType{Name: t.Name}
+		if t.Nullable {
+			return &lang.OptionalType{Elem: e}
+		}
+		return e
+	case t.Kind == KindAny:
+		return &lang.NamedType{Name: "any"}
+	case t.Kind == KindNull:
+		return &lang.NamedType{Name: "null"}
+	case t.Kind == KindBool:
+		e = &lang.NamedType{Name: "bool"}
+	case t.Kind == KindInt:
+		e = &lang.NamedType{Name: "int"}
+	case t.Kind == KindNumber:
+		e = &lang.NamedType{Name: "number"}
+	case t.Kind == KindString:
+		e = &lang.NamedType{Name: "string"}
+	case t.Kind == KindList:
+		e = &lang.ListType{Elem: t.Elem.Expr()}
+	case t.Kind == KindEnum:
+		et := &lang.EnumType{}
+		for _, v := range t.Values {
+			if l, ok := lang.ValueExpr(v).(*lang.Literal); ok {
+				et.Values = append(et.Values, l)
+			}
+		}
+		e = et
+	case t.Kind == KindObject && len(t.Fields) == 0:
+		e = &lang.NamedType{Name: "object"}
+	default:
+		ot := &lang.ObjectType{}
+		for _, f := range t.Fields {
+			ot.Fields = append(ot.Fields, &lang.FieldDecl{
+				Name:     &lang.Ident{Name: f.Name, Quoted: !lang.IsPlainName(f.Name)},
+				Optional: f.Optional,
+				Type:     f.Type.Expr(),
+			})
+		}
+		e = ot
+	}
+	if t.Nullable {
+		return &lang.OptionalType{Elem: e}
+	}
+	return e
+}
+
 // ---------------------------------------------------------------- JSON Schema
 
 // Schema returns the JSON Schema of a type, ready for encoding/json.

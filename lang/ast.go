@@ -1,6 +1,8 @@
 package lang
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -638,4 +640,42 @@ func (e *CELExpr) FreeNames() []NameUse {
 			prev = t.Kind
 		}
 	}
+}
+
+// ValueExpr returns the expression that writes a JSON value: nil, bool,
+// int64 (or int), float64, string, []any or map[string]any (keys sorted).
+// Other values are written as their JSON encoding's string.
+func ValueExpr(v any) Expr {
+	switch v := v.(type) {
+	case nil:
+		return &Literal{Kind: LitNull}
+	case bool:
+		return &Literal{Kind: LitBool, Value: v}
+	case int:
+		return &Literal{Kind: LitInt, Value: int64(v)}
+	case int64:
+		return &Literal{Kind: LitInt, Value: v}
+	case float64:
+		return &Literal{Kind: LitFloat, Value: v}
+	case string:
+		return &Literal{Kind: LitString, Value: v}
+	case []any:
+		l := &ListExpr{}
+		for _, e := range v {
+			l.Elems = append(l.Elems, ValueExpr(e))
+		}
+		return l
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		o := &ObjectExpr{}
+		for _, k := range keys {
+			o.Fields = append(o.Fields, &ObjectField{Key: &Ident{Name: k, Quoted: !isPlainName(k)}, Value: ValueExpr(v[k])})
+		}
+		return o
+	}
+	return &Literal{Kind: LitString, Value: fmt.Sprint(v)}
 }

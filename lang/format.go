@@ -589,8 +589,10 @@ func writeU4(b *strings.Builder, r rune) {
 	b.WriteString(strconv.FormatInt(int64(r)|1<<16, 16)[1:])
 }
 
-// isPlainName reports whether s can be written without quotes as a field or
-// argument name.
+// IsPlainName reports whether s can be written without quotes as a field
+// or argument name.
+func IsPlainName(s string) bool { return isPlainName(s) }
+
 func isPlainName(s string) bool {
 	if s == "" {
 		return false

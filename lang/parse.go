@@ -47,10 +47,25 @@ type parser struct {
 	// floor is the offset of the innermost open block: comments before it
 	// belong to the block's owner, not to the nodes inside it.
 	floor int
+	// nest counts the lists, objects and types being parsed inside each
+	// other, which maxNesting bounds.
+	nest int
 
 	diags Diagnostics
 	// depth counts nested sub-plan bodies.
 	depth int
+}
+
+// maxNesting bounds how deeply lists, objects and types may nest, so that
+// hostile input cannot make parsing slow or exhaust the stack.
+const maxNesting = 100
+
+// enter counts one more level of nesting at token t.
+func (p *parser) enter(t *token) {
+	p.nest++
+	if p.nest > maxNesting {
+		p.errorf(t.Span, "lists, objects and types nest more than %d levels deep here", maxNesting)
+	}
 }
 
 // bailout unwinds the parse of one item after its first error.
@@ -225,6 +240,8 @@ func (p *parser) skipTerminators() {
 // line that can start an item and returns nil.
 func (p *parser) parseItemRecovering() (it Item) {
 	start := p.i
+	nest := p.nest
+	defer func() { p.nest = nest }()
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(bailout); !ok {
@@ -990,7 +1007,7 @@ func (p *parser) parseFieldName(what string) *Ident {
 
 func (p *parser) parseStringLit(what string) *Literal {
 	t := p.tok()
-	if t.Kind != tokString {
+	if t.Kind != tokString || t.Err != "" {
 		p.unexpected(t, what)
 	}
 	v, err := unquote(t.Text)

@@ -197,6 +197,8 @@ func (p *parser) numberLit(neg bool, t *token) *Literal {
 
 func (p *parser) parseList() Expr {
 	open := p.advance()
+	p.enter(open)
+	defer func() { p.nest-- }()
 	l := &ListExpr{}
 	for {
 		p.skipNewlines()
@@ -226,6 +228,8 @@ func (p *parser) parseList() Expr {
 // with computed keys is not an object value (false).
 func (p *parser) tryObject() (Expr, bool) {
 	open := p.advance()
+	p.enter(open)
+	defer func() { p.nest-- }()
 	o := &ObjectExpr{}
 	savedPrev, savedFloor := p.prevLine, p.floor
 	defer func() { p.prevLine, p.floor = savedPrev, savedFloor }()
@@ -386,6 +390,8 @@ func (p *parser) parseCEL(n int) Expr {
 // ---------------------------------------------------------------- types
 
 func (p *parser) parseType() TypeExpr {
+	p.enter(p.tok())
+	defer func() { p.nest-- }()
 	t := p.parsePrimaryType()
 	if q := p.tok(); q.Kind == tokQuestion {
 		p.advance()

@@ -1,0 +1,527 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// engine is the deterministic core of a run: it decides which steps are
+// ready, skips the ones that cannot run and why, evaluates arguments,
+// records outcomes, writes slots and applies the failure policy. It is not
+// safe for concurrent use: a driver calls it from one goroutine.
+type engine struct {
+	prog    *compiler.Program
+	plan    *compiler.Plan
+	sc      scope
+	res     []*StepResult
+	remain  []int32
+	decided []bool
+	celOpts []cel.ProgramOption
+	// prefix is prepended to step IDs in events ("research#1/").
+	prefix  string
+	emit    func(Event)
+	elapsed func() time.Duration
+	// stop is set when the policy stops the run: abort, or replan (which
+	// lets running steps finish and dispatches nothing new).
+	stop     error
+	replanAt *StepResult
+	round    int
+}
+
+// newEngine prepares a run of prog with the given input. state holds slot
+// values already written (a replanned run's completed work); the plan's
+// initial values fill the rest.
+func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event), elapsed func() time.Duration, celOpts []cel.ProgramOption) (*engine, error) {
+	plan := prog.Plan
+	n := len(prog.Steps)
+	e := &engine{
+		prog:    prog,
+		plan:    plan,
+		res:     make([]*StepResult, n),
+		remain:  make([]int32, n),
+		decided: make([]bool, n),
+		celOpts: celOpts,
+		emit:    emit,
+		elapsed: elapsed,
+	}
+	in, err := checkInput(plan, input)
+	if err != nil {
+		return nil, err
+	}
+	e.sc = scope{
+		slots:   make([]any, len(plan.SlotNames)),
+		written: make([]bool, len(plan.SlotNames)),
+		index:   prog.SlotIndex,
+		input:   in,
+	}
+	for i, name := range plan.SlotNames {
+		slot := plan.Slots[name]
+		if v, ok := state[name]; ok {
+			e.sc.slots[i], e.sc.written[i] = v, true
+		} else if slot.HasInitial {
+			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+		}
+	}
+	for i, s := range prog.Steps {
+		e.res[i] = &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
+		e.remain[i] = int32(len(prog.Pred[i]))
+	}
+	return e, nil
+}
+
+// InputError reports input that does not match the plan's input block.
+type InputError struct{ Problems []string }
+
+// Error lists the problems.
+func (e *InputError) Error() string {
+	return "the input does not match the plan: " + strings.Join(e.Problems, "; ")
+}
+
+// checkInput fills defaults and checks the input against the plan's input
+// type.
+func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, error) {
+	in := make(map[string]any, len(input)+len(plan.InputDefaults))
+	for k, v := range input {
+		in[k] = v
+	}
+	var problems []string
+	for _, f := range plan.Input.Fields {
+		v, ok := in[f.Name]
+		if !ok {
+			if d, has := plan.InputDefaults[f.Name]; has {
+				in[f.Name] = copyValue(d)
+				continue
+			}
+			if !f.Optional {
+				problems = append(problems, fmt.Sprintf("field %s (%s) is required", f.Name, f.Type))
+			}
+			continue
+		}
+		if msg := compiler.CheckValue(v, f.Type, f.Name); msg != "" {
+			problems = append(problems, msg)
+		}
+	}
+	for _, k := range sortedKeys(in) {
+		if plan.Input.Field(k) == nil {
+			problems = append(problems, fmt.Sprintf("field %s is not declared by the plan's input", k))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Problems: problems}
+	}
+	return in, nil
+}
+
+func (e *engine) event(ev Event) {
+	if e.emit == nil {
+		return
+	}
+	ev.Elapsed = e.elapsed()
+	ev.Time = time.Now()
+	if ev.Step != "" {
+		ev.Step = e.prefix + ev.Step
+	}
+	e.emit(ev)
+}
+
+// roots returns the steps that wait for nothing.
+func (e *engine) roots() []int {
+	var out []int
+	for i := range e.prog.Steps {
+		if e.remain[i] == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// settle decides the candidates whose dependencies have all finished:
+// each either becomes ready or is skipped, and skipping may make more
+// candidates. It returns the ready steps in index order.
+func (e *engine) settle(cands []int) []int {
+	var ready []int
+	for len(cands) > 0 {
+		i := cands[0]
+		cands = cands[1:]
+		if e.decided[i] {
+			continue
+		}
+		if e.stop != nil {
+			if e.replanAt == nil {
+				cands = append(cands, e.skip(i, "the run stopped: "+e.stop.Error())...)
+			}
+			continue
+		}
+		reason, err := e.blocked(i)
+		switch {
+		case err != nil:
+			cands = append(cands, e.finish(i, outcome{err: err})...)
+		case reason != "":
+			cands = append(cands, e.skip(i, reason)...)
+		default:
+			e.decided[i] = true
+			ready = append(ready, i)
+		}
+	}
+	sortInts(ready)
+	return ready
+}
+
+// blocked says why a step whose dependencies have finished cannot run: a
+// slot it reads was not written, or its condition is false. err is set
+// when the condition cannot be evaluated.
+func (e *engine) blocked(i int) (string, *StepError) {
+	s := e.prog.Steps[i]
+	for _, d := range s.Deps {
+		idx := e.sc.index[d.Slot]
+		if e.sc.written[idx] {
+			continue
+		}
+		return e.unwrittenReason(s, d), nil
+	}
+	if s.When != nil {
+		v, err := e.eval(s.When, &e.sc)
+		if err == nil {
+			var ok bool
+			ok, err = truthy(v)
+			if err == nil && !ok {
+				return "its condition is false: when " + s.When.Text, nil
+			}
+			if errors.Is(err, errUnknown) {
+				return "", nil // a symbolic run takes both ways
+			}
+		}
+		if err != nil {
+			return "", &StepError{Code: "condition-error", Message: fmt.Sprintf("cannot evaluate the condition of %s: %v", s.ID, err), Tool: s.Node.Call.Tool.Name, Step: s.ID}
+		}
+	}
+	return "", nil
+}
+
+// unwrittenReason explains why the slot of a dependency was not written.
+func (e *engine) unwrittenReason(s *compiler.Step, d compiler.Dep) string {
+	w := e.prog.Steps[d.Step]
+	r := e.res[d.Step]
+	slot := "†state." + d.Slot
+	switch {
+	case d.Kind == compiler.DepError && r.Status == StatusCompleted:
+		return fmt.Sprintf("%s was not written: %s succeeded, so its error alternative was not taken", slot, w.ID)
+	case r.Status == StatusSkipped:
+		return fmt.Sprintf("%s was not written: %s was skipped (%s)", slot, w.ID, r.Reason)
+	case r.Status == StatusFailed && r.Handled:
+		return fmt.Sprintf("%s was not written: %s failed and wrote its error to †state.%s", slot, w.ID, w.ErrOut)
+	case r.Status == StatusFailed:
+		return fmt.Sprintf("%s was not written: %s failed", slot, w.ID)
+	}
+	return slot + " was not written"
+}
+
+// callSpec is what a driver does to run a step: call a tool (once, or once
+// per element of a for each) or take the known result.
+type callSpec struct {
+	i        int
+	step     *compiler.Step
+	tool     *compiler.Tool
+	args     map[string]any
+	elems    []map[string]any
+	fallback []map[string]any // per element, or one for a plain call
+	known    any
+	hasKnown bool
+}
+
+// prepare evaluates a ready step's arguments.
+func (e *engine) prepare(i int) (*callSpec, *StepError) {
+	s := e.prog.Steps[i]
+	spec := &callSpec{i: i, step: s, tool: s.Tool}
+	fail := func(code, format string, args ...any) *StepError {
+		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.Node.Call.Tool.Name, Step: s.ID}
+	}
+	if s.Result != nil {
+		v, err := e.eval(s.Result, &e.sc)
+		if err != nil {
+			return nil, fail(runtime.CodeInvalidArguments, "evaluating the given result: %v", err)
+		}
+		spec.known, spec.hasKnown = v, true
+		return spec, nil
+	}
+	if s.Each == nil {
+		args, err := e.args(s.Args, s.Tool, &e.sc)
+		if err != nil {
+			return nil, fail(runtime.CodeInvalidArguments, "%v", err)
+		}
+		spec.args = args
+		if s.Fallback != nil && s.Fallback.Tool != nil {
+			fa, err := e.args(s.Fallback.Args, s.Fallback.Tool, &e.sc)
+			if err != nil {
+				return nil, fail(runtime.CodeInvalidArguments, "fallback: %v", err)
+			}
+			spec.fallback = []map[string]any{fa}
+		}
+		return spec, nil
+	}
+	lv, err := e.eval(s.Each.List, &e.sc)
+	if err != nil {
+		return nil, fail(runtime.CodeInvalidArguments, "evaluating the list of the for each: %v", err)
+	}
+	if _, ok := lv.(Unknown); ok {
+		lv = []any{Unknown{}}
+	}
+	list, ok := lv.([]any)
+	if !ok {
+		return nil, fail(runtime.CodeInvalidArguments, "the for each needs a list, and got %s", describe(lv))
+	}
+	if len(list) > s.Each.Max {
+		return nil, fail("limit-exceeded", "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
+	}
+	for _, el := range list {
+		sc := e.sc
+		sc.elem, sc.elemVal = s.Each.Var, el
+		args, err := e.args(s.Args, s.Tool, &sc)
+		if err != nil {
+			return nil, fail(runtime.CodeInvalidArguments, "element %s: %v", describe(el), err)
+		}
+		spec.elems = append(spec.elems, args)
+		if s.Fallback != nil && s.Fallback.Tool != nil {
+			fa, err := e.args(s.Fallback.Args, s.Fallback.Tool, &sc)
+			if err != nil {
+				return nil, fail(runtime.CodeInvalidArguments, "fallback: %v", err)
+			}
+			spec.fallback = append(spec.fallback, fa)
+		}
+	}
+	return spec, nil
+}
+
+// args evaluates a call's arguments and adds the defaults of omitted
+// parameters.
+func (e *engine) args(args []*compiler.Arg, tool *compiler.Tool, sc *scope) (map[string]any, error) {
+	out := make(map[string]any, len(args))
+	for _, a := range args {
+		v, err := e.eval(a.Value, sc)
+		if err != nil {
+			return nil, fmt.Errorf("argument %s: %w", a.Name, err)
+		}
+		out[a.Name] = v
+	}
+	if tool != nil {
+		for _, p := range tool.Params {
+			if _, given := out[p.Name]; !given && p.HasDefault {
+				out[p.Name] = copyValue(p.Default)
+			}
+		}
+	}
+	return out, nil
+}
+
+// outcome is what a driver reports of a step it ran.
+type outcome struct {
+	value    any
+	err      *StepError
+	attempts int
+	start    time.Duration
+	duration time.Duration
+}
+
+// finish records a step's outcome: it validates the result, checks the
+// step's expectations, writes its slots, applies the failure policy, and
+// returns the steps that no longer wait for anything.
+func (e *engine) finish(i int, out outcome) []int {
+	s := e.prog.Steps[i]
+	r := e.res[i]
+	e.decided[i] = true
+	r.Attempts, r.Start, r.Duration, r.Round = out.attempts, out.start, out.duration, e.round
+	if out.err == nil && s.Tool != nil {
+		if _, unknown := out.value.(Unknown); !unknown {
+			if msg := compiler.CheckValue(out.value, s.OutType, ""); msg != "" {
+				out.err = &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", s.Tool.Name, s.OutType, msg), Tool: s.Tool.Name, Step: s.ID}
+			}
+		}
+	}
+	if out.err == nil {
+		out.err = e.expect(s, r, out.value)
+	}
+	if out.err == nil {
+		r.Status, r.Result = StatusCompleted, out.value
+		if s.Out != "" {
+			e.write(s.Out, out.value)
+		}
+		e.event(Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration})
+		return e.release(i)
+	}
+	if out.err.Step == "" {
+		out.err.Step = s.ID
+	}
+	if out.err.Tool == "" {
+		out.err.Tool = r.Tool
+	}
+	r.Status, r.Error = StatusFailed, out.err
+	switch {
+	case s.ErrOut != "":
+		r.Handled = true
+		e.write(s.ErrOut, out.err.Value())
+	case e.plan.Policy.Action == "continue":
+		r.Reason = "on failure continue: its dependents run with null in its slot"
+		if s.Out != "" {
+			e.write(s.Out, nil)
+		}
+	case e.plan.Policy.Action == "skip":
+		r.Reason = "on failure skip: the steps that read its result are skipped"
+	case e.plan.Policy.Action == "replan":
+		r.Reason = "on failure replan"
+		if e.stop == nil {
+			e.stop = fmt.Errorf("step %s failed: %s", s.ID, out.err.Message)
+			e.replanAt = r
+		}
+	default:
+		r.Reason = "on failure abort"
+		if e.stop == nil {
+			e.stop = fmt.Errorf("step %s failed: %s", s.ID, out.err.Message)
+		}
+	}
+	e.event(Event{Type: StepFailed, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Error: out.err, Reason: r.Reason, Duration: out.duration})
+	return e.release(i)
+}
+
+// expect evaluates a step's expectations on its result. A false one fails
+// the step; criteria for an evaluator are recorded as unjudged.
+func (e *engine) expect(s *compiler.Step, r *StepResult, value any) *StepError {
+	if len(s.Expects) == 0 && len(s.Criteria) == 0 {
+		return nil
+	}
+	sc := e.sc
+	sc.slots = append([]any(nil), e.sc.slots...)
+	sc.written = append([]bool(nil), e.sc.written...)
+	if s.Out != "" {
+		idx := sc.index[s.Out]
+		sc.slots[idx], sc.written[idx] = value, true
+	}
+	for _, x := range s.Expects {
+		v, err := e.eval(x, &sc)
+		verdict, note := "pass", ""
+		if err == nil {
+			var ok bool
+			ok, err = truthy(v)
+			if err == nil && !ok {
+				verdict = "fail"
+			}
+		}
+		if errors.Is(err, errUnknown) {
+			verdict, note, err = "unjudged", "known after the run", nil
+		}
+		if err != nil {
+			verdict, note = "fail", err.Error()
+		}
+		r.Verdicts = append(r.Verdicts, Verdict{Criterion: x.Text, Verdict: verdict, Note: note})
+		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: verdict, Message: x.Text, Reason: note})
+		if verdict == "fail" {
+			msg := "expectation does not hold: " + x.Text
+			if note != "" {
+				msg += " (" + note + ")"
+			}
+			return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
+		}
+	}
+	for _, c := range s.Criteria {
+		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: "unjudged", Note: "no evaluator is configured"})
+		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: "unjudged", Message: c})
+	}
+	return nil
+}
+
+func (e *engine) write(slot string, v any) {
+	idx := e.sc.index[slot]
+	e.sc.slots[idx], e.sc.written[idx] = v, true
+}
+
+// skip marks a step skipped and returns the steps that no longer wait.
+func (e *engine) skip(i int, reason string) []int {
+	s := e.prog.Steps[i]
+	r := e.res[i]
+	e.decided[i] = true
+	r.Status, r.Reason, r.Round = StatusSkipped, reason, e.round
+	e.event(Event{Type: StepSkipped, Step: s.ID, Tool: r.Tool, Reason: reason})
+	return e.release(i)
+}
+
+// release counts a finished step off its successors and returns those
+// left waiting for nothing.
+func (e *engine) release(i int) []int {
+	var out []int
+	for _, j := range e.prog.Succ[i] {
+		e.remain[j]--
+		if e.remain[j] == 0 {
+			out = append(out, int(j))
+		}
+	}
+	return out
+}
+
+// undecided returns the steps that were never reached (after a stop).
+func (e *engine) undecided() []int {
+	var out []int
+	for i := range e.prog.Steps {
+		if !e.decided[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// output evaluates the plan's output over the slots written so far; a
+// reference to a slot not written reads null.
+func (e *engine) output() (any, error) {
+	if e.plan.Output == nil {
+		return e.state(), nil
+	}
+	sc := e.sc
+	sc.lenient = true
+	return e.eval(e.plan.Output, &sc)
+}
+
+// state returns the written slots.
+func (e *engine) state() map[string]any {
+	out := map[string]any{}
+	for i, name := range e.plan.SlotNames {
+		if e.sc.written[i] {
+			out[name] = e.sc.slots[i]
+		}
+	}
+	return out
+}
+
+// result builds the run's result.
+func (e *engine) result() *Result {
+	r := &Result{State: e.state(), CriticalPath: e.prog.Analysis.CriticalLatency}
+	for _, sr := range e.res {
+		r.Steps = append(r.Steps, sr)
+		switch sr.Status {
+		case StatusCompleted:
+			r.Completed++
+		case StatusFailed:
+			if !sr.Handled {
+				r.Failed++
+			}
+		case StatusSkipped:
+			r.Skipped++
+		}
+		if sr.Attempts > 1 {
+			r.Retries += sr.Attempts - 1
+		}
+	}
+	return r
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

@@ -1,0 +1,623 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// Caller calls tools by name; *runtime.Registry is one.
+type Caller interface {
+	Call(ctx context.Context, name string, args map[string]any) (any, error)
+}
+
+// Approver decides approval requests: of a whole plan before it runs (lazy
+// mode), or of a step marked approve before it runs.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
+}
+
+// ApprovalRequest is what a person is asked to approve.
+type ApprovalRequest struct {
+	// Step is the step's ID, or "" for the whole plan.
+	Step    string
+	Tool    string
+	Message string
+	// Args are the step's arguments; Plan is the plan's text for a plan
+	// approval.
+	Args map[string]any
+	Plan string
+}
+
+// Decision answers an approval request.
+type Decision struct {
+	Approved bool
+	Note     string
+	// Plan, for a plan approval, replaces the plan with an edited one
+	// (plan text); it is checked before it runs.
+	Plan []byte
+}
+
+// Replanner makes a new plan for the remaining work after a step fails.
+type Replanner interface {
+	Replan(ctx context.Context, req *ReplanRequest) (*lang.File, error)
+}
+
+// ReplanRequest is the state of a run at the failure that asks for a new
+// plan: what completed, what failed and why, and the state so far.
+// Completed steps are never run again; the new plan starts from State.
+type ReplanRequest struct {
+	Attempt   int
+	Completed []*StepResult
+	Failed    *StepResult
+	Reason    string
+	State     map[string]any
+	// Program is the plan that failed.
+	Program *compiler.Program
+}
+
+// Options configure Run.
+type Options struct {
+	// Tools calls the plan's tools (not its sub-plans, which Run runs).
+	Tools Caller
+	// MaxParallel bounds the steps running at once (default 8).
+	MaxParallel int
+	// StepTimeout bounds each tool call of a step without a timeout option
+	// (default 60s), so a tool that hangs fails instead of hanging the run.
+	StepTimeout time.Duration
+	// Approver decides approvals; without one, a run that needs approval
+	// fails with code rejected.
+	Approver Approver
+	// Replanner makes new plans when a step fails under `on failure
+	// replan`; MaxReplans bounds how often (default: the plan's max, else
+	// 3).
+	Replanner  Replanner
+	MaxReplans int
+	// Check configures the checking of replanned and edited plans.
+	Check compiler.Config
+	// Observer receives the run's events.
+	Observer Observer
+	// Sleep waits between retries; tests inject a fake. It must return
+	// early with ctx's error when ctx is done.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand gives the jitter of retry backoffs; nil uses a random source.
+	Rand *rand.Rand
+	// CostLimit bounds the cost of evaluating one CEL expression (default
+	// 1,000,000); 0 takes the default.
+	CostLimit uint64
+}
+
+func (o *Options) defaults() {
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 60 * time.Second
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.CostLimit == 0 {
+		o.CostLimit = 1_000_000
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run runs a program with its input and returns its result. A run that
+// ends with failed steps still returns a result (with Err set); the error
+// is for runs that cannot start (bad input, no tools).
+func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts Options) (*Result, error) {
+	opts.defaults()
+	r := &runner{opts: opts, start: time.Now()}
+	r.emitMu = &sync.Mutex{}
+	return r.run(ctx, prog, input)
+}
+
+// runner drives engines with goroutines.
+type runner struct {
+	opts   Options
+	start  time.Time
+	emitMu *sync.Mutex
+	// randMu guards opts.Rand, which workers share.
+	randMu sync.Mutex
+}
+
+func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
+
+func (r *runner) emit(e Event) {
+	if r.opts.Observer == nil {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	r.opts.Observer(e)
+}
+
+func (r *runner) event(e Event) {
+	e.Time, e.Elapsed = time.Now(), r.elapsed()
+	r.emit(e)
+}
+
+func (r *runner) celOpts() []cel.ProgramOption {
+	return []cel.ProgramOption{cel.CostLimit(r.opts.CostLimit), cel.InterruptCheckFrequency(100)}
+}
+
+// run runs the main plan: approval, the rounds of replanning, and the
+// output.
+func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[string]any) (*Result, error) {
+	if r.opts.Tools == nil {
+		return nil, errors.New("running a plan: no tools are configured")
+	}
+	plan := prog.Plan
+	r.event(Event{Type: PlanStarted, Message: fmt.Sprintf("%d steps, mode %s", len(prog.Steps), plan.RunMode())})
+	if plan.Approve {
+		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)})
+		if err != nil || !dec.Approved {
+			res := &Result{Status: RunRejected, CriticalPath: prog.Analysis.CriticalLatency, State: map[string]any{}}
+			res.Err = errors.New("the plan was not approved")
+			if err != nil {
+				res.Err = fmt.Errorf("the plan was not approved: %w", err)
+			} else if dec.Note != "" {
+				res.Err = fmt.Errorf("the plan was not approved: %s", dec.Note)
+			}
+			r.finishPlan(res)
+			return res, nil
+		}
+		if len(dec.Plan) > 0 {
+			edited, err := r.compileEdit(dec.Plan)
+			if err != nil {
+				res := &Result{Status: RunRejected, State: map[string]any{}, Err: err}
+				r.finishPlan(res)
+				return res, nil
+			}
+			prog = edited
+		}
+	}
+	var all []*StepResult
+	var state map[string]any
+	replans := 0
+	maxReplans := r.opts.MaxReplans
+	if maxReplans <= 0 {
+		maxReplans = plan.Policy.MaxReplans
+	}
+	if maxReplans <= 0 {
+		maxReplans = 3
+	}
+	for round := 0; ; round++ {
+		e, err := newEngine(prog, input, state, r.emit, r.elapsed, r.celOpts())
+		if err != nil {
+			return nil, err
+		}
+		e.round = round
+		r.drive(ctx, e)
+		res := e.result()
+		all = append(all, res.Steps...)
+		if e.replanAt == nil || ctx.Err() != nil {
+			return r.conclude(ctx, e, all, replans), nil
+		}
+		if r.opts.Replanner == nil || replans >= maxReplans {
+			why := "no replanner is configured"
+			if r.opts.Replanner != nil {
+				why = fmt.Sprintf("the plan was replanned %d times, the most allowed", replans)
+			}
+			e.stop = fmt.Errorf("%w, and %s", e.stop, why)
+			e.replanAt = nil
+			return r.conclude(ctx, e, all, replans), nil
+		}
+		next, err := r.replan(ctx, e, replans+1)
+		if err != nil {
+			e.stop = fmt.Errorf("%w; replanning failed: %v", e.stop, err)
+			e.replanAt = nil
+			return r.conclude(ctx, e, all, replans), nil
+		}
+		replans++
+		state = e.state()
+		prog = next
+		// Completed steps are kept; the others are replaced by the new plan.
+		kept := all[:0]
+		for _, s := range all {
+			if s.Status == StatusCompleted || s.Status == StatusFailed && s.Round == round && s == e.replanAt {
+				kept = append(kept, s)
+			}
+		}
+		all = kept
+	}
+}
+
+// conclude computes the output and the run's status.
+func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, replans int) *Result {
+	res := e.result()
+	res.Steps = steps
+	res.Replans = replans
+	res.Completed, res.Failed, res.Skipped, res.Retries = 0, 0, 0, 0
+	for _, s := range steps {
+		switch {
+		case s.Status == StatusCompleted:
+			res.Completed++
+		case s.Status == StatusFailed && !s.Handled:
+			res.Failed++
+		case s.Status == StatusSkipped:
+			res.Skipped++
+		}
+		if s.Attempts > 1 {
+			res.Retries += s.Attempts - 1
+		}
+	}
+	out, err := e.output()
+	if err != nil {
+		res.Err = fmt.Errorf("evaluating the output: %w", err)
+	}
+	res.Output = out
+	switch {
+	case ctx.Err() != nil:
+		res.Status, res.Err = RunCanceled, fmt.Errorf("the run was canceled: %w", ctx.Err())
+	case e.stop != nil:
+		res.Status = RunFailed
+		res.Err = e.stop
+	case res.Failed > 0:
+		res.Status = RunPartial
+		res.Err = fmt.Errorf("%d step(s) failed", res.Failed)
+	default:
+		res.Status = RunCompleted
+	}
+	res.Makespan = r.elapsed()
+	r.finishPlan(res)
+	return res
+}
+
+func (r *runner) finishPlan(res *Result) {
+	ev := Event{Type: PlanFinished, Verdict: string(res.Status)}
+	if res.Err != nil {
+		ev.Reason = res.Err.Error()
+	}
+	r.event(ev)
+}
+
+// completion is a finished step, reported by its worker.
+type completion struct {
+	i   int
+	out outcome
+}
+
+// drive runs one engine to the end: it dispatches ready steps up to the
+// parallelism bound, in index order, and settles their successors as they
+// finish.
+func (r *runner) drive(ctx context.Context, e *engine) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan completion, r.opts.MaxParallel)
+	ready := e.settle(e.roots())
+	running := 0
+	for {
+		for running < r.opts.MaxParallel && len(ready) > 0 && e.stop == nil && ctx.Err() == nil {
+			i := ready[0]
+			ready = ready[1:]
+			spec, serr := e.prepare(i)
+			if serr != nil {
+				ready = mergeSorted(ready, e.settle(e.finish(i, outcome{err: serr, start: r.elapsed()})))
+				continue
+			}
+			running++
+			e.res[i].Status = StatusRunning
+			go func() { done <- completion{i, r.work(ctx, e, spec)} }()
+		}
+		if running == 0 {
+			break
+		}
+		c := <-done
+		running--
+		ready = mergeSorted(ready, e.settle(e.finish(c.i, c.out)))
+		if e.stop != nil && e.replanAt == nil {
+			cancel() // abort: stop the steps still running
+		}
+	}
+	// Steps never reached: skipped when the run stopped or was canceled;
+	// under replan they are left to the new plan.
+	if e.replanAt == nil {
+		why := "the run was canceled"
+		if e.stop != nil {
+			why = "the run stopped: " + e.stop.Error()
+		}
+		for _, i := range e.undecided() {
+			e.skip(i, why)
+		}
+	}
+}
+
+// mergeSorted merges two sorted lists of step indexes.
+func mergeSorted(a, b []int) []int {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]int, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] <= b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// work runs one step: approval, then the known result, the for-each
+// elements or the call, with retries and fallback.
+func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
+	s := spec.step
+	start := r.elapsed()
+	id := e.prefix + s.ID
+	tool := s.Node.Call.Tool.Name
+	fail := func(code, msg string) outcome {
+		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
+	}
+	if s.Approve && !spec.hasKnown {
+		dec, err := r.approve(ctx, ApprovalRequest{Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
+		switch {
+		case err != nil:
+			return fail(runtime.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
+		case !dec.Approved:
+			msg := fmt.Sprintf("a person rejected %s", s.ID)
+			if dec.Note != "" {
+				msg += ": " + dec.Note
+			}
+			return fail(runtime.CodeRejected, msg)
+		}
+	}
+	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	if spec.hasKnown {
+		return outcome{value: spec.known, start: start, duration: r.elapsed() - start}
+	}
+	if s.Each == nil {
+		var fb map[string]any
+		if len(spec.fallback) > 0 {
+			fb = spec.fallback[0]
+		}
+		v, attempts, serr := r.attempts(ctx, e, s, id, spec.args, fb)
+		return outcome{value: v, err: serr, attempts: attempts, start: start, duration: r.elapsed() - start}
+	}
+	// A for each: the elements run in parallel, up to the bound; the first
+	// failure cancels the rest.
+	n := len(spec.elems)
+	results := make([]any, n)
+	var firstErr *StepError
+	var mu sync.Mutex
+	total := 0
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
+	var wg sync.WaitGroup
+	for k := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var fb map[string]any
+			if k < len(spec.fallback) {
+				fb = spec.fallback[k]
+			}
+			v, attempts, serr := r.attempts(ectx, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			mu.Lock()
+			defer mu.Unlock()
+			total += attempts
+			results[k] = v
+			if serr != nil && firstErr == nil {
+				serr.Message = fmt.Sprintf("element %d: %s", k, serr.Message)
+				firstErr = serr
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return outcome{value: results, err: firstErr, attempts: total, start: start, duration: r.elapsed() - start}
+}
+
+// attempts calls a step's tool with its retries and backoff, then its
+// fallback. It returns the value, the number of calls made, and the error
+// of the last call when all failed.
+func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, *StepError) {
+	tool := s.Tool
+	calls := 0
+	var last *StepError
+	for attempt := 0; attempt <= s.Retry; attempt++ {
+		if attempt > 0 {
+			delay := r.backoff(s.Backoff, attempt)
+			r.event(Event{Type: StepRetried, Step: id, Tool: tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; retrying in %s", last.Message, delay.Round(time.Millisecond))})
+			if err := r.opts.Sleep(ctx, delay); err != nil {
+				break
+			}
+		}
+		calls++
+		v, serr := r.call(ctx, e, s, tool, args, id)
+		if serr == nil {
+			return v, calls, nil
+		}
+		last = serr
+		if serr.Code == runtime.CodeCanceled || ctx.Err() != nil || notRetryable(serr) {
+			break
+		}
+	}
+	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil {
+		calls++
+		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", last.Message, s.Fallback.Tool.Name)})
+		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id)
+		if serr == nil {
+			return v, calls, nil
+		}
+		serr.Message = fmt.Sprintf("%s (after %s failed: %s)", serr.Message, tool.Name, last.Message)
+		last = serr
+	}
+	return nil, calls, last
+}
+
+func notRetryable(e *StepError) bool {
+	switch e.Code {
+	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, "limit-exceeded":
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before retry number attempt: base doubled each
+// time, with up to 50% jitter, capped at one minute.
+func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
+	if base <= 0 {
+		base = 100 * time.Millisecond
+	}
+	d := base << (attempt - 1)
+	if d > time.Minute || d <= 0 {
+		d = time.Minute
+	}
+	r.randMu.Lock()
+	j := r.opts.Rand.Float64()
+	r.randMu.Unlock()
+	return d/2 + time.Duration(float64(d/2)*j)
+}
+
+// call makes one call of a tool (or runs a sub-plan) with the step's
+// timeout. A tool that panics or does not return in time fails; one that
+// ignores its context keeps running in the background until it returns.
+func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string) (any, *StepError) {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = r.opts.StepTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type reply struct {
+		v   any
+		err error
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- reply{err: &runtime.Error{Code: runtime.CodePanic, Message: fmt.Sprintf("%s panicked: %v", tool.Name, p) + "\n" + string(debug.Stack())}}
+			}
+		}()
+		if tool.Plan != nil {
+			v, err := r.subPlan(cctx, e, tool, args, id)
+			ch <- reply{v, err}
+			return
+		}
+		v, err := r.opts.Tools.Call(cctx, tool.Name, args)
+		ch <- reply{v, err}
+	}()
+	select {
+	case rep := <-ch:
+		if rep.err == nil {
+			return rep.v, nil
+		}
+		return nil, toStepError(rep.err, cctx, tool.Name, s.ID, timeout)
+	case <-cctx.Done():
+		return nil, toStepError(cctx.Err(), cctx, tool.Name, s.ID, timeout)
+	}
+}
+
+// toStepError turns a tool's error into the error value of its step.
+func toStepError(err error, ctx context.Context, tool, step string, timeout time.Duration) *StepError {
+	se := &StepError{Code: runtime.CodeToolError, Message: err.Error(), Tool: tool, Step: step}
+	var re *runtime.Error
+	switch {
+	case errors.As(err, &re):
+		se.Code, se.Message = re.Code, re.Message
+		if re.NotRetryable {
+			se.Code = re.Code
+		}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		se.Code, se.Message = runtime.CodeTimeout, fmt.Sprintf("%s did not return within %s", tool, timeout)
+	case errors.Is(err, context.Canceled):
+		se.Code, se.Message = runtime.CodeCanceled, fmt.Sprintf("%s was canceled", tool)
+	}
+	if se.Code == runtime.CodePanic {
+		// Keep the panic's first line in the message; the stack goes to
+		// the log through the event.
+		if i := indexByte(se.Message, '\n'); i > 0 {
+			se.Message = se.Message[:i]
+		}
+	}
+	return se
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// subPlan runs a sub-plan as a step: its arguments are its input, its
+// output the step's result.
+func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Tool, args map[string]any, id string) (any, error) {
+	sub := parent.prog.Sub[tool.Name]
+	if sub == nil {
+		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
+	}
+	e, err := newEngine(sub, args, nil, r.emit, r.elapsed, r.celOpts())
+	if err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
+	}
+	e.prefix = id + "/"
+	r.drive(ctx, e)
+	if e.stop != nil {
+		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
+	}
+	return e.output()
+}
+
+// approve asks the approver, with the request's events around it.
+func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+	r.event(Event{Type: ApprovalRequested, Step: req.Step, Tool: req.Tool, Message: req.Message})
+	if r.opts.Approver == nil {
+		err := errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
+		r.event(Event{Type: ApprovalDecided, Step: req.Step, Tool: req.Tool, Verdict: "rejected", Reason: err.Error()})
+		return Decision{}, err
+	}
+	dec, err := r.opts.Approver.Approve(ctx, req)
+	verdict := "rejected"
+	if err == nil && dec.Approved {
+		verdict = "approved"
+	}
+	ev := Event{Type: ApprovalDecided, Step: req.Step, Tool: req.Tool, Verdict: verdict, Message: dec.Note}
+	if err != nil {
+		ev.Reason = err.Error()
+	}
+	r.event(ev)
+	return dec, err
+}
+
+// planText renders a program's plan for a person to read.
+func planText(prog *compiler.Program) string {
+	if prog.Info != nil && prog.Info.File != nil {
+		return string(lang.Format(prog.Info.File))
+	}
+	return ""
+}

@@ -1,0 +1,306 @@
+// Package vm runs compiled plans.
+//
+// A run is dataflow: a step starts as soon as every step it waits for has
+// finished and its condition holds, up to a bound on parallelism, so the
+// makespan of a plan approaches its critical path. The engine decides what
+// runs, evaluates arguments, records outcomes and applies the failure
+// policy; Run drives it with goroutines and real tools, Simulate with
+// values invented from the tools' output types and virtual time.
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"time"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+)
+
+// Unknown stands for a value that cannot be known before the run; a
+// symbolic dry run carries it through references and expressions.
+type Unknown struct{}
+
+// String returns "(known after run)".
+func (Unknown) String() string { return "(known after run)" }
+
+// MarshalJSON encodes Unknown as the string "(known after run)".
+func (Unknown) MarshalJSON() ([]byte, error) { return []byte(`"(known after run)"`), nil }
+
+// errNotWritten is returned when a reference reads a slot that no step
+// wrote.
+var errNotWritten = errors.New("not written")
+
+// scope is what references evaluate against.
+type scope struct {
+	slots   []any
+	written []bool
+	index   map[string]int
+	input   map[string]any
+	elem    string
+	elemVal any
+	// lenient makes a missing value null instead of an error (the plan's
+	// output, which reads whatever was written).
+	lenient bool
+}
+
+// lookup evaluates a reference.
+func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
+	var v any
+	path := r.Path
+	switch {
+	case r.Root == "state":
+		if len(path) == 0 {
+			return nil, fmt.Errorf("%s names no slot", r)
+		}
+		i, ok := sc.index[path[0].Field]
+		if !ok || !sc.written[i] {
+			if sc.lenient {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("†state.%s: %w", path[0].Field, errNotWritten)
+		}
+		v = sc.slots[i]
+		path = path[1:]
+	case r.Root == "input":
+		v = sc.input
+	case r.Root == sc.elem:
+		v = sc.elemVal
+	default:
+		return nil, fmt.Errorf("unknown reference %s", r)
+	}
+	for k, e := range path {
+		if _, ok := v.(Unknown); ok {
+			return v, nil
+		}
+		switch {
+		case e.IsIndex:
+			list, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s is not a list", r, prefix(r, k))
+			}
+			if e.Index >= len(list) {
+				if sc.lenient {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("%s: index %d is out of range: %s has %d elements", r, e.Index, prefix(r, k), len(list))
+			}
+			v = list[e.Index]
+		default:
+			obj, ok := v.(map[string]any)
+			if !ok {
+				if v == nil && sc.lenient {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("%s: %s is not an object", r, prefix(r, k))
+			}
+			fv, present := obj[e.Field]
+			if !present && !sc.lenient {
+				return nil, fmt.Errorf("%s: %s has no field %s", r, prefix(r, k), e.Field)
+			}
+			v = fv
+		}
+	}
+	return v, nil
+}
+
+// prefix formats the first k path elements of a reference.
+func prefix(r *compiler.RefPath, k int) string {
+	c := *r
+	c.Path = r.Path[:k]
+	return c.String()
+}
+
+// eval evaluates an operand.
+func (e *engine) eval(op *compiler.Operand, sc *scope) (any, error) {
+	switch op.Kind {
+	case compiler.OpConst:
+		return copyValue(op.Const), nil
+	case compiler.OpRef:
+		return sc.lookup(op.Ref)
+	case compiler.OpList:
+		out := make([]any, len(op.Elems))
+		for i, el := range op.Elems {
+			v, err := e.eval(el, sc)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case compiler.OpObject:
+		out := make(map[string]any, len(op.Keys))
+		for i, k := range op.Keys {
+			v, err := e.eval(op.Vals[i], sc)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case compiler.OpCEL:
+		return e.evalCEL(op, sc)
+	}
+	return nil, fmt.Errorf("cannot evaluate operand of kind %d", op.Kind)
+}
+
+// evalCEL runs a CEL expression. The activation holds only the slots the
+// expression reads.
+func (e *engine) evalCEL(op *compiler.Operand, sc *scope) (any, error) {
+	prg, err := e.prog.CEL(op, e.celOpts...)
+	if err != nil {
+		return nil, err
+	}
+	state := make(map[string]any, len(op.Refs))
+	for _, r := range op.Refs {
+		switch r.Root {
+		case "state":
+			name := r.Slot()
+			if i, ok := sc.index[name]; ok && sc.written[i] {
+				if _, unknown := sc.slots[i].(Unknown); unknown {
+					return Unknown{}, nil
+				}
+				state[name] = sc.slots[i]
+			}
+		case sc.elem:
+			if _, unknown := sc.elemVal.(Unknown); unknown {
+				return Unknown{}, nil
+			}
+		}
+	}
+	vars := map[string]any{"state": state, "input": sc.input}
+	if sc.elem != "" {
+		vars[sc.elem] = sc.elemVal
+	}
+	val, _, err := prg.Eval(vars)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating %s: %w", op.Text, err)
+	}
+	return fromCEL(val)
+}
+
+// fromCEL converts a CEL value to JSON shape.
+func fromCEL(v ref.Val) (any, error) {
+	switch v := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool:
+		return bool(v), nil
+	case types.Int:
+		return int64(v), nil
+	case types.Uint:
+		return int64(v), nil
+	case types.Double:
+		return float64(v), nil
+	case types.String:
+		return string(v), nil
+	case types.Bytes:
+		return string(v), nil
+	case types.Duration:
+		return v.Duration.String(), nil
+	case types.Timestamp:
+		return v.Time.Format(time.RFC3339Nano), nil
+	case *types.Err:
+		return nil, v
+	}
+	if l, ok := v.(traits.Lister); ok {
+		n := int(l.Size().(types.Int))
+		out := make([]any, n)
+		for i := range n {
+			e, err := fromCEL(l.Get(types.Int(i)))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	}
+	if m, ok := v.(traits.Mapper); ok {
+		out := map[string]any{}
+		it := m.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			val, err := fromCEL(m.Get(k))
+			if err != nil {
+				return nil, err
+			}
+			key, err := fromCEL(k)
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprint(key)] = val
+		}
+		return out, nil
+	}
+	switch native := v.Value().(type) {
+	case map[string]any, []any, string, int64, float64, bool, nil:
+		return native, nil
+	}
+	if o, ok := v.Value().(Unknown); ok {
+		return o, nil
+	}
+	return nil, fmt.Errorf("expression result of type %s cannot be used as a value", v.Type())
+}
+
+// copyValue copies lists and objects, so a tool that changes its
+// arguments cannot change the plan's constants.
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// truthy reads a condition's value.
+func truthy(v any) (bool, error) {
+	switch v := v.(type) {
+	case bool:
+		return v, nil
+	case Unknown:
+		return false, errUnknown
+	}
+	return false, fmt.Errorf("the condition is %s, not a bool", describe(v))
+}
+
+var errUnknown = errors.New("unknown before the run")
+
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%v (%s)", v, reflect.TypeOf(v))
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
