@@ -233,7 +233,9 @@ refund(n: †state.history.orders) -> †state.receipt
 notify(msg: †state.receipt) -> †state.sent
 `)
 	tools := newFakeTools().
-		on("check", func(ctx context.Context, args map[string]any) (any, error) { return map[string]any{"orders": int64(0)}, nil }).
+		on("check", func(ctx context.Context, args map[string]any) (any, error) {
+			return map[string]any{"orders": int64(0)}, nil
+		}).
 		on("refund", echoTool).on("notify", echoTool)
 	rec := &recorder{}
 	res, err := Run(context.Background(), prog, nil, opts(tools, rec))
@@ -345,7 +347,9 @@ func TestRunFallback(t *testing.T) {
 	prog := compile(t, "tool primary(q: string) -> string idempotent\ntool backup(q: string) -> string idempotent\nprimary(q: \"x\") -> †state.v\n  retry 1\n  fallback backup(q: \"y\")\n")
 	tools := newFakeTools().
 		on("primary", func(ctx context.Context, args map[string]any) (any, error) { return nil, errors.New("down") }).
-		on("backup", func(ctx context.Context, args map[string]any) (any, error) { return "from backup " + args["q"].(string), nil })
+		on("backup", func(ctx context.Context, args map[string]any) (any, error) {
+			return "from backup " + args["q"].(string), nil
+		})
 	res, err := Run(context.Background(), prog, nil, opts(tools, nil))
 	if err != nil || res.Status != RunCompleted {
 		t.Fatalf("%v %s %v", err, res.Status, res.Err)
@@ -475,8 +479,12 @@ output †state.summary
 		on("scrape", func(ctx context.Context, args map[string]any) (any, error) {
 			return nil, errors.New("blocked by the site")
 		}).
-		on("api", func(ctx context.Context, args map[string]any) (any, error) { return "text of " + args["url"].(string), nil }).
-		on("summarize", func(ctx context.Context, args map[string]any) (any, error) { return "summary of " + args["text"].(string), nil })
+		on("api", func(ctx context.Context, args map[string]any) (any, error) {
+			return "text of " + args["url"].(string), nil
+		}).
+		on("summarize", func(ctx context.Context, args map[string]any) (any, error) {
+			return "summary of " + args["text"].(string), nil
+		})
 	rp := &goReplanner{plan: "api(url: †state.site.url) -> †state.page\nsummarize(text: †state.page) -> †state.summary\n"}
 	rec := &recorder{}
 	o := opts(tools, rec)
@@ -611,7 +619,9 @@ output {
 			c := args["city"].(string)
 			return map[string]any{"city": c, "temp": float64(len(c))}, nil
 		}).
-		on("describe", func(ctx context.Context, args map[string]any) (any, error) { return "about " + args["text"].(string), nil })
+		on("describe", func(ctx context.Context, args map[string]any) (any, error) {
+			return "about " + args["text"].(string), nil
+		})
 	rec := &recorder{}
 	res, err := Run(context.Background(), prog, map[string]any{"cities": []any{"Paris", "Oslo"}}, opts(tools, rec))
 	if err != nil || res.Status != RunCompleted {
