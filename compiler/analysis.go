@@ -19,6 +19,9 @@ type Analysis struct {
 	// sub-plan takes its own critical path.
 	Latency   []time.Duration
 	Estimated []bool
+	// CallLatency is the expected duration of one tool call of each step
+	// (of one element of a for each).
+	CallLatency []time.Duration
 	// CriticalPath is the heaviest path by latency and CriticalLatency
 	// its length: the makespan of ideal dataflow execution.
 	CriticalPath    []int32
@@ -63,14 +66,15 @@ func analyze(p *Program, opts Options) *Analysis {
 	n := len(p.Steps)
 	a := &Analysis{
 		Level:     make([]int32, n),
-		Latency:   make([]time.Duration, n),
-		Estimated: make([]bool, n),
+		Latency:     make([]time.Duration, n),
+		Estimated:   make([]bool, n),
+		CallLatency: make([]time.Duration, n),
 		stepCalls: make([]float64, n),
 		stepModel: make([]float64, n),
 		stepTok:   make([]float64, n),
 	}
 	for i, s := range p.Steps {
-		a.Latency[i], a.Estimated[i] = stepLatency(p, s, opts)
+		a.Latency[i], a.CallLatency[i], a.Estimated[i] = stepLatency(p, s, opts)
 		calls, model, tok := stepCost(p, s)
 		a.stepCalls[i], a.stepModel[i], a.stepTok[i] = calls, model, tok
 		a.SequentialLatency += a.Latency[i]
@@ -139,13 +143,12 @@ func analyze(p *Program, opts Options) *Analysis {
 	return a
 }
 
-// stepLatency is the expected duration of a step.
-func stepLatency(p *Program, s *Step, opts Options) (time.Duration, bool) {
+// stepLatency is the expected duration of a step and of one of its calls.
+func stepLatency(p *Program, s *Step, opts Options) (step, call time.Duration, estimated bool) {
 	if s.Result != nil || s.Tool == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	var per time.Duration
-	estimated := false
 	switch {
 	case s.Tool.Plan != nil:
 		if sub := p.Sub[s.Tool.Name]; sub != nil {
@@ -161,9 +164,9 @@ func stepLatency(p *Program, s *Step, opts Options) (time.Duration, bool) {
 	}
 	if s.Each != nil {
 		rounds := (eachCount(s) + opts.MaxParallel - 1) / opts.MaxParallel
-		return per * time.Duration(max(rounds, 1)), estimated
+		return per * time.Duration(max(rounds, 1)), per, estimated
 	}
-	return per, estimated
+	return per, per, estimated
 }
 
 func anyEstimated(es []bool) bool {

@@ -33,6 +33,13 @@ type engine struct {
 	stop     error
 	replanAt *StepResult
 	round    int
+	// In a dry run, an expectation that fails on invented values is a
+	// problem to report, not a failure (sim), and a condition that cannot
+	// be known before the run lets the step run and is reported
+	// (onUnknown).
+	sim       bool
+	onProblem func(step, code, message string)
+	onUnknown func(s *compiler.Step)
 }
 
 // newEngine prepares a run of prog with the given input. state holds slot
@@ -195,7 +202,10 @@ func (e *engine) blocked(i int) (string, *StepError) {
 				return "its condition is false: when " + s.When.Text, nil
 			}
 			if errors.Is(err, errUnknown) {
-				return "", nil // a symbolic run takes both ways
+				if e.onUnknown != nil {
+					e.onUnknown(s) // a symbolic run takes both ways
+				}
+				return "", nil
 			}
 		}
 		if err != nil {
@@ -424,6 +434,10 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any) *StepError {
 			msg := "expectation does not hold: " + x.Text
 			if note != "" {
 				msg += " (" + note + ")"
+			}
+			if e.sim {
+				e.onProblem(e.prefix+s.ID, runtime.CodeExpectFailed, msg+" on the simulated values")
+				continue
 			}
 			return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
 		}

@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Mocks answers tool calls from canned responses, so a plan can be run or
+// simulated without touching real systems. A mocks file is a JSON object
+// from tool name to Mock:
+//
+//	{
+//	  "processPayment": {"error": {"code": "card_declined", "message": "Your card was declined."}},
+//	  "forecast": {"latency": "120ms", "cases": [{"args": {"city": "Paris"}, "result": {"temp": 18}}], "result": {"temp": 20}},
+//	  "search": {"results": [["a"], ["b"]]}
+//	}
+type Mocks struct {
+	mu    sync.Mutex
+	tools map[string]*Mock
+	calls map[string]int
+}
+
+// Mock is the canned behaviour of one tool: the first case whose args all
+// equal the call's arguments answers; else Results in turn (the last one
+// repeats); else Result; else Error.
+type Mock struct {
+	Result  any        `json:"result"`
+	Results []any      `json:"results,omitempty"`
+	Error   *MockError `json:"error,omitempty"`
+	Cases   []MockCase `json:"cases,omitempty"`
+	// Latency is how long the call takes: slept for by a run, added to
+	// virtual time by a dry run.
+	Latency string `json:"latency,omitempty"`
+
+	hasResult bool
+	latency   time.Duration
+}
+
+// MockCase answers calls whose arguments include Args.
+type MockCase struct {
+	Args   map[string]any `json:"args"`
+	Result any            `json:"result"`
+	Error  *MockError     `json:"error,omitempty"`
+}
+
+// MockError is a canned failure.
+type MockError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ParseMocks reads a mocks file.
+func ParseMocks(b []byte) (*Mocks, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("reading mocks: %w", err)
+	}
+	m := &Mocks{tools: map[string]*Mock{}, calls: map[string]int{}}
+	names := make([]string, 0, len(raw))
+	for n := range raw {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var mk Mock
+		d := json.NewDecoder(bytes.NewReader(raw[name]))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&mk); err != nil {
+			return nil, fmt.Errorf("mock of %s: %w (a mock has result, results, error, cases and latency)", name, err)
+		}
+		var probe map[string]json.RawMessage
+		_ = json.Unmarshal(raw[name], &probe)
+		_, mk.hasResult = probe["result"]
+		var err error
+		if mk.latency, err = ParseLatency(mk.Latency); err != nil {
+			return nil, fmt.Errorf("mock of %s: latency: %w", name, err)
+		}
+		if mk.Result, err = normalizeMock(mk.Result); err != nil {
+			return nil, fmt.Errorf("mock of %s: %w", name, err)
+		}
+		for i := range mk.Results {
+			if mk.Results[i], err = normalizeMock(mk.Results[i]); err != nil {
+				return nil, fmt.Errorf("mock of %s: %w", name, err)
+			}
+		}
+		for i := range mk.Cases {
+			if mk.Cases[i].Result, err = normalizeMock(mk.Cases[i].Result); err != nil {
+				return nil, fmt.Errorf("mock of %s: %w", name, err)
+			}
+			for k, v := range mk.Cases[i].Args {
+				if mk.Cases[i].Args[k], err = normalizeMock(v); err != nil {
+					return nil, fmt.Errorf("mock of %s: %w", name, err)
+				}
+			}
+		}
+		m.tools[name] = &mk
+	}
+	return m, nil
+}
+
+// normalizeMock turns encoding/json's float64s into int64s where integral.
+func normalizeMock(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeJSON(b)
+}
+
+// Has reports whether a tool has a mock.
+func (m *Mocks) Has(name string) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.tools[name]
+	return ok
+}
+
+// Latency returns a tool's mocked latency, if it has one.
+func (m *Mocks) Latency(name string) (time.Duration, bool) {
+	if m == nil {
+		return 0, false
+	}
+	if mk, ok := m.tools[name]; ok && mk.latency > 0 {
+		return mk.latency, true
+	}
+	return 0, false
+}
+
+// Answer returns the canned answer to a call without waiting: the result,
+// or the error. ok is false when the tool has no mock.
+func (m *Mocks) Answer(name string, args map[string]any) (result any, ok bool, err error) {
+	if m == nil {
+		return nil, false, nil
+	}
+	mk, found := m.tools[name]
+	if !found {
+		return nil, false, nil
+	}
+	m.mu.Lock()
+	n := m.calls[name]
+	m.calls[name]++
+	m.mu.Unlock()
+	for _, c := range mk.Cases {
+		if matches(c.Args, args) {
+			if c.Error != nil {
+				return nil, true, &Error{Code: c.Error.Code, Message: c.Error.Message, NotRetryable: true}
+			}
+			return copyJSON(c.Result), true, nil
+		}
+	}
+	switch {
+	case len(mk.Results) > 0:
+		return copyJSON(mk.Results[min(n, len(mk.Results)-1)]), true, nil
+	case mk.Error != nil && !mk.hasResult:
+		return nil, true, &Error{Code: mk.Error.Code, Message: mk.Error.Message, NotRetryable: true}
+	}
+	return copyJSON(mk.Result), true, nil
+}
+
+// Call answers like Answer, after sleeping the mocked latency. It
+// implements the interpreter's tool caller.
+func (m *Mocks) Call(ctx context.Context, name string, args map[string]any) (any, error) {
+	v, ok, err := m.Answer(name, args)
+	if !ok {
+		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no mock answers %s", name), NotRetryable: true}
+	}
+	if d, has := m.Latency(name); has {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return v, err
+}
+
+func matches(want, got map[string]any) bool {
+	for k, v := range want {
+		if !reflect.DeepEqual(v, got[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func copyJSON(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyJSON(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Chain calls the first caller that has the tool: mocks first, then the
+// registry.
+type Chain struct {
+	Mocks    *Mocks
+	Registry *Registry
+}
+
+// Call calls the tool from the mocks if they answer it, else from the
+// registry.
+func (c Chain) Call(ctx context.Context, name string, args map[string]any) (any, error) {
+	if c.Mocks.Has(name) {
+		return c.Mocks.Call(ctx, name, args)
+	}
+	if c.Registry != nil && c.Registry.Has(name) {
+		return c.Registry.Call(ctx, name, args)
+	}
+	return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %s is available: register it, or answer it in a mocks file", name), NotRetryable: true}
+}

@@ -1,0 +1,343 @@
+// Package stdlib provides the built-in tools every plan can call: HTTP
+// requests, JSON selection, text formatting, files confined to a root
+// directory, sleep and echo.
+package stdlib
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// Options configure the built-in tools.
+type Options struct {
+	// FilesRoot is the directory file.read and file.write work in; they
+	// are not registered when it is empty, so a plan touches no file
+	// unless its user allows it.
+	FilesRoot string
+	// HTTPClient makes the requests of http.get and http.request (default
+	// http.DefaultClient).
+	HTTPClient *http.Client
+	// MaxBodyBytes bounds an HTTP response body and a file read (default
+	// 10 MiB).
+	MaxBodyBytes int64
+}
+
+// Register adds the built-in tools to a registry.
+func Register(reg *runtime.Registry, opts Options) error {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 10 << 20
+	}
+	yes := true
+	tools := []struct {
+		def  runtime.Definition
+		impl runtime.Tool
+	}{
+		{def("echo", "Returns its value unchanged.",
+			`{"type":"object","properties":{"value":{"description":"any value"}},"required":["value"]}`, ``,
+			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
+			runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) { return args["value"], nil })},
+		{def("sleep", "Waits for a duration such as 500ms or 2s, then returns null.",
+			`{"type":"object","properties":{"duration":{"type":"string","description":"a Go duration: 300ms, 1.5s, 2m"}},"required":["duration"]}`, `{"type":"null"}`,
+			runtime.Annotations{ReadOnly: true}),
+			runtime.ToolFunc(sleep)},
+		{def("json.select", "Selects a part of a JSON value with a path such as $.items[0].name or items[0].name.",
+			`{"type":"object","properties":{"value":{"description":"the value to select from"},"path":{"type":"string"}},"required":["value","path"]}`, ``,
+			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
+			runtime.ToolFunc(selectTool)},
+		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats.",
+			`{"type":"object","properties":{"template":{"type":"string"},"values":{"type":"object"}},"required":["template"]}`, `{"type":"string"}`,
+			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
+			runtime.ToolFunc(formatTool)},
+		{def("http.get", "Fetches a URL with GET and returns its status, headers and body (JSON bodies decoded).",
+			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
+			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
+			httpTool(opts, true)},
+		{def("http.request", "Sends an HTTP request (any method, optional JSON body) and returns its status, headers and body.",
+			`{"type":"object","properties":{"method":{"type":"string","default":"GET"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"description":"sent as JSON"}},"required":["url"]}`,
+			httpResultSchema, runtime.Annotations{Destructive: &yes, Latency: "300ms"}),
+			httpTool(opts, false)},
+	}
+	if opts.FilesRoot != "" {
+		root, err := filepath.Abs(opts.FilesRoot)
+		if err != nil {
+			return fmt.Errorf("files root: %w", err)
+		}
+		tools = append(tools,
+			struct {
+				def  runtime.Definition
+				impl runtime.Tool
+			}{def("file.read", "Reads a text file under the files root.",
+				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"}},"required":["path"]}`, `{"type":"string"}`,
+				runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
+				runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+					return readFile(root, args["path"].(string), opts.MaxBodyBytes)
+				})},
+			struct {
+				def  runtime.Definition
+				impl runtime.Tool
+			}{def("file.write", "Writes a text file under the files root, creating directories as needed; writing the same content twice has no further effect.",
+				`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`,
+				`{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`,
+				runtime.Annotations{Idempotent: true, Latency: "1ms"}),
+				runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+					return writeFile(root, args["path"].(string), args["content"].(string))
+				})},
+		)
+	}
+	for _, t := range tools {
+		if err := reg.Register(t.def, t.impl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const httpResultSchema = `{"type":"object","properties":{"status":{"type":"integer"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{}},"required":["status","headers","body"]}`
+
+func def(name, desc, in, out string, ann runtime.Annotations) runtime.Definition {
+	d := runtime.Definition{Name: name, Description: desc, InputSchema: json.RawMessage(in), Annotations: ann}
+	if out != "" {
+		d.OutputSchema = json.RawMessage(out)
+	}
+	return d
+}
+
+func sleep(ctx context.Context, args map[string]any) (any, error) {
+	d, err := time.ParseDuration(args["duration"].(string))
+	if err != nil || d < 0 {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("sleep: %q is not a duration such as 500ms", args["duration"]), NotRetryable: true}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func selectTool(ctx context.Context, args map[string]any) (any, error) {
+	v, err := Select(args["value"], args["path"].(string))
+	if err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
+	}
+	return v, nil
+}
+
+// Select follows a path such as $.a.b[0].c, a.b[0], or ["key with space"]
+// into a JSON value.
+func Select(v any, path string) (any, error) {
+	p := strings.TrimPrefix(strings.TrimSpace(path), "$")
+	for len(p) > 0 {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return nil, fmt.Errorf("path %q: '[' without ']'", path)
+			}
+			key := p[1:end]
+			p = p[end+1:]
+			if n, err := strconv.Atoi(key); err == nil {
+				list, ok := v.([]any)
+				if !ok {
+					return nil, fmt.Errorf("path %q: [%d] indexes a value that is not a list", path, n)
+				}
+				if n < 0 {
+					n += len(list)
+				}
+				if n < 0 || n >= len(list) {
+					return nil, fmt.Errorf("path %q: index %s is out of range (the list has %d elements)", path, key, len(list))
+				}
+				v = list[n]
+				continue
+			}
+			s, err := strconv.Unquote(key)
+			if err != nil {
+				s = strings.Trim(key, `'`)
+			}
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("path %q: [%s] selects a field of a value that is not an object", path, key)
+			}
+			v = obj[s]
+		default:
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			name := p[:end]
+			p = p[end:]
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("path %q: .%s selects a field of a value that is not an object", path, name)
+			}
+			fv, present := obj[name]
+			if !present {
+				return nil, fmt.Errorf("path %q: no field %s", path, name)
+			}
+			v = fv
+		}
+	}
+	return v, nil
+}
+
+func formatTool(ctx context.Context, args map[string]any) (any, error) {
+	tmpl, err := template.New("format").Option("missingkey=error").Parse(args["template"].(string))
+	if err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, args["values"]); err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
+	}
+	return b.String(), nil
+}
+
+func httpTool(opts Options, getOnly bool) runtime.Tool {
+	return runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+		method := http.MethodGet
+		if m, ok := args["method"].(string); ok && !getOnly {
+			method = strings.ToUpper(m)
+		}
+		var body io.Reader
+		if b, ok := args["body"]; ok && !getOnly {
+			enc, err := json.Marshal(b)
+			if err != nil {
+				return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
+			}
+			body = bytes.NewReader(enc)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, args["url"].(string), body)
+		if err != nil {
+			return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if hs, ok := args["headers"].(map[string]any); ok {
+			for k, v := range hs {
+				req.Header.Set(k, fmt.Sprint(v))
+			}
+		}
+		resp, err := opts.HTTPClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, req.URL, err)
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, opts.MaxBodyBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading the response of %s: %w", req.URL, err)
+		}
+		if int64(len(raw)) > opts.MaxBodyBytes {
+			return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("the response of %s is larger than %d bytes", req.URL, opts.MaxBodyBytes), NotRetryable: true}
+		}
+		headers := map[string]any{}
+		for k := range resp.Header {
+			headers[k] = resp.Header.Get(k)
+		}
+		var out any = string(raw)
+		if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+			if v, err := runtime.DecodeJSON(raw); err == nil {
+				out = v
+			}
+		}
+		if resp.StatusCode >= 500 {
+			return nil, fmt.Errorf("%s %s: server error %s", method, req.URL, resp.Status)
+		}
+		return map[string]any{"status": int64(resp.StatusCode), "headers": headers, "body": out}, nil
+	})
+}
+
+// confine resolves a path under root, refusing one that leaves it.
+func confine(root, path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s is absolute; paths are relative to the files root", path), NotRetryable: true}
+	}
+	full := filepath.Join(root, path)
+	rel, err := filepath.Rel(root, full)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s leaves the files root", path), NotRetryable: true}
+	}
+	// A symbolic link inside the root may point outside it: resolve the
+	// deepest part of the path that exists (and the file itself).
+	existing := full
+	for {
+		if _, err := os.Lstat(existing); err == nil || existing == root {
+			break
+		}
+		existing = filepath.Dir(existing)
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", path, err)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", fmt.Errorf("resolving the files root: %w", err)
+	}
+	if r, err := filepath.Rel(realRoot, resolved); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s leaves the files root through a link", path), NotRetryable: true}
+	}
+	return full, nil
+}
+
+func readFile(root, path string, limit int64) (any, error) {
+	full, err := confine(root, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &runtime.Error{Code: "not-found", Message: fmt.Sprintf("no file %s", path), NotRetryable: true}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("%s is larger than %d bytes", path, limit), NotRetryable: true}
+	}
+	return string(b), nil
+}
+
+func writeFile(root, path, content string) (any, error) {
+	full, err := confine(root, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return nil, err
+	}
+	tmp := full + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, full); err != nil {
+		return nil, err
+	}
+	return map[string]any{"path": path, "bytes": int64(len(content))}, nil
+}
