@@ -65,13 +65,13 @@ type Subgraph struct {
 func analyze(p *Program, opts Options) *Analysis {
 	n := len(p.Steps)
 	a := &Analysis{
-		Level:     make([]int32, n),
+		Level:       make([]int32, n),
 		Latency:     make([]time.Duration, n),
 		Estimated:   make([]bool, n),
 		CallLatency: make([]time.Duration, n),
-		stepCalls: make([]float64, n),
-		stepModel: make([]float64, n),
-		stepTok:   make([]float64, n),
+		stepCalls:   make([]float64, n),
+		stepModel:   make([]float64, n),
+		stepTok:     make([]float64, n),
 	}
 	for i, s := range p.Steps {
 		a.Latency[i], a.CallLatency[i], a.Estimated[i] = stepLatency(p, s, opts)

@@ -430,4 +430,3 @@ func dependents(prog *compiler.Program, i int) string {
 	}
 	return ", and so may be " + strings.Join(ids, ", ")
 }
-
