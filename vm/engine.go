@@ -138,6 +138,57 @@ func (e *engine) event(ev Event) {
 	e.emit(ev)
 }
 
+// extend moves the engine to a program that begins with the same steps,
+// in the same order, and adds new ones (eager mode admits steps as they
+// arrive). It keeps every slot written and every step decided, recounts
+// the dependencies of the steps not yet decided, and returns the new steps
+// that wait for nothing.
+func (e *engine) extend(prog *compiler.Program) []int {
+	written := map[string]any{}
+	for i, name := range e.plan.SlotNames {
+		if e.sc.written[i] {
+			written[name] = e.sc.slots[i]
+		}
+	}
+	n0 := len(e.prog.Steps)
+	e.prog, e.plan = prog, prog.Plan
+	e.sc.index = prog.SlotIndex
+	e.sc.slots = make([]any, len(prog.Plan.SlotNames))
+	e.sc.written = make([]bool, len(prog.Plan.SlotNames))
+	for i, name := range prog.Plan.SlotNames {
+		if v, ok := written[name]; ok {
+			e.sc.slots[i], e.sc.written[i] = v, true
+		} else if slot := prog.Plan.Slots[name]; slot.HasInitial {
+			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+		}
+	}
+	for i := n0; i < len(prog.Steps); i++ {
+		s := prog.Steps[i]
+		e.res = append(e.res, &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending, Round: e.round})
+		e.remain = append(e.remain, 0)
+		e.decided = append(e.decided, false)
+	}
+	var ready []int
+	for i := range prog.Steps {
+		if e.decided[i] {
+			continue
+		}
+		n := int32(0)
+		for _, p := range prog.Pred[i] {
+			switch e.res[p].Status {
+			case StatusCompleted, StatusFailed, StatusSkipped:
+			default:
+				n++
+			}
+		}
+		e.remain[i] = n
+		if n == 0 {
+			ready = append(ready, i)
+		}
+	}
+	return ready
+}
+
 // roots returns the steps that wait for nothing.
 func (e *engine) roots() []int {
 	var out []int

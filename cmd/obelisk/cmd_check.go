@@ -10,6 +10,8 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/stdlib"
 )
 
 // checkFlags are the flags shared by the commands that check a plan.
@@ -42,7 +44,19 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 		diags = append(diags, d...)
 		cfg.Tools = append(cfg.Tools, decls...)
 	}
+	cfg.Tools = append(cfg.Tools, builtinSignatures()...)
 	return cfg, srcs, diags, nil
+}
+
+// builtinSignatures are the signatures of the built-in tools, which every
+// plan may call (the file tools run only when the user gives --files).
+func builtinSignatures() []*lang.ToolDecl {
+	reg := runtime.NewRegistry()
+	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
+		return nil
+	}
+	decls, _ := lang.ParseTools("<built-in tools>", reg.ToolsJSON())
+	return decls
 }
 
 // checked is a plan read, parsed and checked.

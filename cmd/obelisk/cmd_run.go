@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+func runCommand() *command {
+	return &command{
+		name:    "run",
+		args:    "FILE",
+		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var rf runFlags
+			rf.register(fs)
+			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream); default: the plan's mode")
+			approve := fs.Bool("approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
+			yes := fs.Bool("yes", false, "approve every approval gate without asking")
+			events := fs.String("events", "", "write the run's events to this file, one JSON object per line")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "run", "expected one file, got %d", len(args))
+				}
+				if *mode != "" && *mode != "lazy" && *mode != "eager" {
+					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
+				}
+				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
+				var closers []func() error
+				defer func() {
+					for _, c := range closers {
+						if err := c(); err != nil {
+							fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+						}
+					}
+				}()
+				observers := []vm.Observer{vm.LogEvents(e.log.Named("run"))}
+				if *events != "" {
+					f, err := os.Create(*events)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+						return exitUsage
+					}
+					obs, werr := vm.JSONLEvents(f)
+					observers = append(observers, obs)
+					closers = append(closers, werr, f.Close)
+				}
+				switch {
+				case *yes:
+					opts.Approver = approveAll{}
+				case *approve:
+					opts.Approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+				}
+				if *mode == "eager" || (*mode == "" && args[0] == "-") {
+					return runEager(ctx, e, &rf, args[0], opts, observers)
+				}
+				p, status := rf.prepare(e, args[0])
+				if p == nil {
+					return status
+				}
+				if missing := p.missingTools(); len(missing) > 0 {
+					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
+						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
+					return exitInput
+				}
+				progress := newProgress(e, len(p.prog.Steps))
+				observers = append(observers, progress.observe)
+				opts.Observer = vm.Observers(observers...)
+				opts.Tools = runtime.Chain{Mocks: p.mocks, Registry: p.reg}
+				opts.Check = p.cfg
+				res, err := vm.Run(ctx, p.prog, p.input, opts)
+				progress.stop()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+					return exitInput
+				}
+				return report(e, res)
+			}
+		},
+	}
+}
+
+// report prints a run's output on stdout and its summary on stderr.
+func report(e *env, res *vm.Result) int {
+	b, err := json.MarshalIndent(res.Output, "", "  ")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
+		return exitUsage
+	}
+	e.stdout.Write(append(b, '\n'))
+	fmt.Fprintln(e.stderr, summary(res))
+	for _, s := range res.Steps {
+		if s.Status == vm.StatusFailed && !s.Handled {
+			fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", s.ID, s.Error.Message, s.Error.Code)
+		}
+	}
+	if res.Err != nil && res.Status != vm.RunCompleted {
+		fmt.Fprintf(e.stderr, "  %v\n", res.Err)
+	}
+	if res.Status != vm.RunCompleted {
+		return exitInput
+	}
+	return exitOK
+}
+
+func summary(res *vm.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %s", res.Status, round(res.Makespan))
+	if res.CriticalPath > 0 {
+		fmt.Fprintf(&b, " (critical path estimate %s)", round(res.CriticalPath))
+	}
+	fmt.Fprintf(&b, ": %d steps, %d completed, %d skipped, %d failed, %d retries", len(res.Steps), res.Completed, res.Skipped, res.Failed, res.Retries)
+	if res.Replans > 0 {
+		fmt.Fprintf(&b, ", %d replans", res.Replans)
+	}
+	return b.String()
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// approveAll approves every request (--yes).
+type approveAll struct{}
+
+func (approveAll) Approve(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
+	return vm.Decision{Approved: true, Note: "approved by --yes"}, nil
+}
+
+// terminalApprover asks on the terminal.
+type terminalApprover struct {
+	mu  sync.Mutex
+	in  *bufio.Reader
+	out io.Writer
+}
+
+func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if req.Step == "" {
+		fmt.Fprintf(t.out, "\nThe plan asks for approval before it runs")
+		if req.Message != "" {
+			fmt.Fprintf(t.out, ": %s", req.Message)
+		}
+		fmt.Fprintf(t.out, "\n\n%s\n", indentLines(req.Plan))
+	} else {
+		fmt.Fprintf(t.out, "\nStep %s (%s) asks for approval", req.Step, req.Tool)
+		if req.Message != "" {
+			fmt.Fprintf(t.out, ": %s", req.Message)
+		}
+		args, _ := json.MarshalIndent(req.Args, "  ", "  ")
+		fmt.Fprintf(t.out, "\n  arguments: %s\n", args)
+	}
+	for {
+		fmt.Fprintf(t.out, "Approve? [y/n] ")
+		type answer struct {
+			line string
+			err  error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			line, err := t.in.ReadString('\n')
+			ch <- answer{line, err}
+		}()
+		select {
+		case <-ctx.Done():
+			return vm.Decision{}, ctx.Err()
+		case a := <-ch:
+			switch strings.ToLower(strings.TrimSpace(a.line)) {
+			case "y", "yes":
+				return vm.Decision{Approved: true, Note: "approved on the terminal"}, nil
+			case "n", "no":
+				return vm.Decision{Approved: false, Note: "rejected on the terminal"}, nil
+			}
+			if a.err != nil {
+				return vm.Decision{}, fmt.Errorf("no answer on the terminal: %w", a.err)
+			}
+		}
+	}
+}
+
+func indentLines(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+func dryRunCommand() *command {
+	return &command{
+		name:    "dry-run",
+		args:    "FILE",
+		summary: "simulate a plan without calling any tool: the schedule, the makespan against the critical path, the final state and output, and the problems found",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var rf runFlags
+			rf.register(fs)
+			seed := fs.Uint64("seed", 1, "the seed of the invented values")
+			symbolic := fs.Bool("symbolic", false, "invent no values: carry what is known only after the run as \"(known after run)\" and show each condition both ways")
+			format := fs.String("format", "text", "text or json")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "dry-run", "expected one file, got %d", len(args))
+				}
+				if *format != "text" && *format != "json" {
+					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
+				}
+				p, status := rf.prepare(e, args[0])
+				if p == nil {
+					return status
+				}
+				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic})
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
+					return exitInput
+				}
+				if *format == "json" {
+					out := struct {
+						*vm.SimResult
+						Estimate *compiler.Analysis `json:"-"`
+					}{SimResult: res}
+					b, err := json.MarshalIndent(out, "", "  ")
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
+						return exitUsage
+					}
+					e.stdout.Write(append(b, '\n'))
+				} else {
+					writeDryRun(e.stdout, p, res, *seed, *symbolic, rf.maxParallel)
+				}
+				if len(res.Problems) > 0 {
+					return exitInput
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+// writeDryRun prints a dry run for people.
+func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbolic bool, maxParallel int) {
+	a := p.prog.Analysis
+	how := fmt.Sprintf("values invented from the output types, seed %d", seed)
+	if symbolic {
+		how = "symbolic: values are known after the run"
+	}
+	if p.mocks != nil {
+		how += ", mocked tools answered from the mocks file"
+	}
+	fmt.Fprintf(w, "dry run of %s (%s)\n\n", p.src.name, how)
+	fmt.Fprintf(w, "schedule (virtual time, up to %d steps at once):\n", maxParallel)
+	for _, wv := range res.Waves {
+		fmt.Fprintf(w, "  %8s  %s\n", round(wv.At), strings.Join(wv.Steps, ", "))
+	}
+	if len(res.Waves) == 0 {
+		fmt.Fprintln(w, "  (no step runs)")
+	}
+	fmt.Fprintf(w, "\nmakespan %s; critical path %s; level by level %s; one call after another %s\n",
+		round(res.Makespan), round(a.CriticalLatency), round(a.LevelLatency), round(a.SequentialLatency))
+	fmt.Fprintf(w, "\nestimate before running:\n")
+	fmt.Fprintf(w, "  tool calls:  %g in all, %g on the longest path, %.2f on an average path\n", a.Calls.Total, a.Calls.Longest, a.Calls.Average)
+	fmt.Fprintf(w, "  model calls: %g in all, %g on the longest path, %.2f on an average path\n", a.ModelCalls.Total, a.ModelCalls.Longest, a.ModelCalls.Average)
+	if a.Tokens > 0 {
+		fmt.Fprintf(w, "  tokens:      %d in all, %d on the critical path\n", a.Tokens, a.CriticalTokens)
+	}
+	fmt.Fprintf(w, "  critical-path depth %d steps, widest level %d steps, speed-up over one call after another %.2fx\n", a.Depth, a.Width, a.SpeedUp)
+	var estimated []string
+	for i, est := range a.Estimated {
+		if est {
+			estimated = append(estimated, p.prog.Steps[i].ID)
+		}
+	}
+	if len(estimated) > 0 {
+		fmt.Fprintf(w, "  (latency estimated, not declared, for %s)\n", strings.Join(estimated, ", "))
+	}
+	if len(res.Approvals) > 0 {
+		fmt.Fprintf(w, "\napproval gates the run stops at:\n")
+		for _, ap := range res.Approvals {
+			fmt.Fprintf(w, "  %s\n", ap)
+		}
+	}
+	if len(res.Branches) > 0 {
+		fmt.Fprintf(w, "\nchoices left to the run:\n")
+		for _, b := range res.Branches {
+			if b.Condition != "" {
+				fmt.Fprintf(w, "  %s: when %s\n    if true:  %s\n    if false: %s\n", b.Step, b.Condition, b.IfTrue, b.IfFalse)
+			} else {
+				fmt.Fprintf(w, "  %s:\n    if it succeeds: %s\n    if it fails:    %s\n", b.Step, b.IfTrue, b.IfFalse)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nsteps:\n")
+	for _, s := range res.Steps {
+		line := fmt.Sprintf("  %-24s %-9s", s.ID, s.Status)
+		switch {
+		case s.Status == vm.StatusSkipped:
+			line += " " + s.Reason
+		case s.Error != nil:
+			line += fmt.Sprintf(" %s [%s]", s.Error.Message, s.Error.Code)
+		default:
+			line += fmt.Sprintf(" at %s for %s", round(s.Start), round(s.Duration))
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintf(w, "\nproblems:\n")
+	if len(res.Problems) == 0 {
+		fmt.Fprintf(w, "  none found\n")
+	}
+	for _, pr := range res.Problems {
+		fmt.Fprintf(w, "  %s: %s [%s]\n", pr.Step, pr.Message, pr.Code)
+	}
+	fmt.Fprintf(w, "\nfinal state:\n%s\n", indentLines(jsonText(res.State)))
+	fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(res.Output)))
+}
+
+func jsonText(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// progress shows a live line of a run's progress on stderr, when stdout
+// is a terminal.
+type progress struct {
+	e       *env
+	total   int
+	mu      sync.Mutex
+	counts  map[vm.EventType]int
+	running int
+	start   time.Time
+	done    chan struct{}
+	stopped sync.WaitGroup
+	active  bool
+}
+
+func newProgress(e *env, total int) *progress {
+	p := &progress{e: e, total: total, counts: map[vm.EventType]int{}, start: time.Now(), done: make(chan struct{}), active: e.stdoutTTY}
+	if !p.active {
+		return p
+	}
+	p.stopped.Add(1)
+	go func() {
+		defer p.stopped.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				fmt.Fprintf(p.e.stderr, "\r\033[K")
+				return
+			case <-t.C:
+				fmt.Fprintf(p.e.stderr, "\r\033[K%s", p.line())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) observe(ev vm.Event) {
+	if strings.Contains(ev.Step, "/") {
+		return // steps of sub-plans are counted in their caller
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev.Type {
+	case vm.StepStarted:
+		p.running++
+	case vm.StepCompleted, vm.StepFailed:
+		if p.running > 0 {
+			p.running--
+		}
+	}
+	p.counts[ev.Type]++
+}
+
+func (p *progress) line() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	done := p.counts[vm.StepCompleted] + p.counts[vm.StepFailed] + p.counts[vm.StepSkipped]
+	return fmt.Sprintf("steps %d/%d done, %d running, %d failed  %s", done, p.total, p.running, p.counts[vm.StepFailed], time.Since(p.start).Round(100*time.Millisecond))
+}
+
+func (p *progress) stop() {
+	if p.active {
+		close(p.done)
+		p.stopped.Wait()
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// runEager runs a plan in eager mode: statements are read from the file
+// (or from standard input, as they arrive) and each step runs as soon as
+// it is complete and checked.
+func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Options, observers []vm.Observer) int {
+	var r io.Reader = e.stdin
+	name := "<stdin>"
+	if arg != "-" {
+		f, err := os.Open(arg)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		r, name = f, arg
+	}
+	reg, err := rf.registry()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
+	}
+	src := &source{name: name, path: arg}
+	if arg == "-" {
+		src.path = ""
+	}
+	cfg, srcs, diags, err := rf.config(src)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
+	}
+	if diags.HasErrors() {
+		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+		return exitInput
+	}
+	var input map[string]any
+	if rf.input != "" {
+		c := &checked{src: src, file: &lang.File{}}
+		if input, err = rf.readInput(c, ""); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+			return exitUsage
+		}
+	}
+	var mocks *runtime.Mocks
+	if rf.mocks != "" {
+		b, err := os.ReadFile(rf.mocks)
+		if err == nil {
+			mocks, err = runtime.ParseMocks(b)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: mocks: %v\n", err)
+			return exitUsage
+		}
+	}
+	opts.Tools = runtime.Chain{Mocks: mocks, Registry: reg}
+	opts.Check = cfg
+	progress := newProgress(e, 0)
+	opts.Observer = vm.Observers(append(observers, progress.observe)...)
+	sp := lang.NewStreamParser(name, r)
+	res, rejected, err := vm.RunStream(ctx, sp, input, opts)
+	progress.stop()
+	if len(rejected) > 0 {
+		srcs[name] = sp.Source()
+		lang.WriteText(e.stderr, srcs, rejected, lang.TextOptions{})
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitInput
+	}
+	status := report(e, res)
+	if rejected.HasErrors() {
+		status = exitInput
+	}
+	return status
+}

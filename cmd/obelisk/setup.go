@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/stdlib"
+)
+
+// runFlags are the flags of the commands that run or simulate a plan.
+type runFlags struct {
+	checkFlags
+	input       string
+	mocks       string
+	noMocks     bool
+	files       string
+	maxParallel int
+}
+
+func (rf *runFlags) register(fs *flag.FlagSet) {
+	rf.checkFlags.register(fs)
+	fs.StringVar(&rf.input, "input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
+	fs.StringVar(&rf.mocks, "mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
+	fs.BoolVar(&rf.noMocks, "no-mocks", false, "do not pick up NAME.mocks.json")
+	fs.StringVar(&rf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
+	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
+}
+
+// registry returns the built-in tools.
+func (rf *runFlags) registry() (*runtime.Registry, error) {
+	reg := runtime.NewRegistry()
+	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files}); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// prepared is a plan ready to run or simulate.
+type prepared struct {
+	*checked
+	prog  *compiler.Program
+	input map[string]any
+	mocks *runtime.Mocks
+	reg   *runtime.Registry
+	cfg   compiler.Config
+}
+
+// prepare reads, checks and compiles a plan, with the built-in tools'
+// signatures available, and reads its input and mocks. It prints
+// diagnostics on stderr and returns the exit status when it cannot go on.
+func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
+	reg, err := rf.registry()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		return nil, exitUsage
+	}
+	c, prog, status := rf.compileOne(e, arg, compiler.Options{MaxParallel: rf.maxParallel})
+	if prog == nil {
+		return nil, status
+	}
+	p := &prepared{checked: c, prog: prog, reg: reg}
+	p.cfg, _, _, _ = rf.config(c.src)
+	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
+	if p.input, err = rf.readInput(c, base); err != nil {
+		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		return nil, exitUsage
+	}
+	mocksPath := rf.mocks
+	if mocksPath == "" && !rf.noMocks && c.src.path != "" {
+		if _, err := os.Stat(base + ".mocks.json"); err == nil {
+			mocksPath = base + ".mocks.json"
+		}
+	}
+	if mocksPath != "" {
+		b, err := os.ReadFile(mocksPath)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk: reading mocks: %v\n", err)
+			return nil, exitUsage
+		}
+		if p.mocks, err = runtime.ParseMocks(b); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk: %s: %v\n", mocksPath, err)
+			return nil, exitUsage
+		}
+		e.log.Info("answering tools from mocks", "file", mocksPath)
+	}
+	return p, exitOK
+}
+
+// readInput reads --input, or NAME.input.json, or the input a JSON plan
+// carries.
+func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
+	var raw []byte
+	switch {
+	case strings.HasPrefix(rf.input, "@"):
+		b, err := os.ReadFile(rf.input[1:])
+		if err != nil {
+			return nil, fmt.Errorf("reading input: %w", err)
+		}
+		raw = b
+	case rf.input != "":
+		raw = []byte(rf.input)
+	case c.src.path != "":
+		if b, err := os.ReadFile(base + ".input.json"); err == nil {
+			raw = b
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("reading input: %w", err)
+		}
+	}
+	if raw == nil {
+		return c.file.InputValues, nil
+	}
+	v, err := runtime.DecodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the input is not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the input must be a JSON object")
+	}
+	return m, nil
+}
+
+// missingTools lists the tools the plan calls that neither the built-in
+// tools nor the mocks answer.
+func (p *prepared) missingTools() []string {
+	seen := map[string]bool{}
+	var out []string
+	var visit func(prog *compiler.Program)
+	visit = func(prog *compiler.Program) {
+		for _, s := range prog.Steps {
+			for _, t := range []*compiler.Tool{s.Tool, fallbackTool(s)} {
+				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
+					continue
+				}
+				seen[t.Name] = true
+				if !p.reg.Has(t.Name) && !p.mocks.Has(t.Name) {
+					out = append(out, t.Name)
+				}
+			}
+		}
+		for _, sub := range prog.Sub {
+			visit(sub)
+		}
+	}
+	visit(p.prog)
+	return out
+}
+
+func fallbackTool(s *compiler.Step) *compiler.Tool {
+	if s.Fallback == nil {
+		return nil
+	}
+	return s.Fallback.Tool
+}
+
+func relOrSelf(path string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return path
+}
