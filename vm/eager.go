@@ -152,7 +152,13 @@ func (s *stream) add(it lang.Item) []int {
 		s.decls = append(s.decls, it)
 		return s.admitHeld()
 	}
-	return s.offer(st)
+	n := len(s.steps)
+	ready := s.offer(st)
+	if len(s.steps) > n && len(s.held) > 0 {
+		// The new step may write what a held step waits for.
+		ready = mergeSorted(ready, s.admitHeld())
+	}
+	return ready
 }
 
 // offer checks a new step against what is known so far: it is rejected
