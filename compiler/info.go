@@ -55,6 +55,21 @@ type Tool struct {
 
 	paramsOnce sync.Once
 	paramIndex map[string]*Param
+
+	defaultsOnce sync.Once
+	defaults     []*Param
+}
+
+// Defaults returns the parameters that have a default value.
+func (t *Tool) Defaults() []*Param {
+	t.defaultsOnce.Do(func() {
+		for _, p := range t.Params {
+			if p.HasDefault {
+				t.defaults = append(t.defaults, p)
+			}
+		}
+	})
+	return t.defaults
 }
 
 // Param returns the parameter with the given name, or nil.

@@ -449,11 +449,7 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
 	var out []*Arg
-	given := map[string]lang.Span{}
-	names := make([]string, len(tool.Params))
-	for i, p := range tool.Params {
-		names[i] = p.Name
-	}
+	given := make(map[string]lang.Span, len(call.Args))
 	for _, a := range call.Args {
 		name := a.Name.Name
 		if prev, ok := given[name]; ok {
@@ -465,6 +461,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		param := tool.Param(name)
 		op := pc.operand(a.Value, sc, reads)
 		if param == nil {
+			names := paramNames(tool)
 			msg := fmt.Sprintf("%s has no parameter %s%s", tool.Name, name, didYouMean(name, names))
 			if len(names) == 0 {
 				msg = fmt.Sprintf("%s takes no arguments, and %s is passed", tool.Name, name)
@@ -494,6 +491,14 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		c.errorf(lang.MissingArgument, call.Span, "%s: missing required %s %s", tool.Name, word, strings.Join(missing, ", "))
 	}
 	return out
+}
+
+func paramNames(t *Tool) []string {
+	names := make([]string, len(t.Params))
+	for i, p := range t.Params {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // argsUnchecked still checks the references of a call whose tool is
@@ -591,6 +596,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	switch o := o.(type) {
 	case *lang.WhenOption:
 		s.When = pc.operand(o.Cond, base, &r.when)
+		s.When.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("when", s.When)
 	case *lang.ExpectOption:
 		if l, ok := o.Cond.(*lang.Literal); ok && l.Kind == lang.LitString {
@@ -603,6 +609,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 		}
 		own := &scope{env: base.env, own: []string{s.Out, s.ErrOut}}
 		x := pc.operand(o.Cond, own, &r.expect)
+		x.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("expect", x)
 		s.Expects = append(s.Expects, x)
 	case *lang.RetryOption:

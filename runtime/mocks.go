@@ -18,7 +18,8 @@ import (
 //	{
 //	  "processPayment": {"error": {"code": "card_declined", "message": "Your card was declined."}},
 //	  "forecast": {"latency": "120ms", "cases": [{"args": {"city": "Paris"}, "result": {"temp": 18}}], "result": {"temp": 20}},
-//	  "search": {"results": [["a"], ["b"]]}
+//	  "search": {"results": [["a"], ["b"]]},
+//	  "book": {"sequence": [{"error": {"code": "busy", "message": "Try again"}}, {"result": {"id": "b1"}}]}
 //	}
 type Mocks struct {
 	mu    sync.Mutex
@@ -27,13 +28,15 @@ type Mocks struct {
 }
 
 // Mock is the canned behaviour of one tool: the first case whose args all
-// equal the call's arguments answers; else Results in turn (the last one
+// equal the call's arguments answers; else Sequence in turn (each a result
+// or an error; the last one repeats); else Results in turn (the last one
 // repeats); else Result; else Error.
 type Mock struct {
-	Result  any        `json:"result"`
-	Results []any      `json:"results,omitempty"`
-	Error   *MockError `json:"error,omitempty"`
-	Cases   []MockCase `json:"cases,omitempty"`
+	Result   any        `json:"result"`
+	Results  []any      `json:"results,omitempty"`
+	Error    *MockError `json:"error,omitempty"`
+	Cases    []MockCase `json:"cases,omitempty"`
+	Sequence []MockCase `json:"sequence,omitempty"`
 	// Latency is how long the call takes: slept for by a run, added to
 	// virtual time by a dry run.
 	Latency string `json:"latency,omitempty"`
@@ -49,10 +52,16 @@ type MockCase struct {
 	Error  *MockError     `json:"error,omitempty"`
 }
 
-// MockError is a canned failure.
+// MockError is a canned failure. It may be retried unless Retryable is
+// false.
 type MockError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable *bool  `json:"retryable,omitempty"`
+}
+
+func (e *MockError) err() error {
+	return &Error{Code: e.Code, Message: e.Message, NotRetryable: e.Retryable != nil && !*e.Retryable}
 }
 
 // ParseMocks reads a mocks file.
@@ -87,6 +96,11 @@ func ParseMocks(b []byte) (*Mocks, error) {
 		}
 		for i := range mk.Results {
 			if mk.Results[i], err = normalizeMock(mk.Results[i]); err != nil {
+				return nil, fmt.Errorf("mock of %s: %w", name, err)
+			}
+		}
+		for i := range mk.Sequence {
+			if mk.Sequence[i].Result, err = normalizeMock(mk.Sequence[i].Result); err != nil {
 				return nil, fmt.Errorf("mock of %s: %w", name, err)
 			}
 		}
@@ -151,16 +165,22 @@ func (m *Mocks) Answer(name string, args map[string]any) (result any, ok bool, e
 	for _, c := range mk.Cases {
 		if matches(c.Args, args) {
 			if c.Error != nil {
-				return nil, true, &Error{Code: c.Error.Code, Message: c.Error.Message, NotRetryable: true}
+				return nil, true, c.Error.err()
 			}
 			return copyJSON(c.Result), true, nil
 		}
 	}
 	switch {
+	case len(mk.Sequence) > 0:
+		c := mk.Sequence[min(n, len(mk.Sequence)-1)]
+		if c.Error != nil {
+			return nil, true, c.Error.err()
+		}
+		return copyJSON(c.Result), true, nil
 	case len(mk.Results) > 0:
 		return copyJSON(mk.Results[min(n, len(mk.Results)-1)]), true, nil
 	case mk.Error != nil && !mk.hasResult:
-		return nil, true, &Error{Code: mk.Error.Code, Message: mk.Error.Message, NotRetryable: true}
+		return nil, true, mk.Error.err()
 	}
 	return copyJSON(mk.Result), true, nil
 }

@@ -98,7 +98,9 @@ func TestMocks(t *testing.T) {
 	m, err := ParseMocks([]byte(`{
 		"pay": {"error": {"code": "card_declined", "message": "Declined."}},
 		"forecast": {"latency": "5ms", "cases": [{"args": {"city": "Paris"}, "result": {"temp": 18}}], "result": {"temp": 20.5}},
-		"page": {"results": ["first", "second"]}
+		"page": {"results": ["first", "second"]},
+		"book": {"sequence": [{"error": {"code": "busy", "message": "Try again"}}, {"result": {"id": "b1"}}]},
+		"final": {"error": {"code": "gone", "message": "Gone", "retryable": false}}
 	}`))
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +108,16 @@ func TestMocks(t *testing.T) {
 	ctx := context.Background()
 	_, err = m.Call(ctx, "pay", nil)
 	var re *Error
-	if !errors.As(err, &re) || re.Code != "card_declined" || !re.NotRetryable {
-		t.Errorf("pay: %v", err)
+	if !errors.As(err, &re) || re.Code != "card_declined" || re.NotRetryable {
+		t.Errorf("pay: %v (retryable unless the mock says otherwise)", err)
+	}
+	if _, err := m.Call(ctx, "final", nil); !errors.As(err, &re) || !re.NotRetryable {
+		t.Errorf("final: %v", err)
+	}
+	_, err1 := m.Call(ctx, "book", nil)
+	v2, err2 := m.Call(ctx, "book", nil)
+	if !errors.As(err1, &re) || re.Code != "busy" || err2 != nil || !cmp.Equal(v2, map[string]any{"id": "b1"}) {
+		t.Errorf("sequence: %v, then %v %v", err1, v2, err2)
 	}
 	v, _ := m.Call(ctx, "forecast", map[string]any{"city": "Paris"})
 	w, _ := m.Call(ctx, "forecast", map[string]any{"city": "Oslo"})

@@ -372,8 +372,8 @@ func (e *engine) args(args []*compiler.Arg, tool *compiler.Tool, sc *scope) (map
 		out[a.Name] = v
 	}
 	if tool != nil {
-		for _, p := range tool.Params {
-			if _, given := out[p.Name]; !given && p.HasDefault {
+		for _, p := range tool.Defaults() {
+			if _, given := out[p.Name]; !given {
 				out[p.Name] = copyValue(p.Default)
 			}
 		}
@@ -386,6 +386,7 @@ type outcome struct {
 	value    any
 	err      *StepError
 	attempts int
+	retries  int
 	start    time.Duration
 	duration time.Duration
 }
@@ -397,7 +398,7 @@ func (e *engine) finish(i int, out outcome) []int {
 	s := e.prog.Steps[i]
 	r := e.res[i]
 	e.decided[i] = true
-	r.Attempts, r.Start, r.Duration, r.Round = out.attempts, out.start, out.duration, e.round
+	r.Attempts, r.Retries, r.Start, r.Duration, r.Round = out.attempts, out.retries, out.start, out.duration, e.round
 	if out.err == nil && s.Tool != nil {
 		if _, unknown := out.value.(Unknown); !unknown {
 			if msg := compiler.CheckValue(out.value, s.OutType, ""); msg != "" {
@@ -570,15 +571,15 @@ func (e *engine) result() *Result {
 		case StatusCompleted:
 			r.Completed++
 		case StatusFailed:
-			if !sr.Handled {
+			if sr.Handled {
+				r.Handled++
+			} else {
 				r.Failed++
 			}
 		case StatusSkipped:
 			r.Skipped++
 		}
-		if sr.Attempts > 1 {
-			r.Retries += sr.Attempts - 1
-		}
+		r.Retries += sr.Retries
 	}
 	return r
 }

@@ -156,6 +156,8 @@ type StepError struct {
 	Message string `json:"message"`
 	Tool    string `json:"tool"`
 	Step    string `json:"step"`
+	// final is set when the tool said retrying cannot help.
+	final bool
 }
 
 // Error returns the message.
@@ -173,8 +175,12 @@ type StepResult struct {
 	Status Status `json:"status"`
 	// Reason says why a step was skipped, or the policy applied to a
 	// failure.
-	Reason   string     `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Attempts counts the tool calls made (each element of a for each,
+	// each retry, the fallback); Retries the calls that repeated a failed
+	// one.
 	Attempts int        `json:"attempts,omitempty"`
+	Retries  int        `json:"retries,omitempty"`
 	Result   any        `json:"result,omitempty"`
 	Error    *StepError `json:"error,omitempty"`
 	// Handled is set when the error went to the step's || slot.
@@ -223,8 +229,9 @@ type Result struct {
 	// CriticalPath the static estimate of its shortest possible duration.
 	Makespan     time.Duration `json:"makespanNs"`
 	CriticalPath time.Duration `json:"criticalPathNs"`
-	// Counts of steps by outcome, and of retries.
-	Completed, Failed, Skipped, Retries int
+	// Counts of steps by outcome (Handled: failed with the error written
+	// to a || slot), and of retries.
+	Completed, Failed, Handled, Skipped, Retries int
 	// Err says why the run did not complete, or is nil.
 	Err error `json:"-"`
 }

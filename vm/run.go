@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,19 +253,19 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	res := e.result()
 	res.Steps = steps
 	res.Replans = replans
-	res.Completed, res.Failed, res.Skipped, res.Retries = 0, 0, 0, 0
+	res.Completed, res.Failed, res.Handled, res.Skipped, res.Retries = 0, 0, 0, 0, 0
 	for _, s := range steps {
 		switch {
 		case s.Status == StatusCompleted:
 			res.Completed++
-		case s.Status == StatusFailed && !s.Handled:
+		case s.Status == StatusFailed && s.Handled:
+			res.Handled++
+		case s.Status == StatusFailed:
 			res.Failed++
 		case s.Status == StatusSkipped:
 			res.Skipped++
 		}
-		if s.Attempts > 1 {
-			res.Retries += s.Attempts - 1
-		}
+		res.Retries += s.Retries
 	}
 	out, err := e.output()
 	if err != nil {
@@ -398,8 +399,8 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, serr := r.attempts(ctx, e, s, id, spec.args, fb)
-		return outcome{value: v, err: serr, attempts: attempts, start: start, duration: r.elapsed() - start}
+		v, attempts, retries, serr := r.attempts(ctx, e, s, id, spec.args, fb)
+		return outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start}
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -407,7 +408,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 	results := make([]any, n)
 	var firstErr *StepError
 	var mu sync.Mutex
-	total := 0
+	total, retried := 0, 0
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
@@ -422,10 +423,11 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, serr := r.attempts(ectx, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(ectx, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
+			retried += retries
 			results[k] = v
 			if serr != nil && firstErr == nil {
 				serr.Message = fmt.Sprintf("element %d: %s", k, serr.Message)
@@ -435,28 +437,29 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		}()
 	}
 	wg.Wait()
-	return outcome{value: results, err: firstErr, attempts: total, start: start, duration: r.elapsed() - start}
+	return outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}
 }
 
 // attempts calls a step's tool with its retries and backoff, then its
-// fallback. It returns the value, the number of calls made, and the error
-// of the last call when all failed.
-func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, *StepError) {
+// fallback. It returns the value, the number of calls made, how many of
+// them were retries, and the error of the last call when all failed.
+func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
 	tool := s.Tool
-	calls := 0
+	calls, retries := 0, 0
 	var last *StepError
 	for attempt := 0; attempt <= s.Retry; attempt++ {
 		if attempt > 0 {
 			delay := r.backoff(s.Backoff, attempt)
-			r.event(Event{Type: StepRetried, Step: id, Tool: tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; retrying in %s", last.Message, delay.Round(time.Millisecond))})
+			r.event(Event{Type: StepRetried, Step: id, Tool: tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; retrying in %s", strings.TrimSuffix(last.Message, "."), delay.Round(time.Millisecond))})
 			if err := r.opts.Sleep(ctx, delay); err != nil {
 				break
 			}
+			retries++
 		}
 		calls++
 		v, serr := r.call(ctx, e, s, tool, args, id)
 		if serr == nil {
-			return v, calls, nil
+			return v, calls, retries, nil
 		}
 		last = serr
 		if serr.Code == runtime.CodeCanceled || ctx.Err() != nil || notRetryable(serr) {
@@ -465,18 +468,21 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 	}
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil {
 		calls++
-		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", last.Message, s.Fallback.Tool.Name)})
+		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
 		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id)
 		if serr == nil {
-			return v, calls, nil
+			return v, calls, retries, nil
 		}
 		serr.Message = fmt.Sprintf("%s (after %s failed: %s)", serr.Message, tool.Name, last.Message)
 		last = serr
 	}
-	return nil, calls, last
+	return nil, calls, retries, last
 }
 
 func notRetryable(e *StepError) bool {
+	if e.final {
+		return true
+	}
 	switch e.Code {
 	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, "limit-exceeded":
 		return true
@@ -546,10 +552,7 @@ func toStepError(err error, ctx context.Context, tool, step string, timeout time
 	var re *runtime.Error
 	switch {
 	case errors.As(err, &re):
-		se.Code, se.Message = re.Code, re.Message
-		if re.NotRetryable {
-			se.Code = re.Code
-		}
+		se.Code, se.Message, se.final = re.Code, re.Message, re.NotRetryable
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		se.Code, se.Message = runtime.CodeTimeout, fmt.Sprintf("%s did not return within %s", tool, timeout)
 	case errors.Is(err, context.Canceled):

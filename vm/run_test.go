@@ -419,11 +419,12 @@ func TestRunPolicies(t *testing.T) {
 			release := make(chan struct{})
 			rec := &recorder{}
 			o := opts(policyTools(release), rec)
-			// The slow branch finishes only after a's failure was seen, so
-			// abort catches it running and the others let it complete.
+			// The slow branch is still running when a fails. Under abort it
+			// is never released, so only the abort's cancellation ends it;
+			// the other policies release it once a's failure was seen.
 			o.Observer = func(e Event) {
 				rec.observe(e)
-				if e.Type == StepFailed && e.Step == "a" {
+				if e.Type == StepFailed && e.Step == "a" && tc.policy != "abort" {
 					close(release)
 				}
 			}

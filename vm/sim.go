@@ -245,33 +245,35 @@ func (s *simulator) step(ctx context.Context, e *engine, spec *callSpec, prefix 
 	per := e.prog.Analysis.CallLatency[spec.i]
 	if st.Each == nil {
 		v, d, attempts, serr := s.call(ctx, e, st, spec.args, "", prefix, per)
+		retries := attempts - 1
 		if serr != nil && len(spec.fallback) > 0 {
 			v2, d2, _, serr2 := s.callTool(ctx, e, st, st.Fallback.Tool, spec.fallback[0], "", prefix, per)
 			v, d, serr = v2, d+d2, serr2
 			attempts++
 		}
-		return outcome{value: v, err: serr, attempts: attempts}, d
+		return outcome{value: v, err: serr, attempts: attempts, retries: retries}, d
 	}
 	// A for each: elements in rounds of MaxParallel.
 	n := len(spec.elems)
 	vals := make([]any, n)
 	var total time.Duration
-	attempts := 0
+	attempts, retries := 0, 0
 	for start := 0; start < n; start += s.opts.MaxParallel {
 		var round time.Duration
 		for k := start; k < min(n, start+s.opts.MaxParallel); k++ {
 			v, d, a, serr := s.call(ctx, e, st, spec.elems[k], fmt.Sprintf("[%d]", k), prefix, per)
 			attempts += a
+			retries += a - 1
 			if serr != nil {
 				serr.Message = fmt.Sprintf("element %d: %s", k, serr.Message)
-				return outcome{err: serr, attempts: attempts}, total + d
+				return outcome{err: serr, attempts: attempts, retries: retries}, total + d
 			}
 			vals[k] = v
 			round = max(round, d)
 		}
 		total += round
 	}
-	return outcome{value: vals, attempts: attempts}, total
+	return outcome{value: vals, attempts: attempts, retries: retries}, total
 }
 
 // call simulates a tool call with the step's retries.

@@ -101,12 +101,14 @@ func report(e *env, res *vm.Result) int {
 	}
 	e.stdout.Write(append(b, '\n'))
 	fmt.Fprintln(e.stderr, summary(res))
+	printed := false
 	for _, s := range res.Steps {
 		if s.Status == vm.StatusFailed && !s.Handled {
 			fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", s.ID, s.Error.Message, s.Error.Code)
+			printed = true
 		}
 	}
-	if res.Err != nil && res.Status != vm.RunCompleted {
+	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled) {
 		fmt.Fprintf(e.stderr, "  %v\n", res.Err)
 	}
 	if res.Status != vm.RunCompleted {
@@ -121,7 +123,11 @@ func summary(res *vm.Result) string {
 	if res.CriticalPath > 0 {
 		fmt.Fprintf(&b, " (critical path estimate %s)", round(res.CriticalPath))
 	}
-	fmt.Fprintf(&b, ": %d steps, %d completed, %d skipped, %d failed, %d retries", len(res.Steps), res.Completed, res.Skipped, res.Failed, res.Retries)
+	fmt.Fprintf(&b, ": %d steps, %d completed, %d skipped, %d failed", len(res.Steps), res.Completed, res.Skipped, res.Failed)
+	if res.Handled > 0 {
+		fmt.Fprintf(&b, ", %d failed into a || slot", res.Handled)
+	}
+	fmt.Fprintf(&b, ", %d retries", res.Retries)
 	if res.Replans > 0 {
 		fmt.Fprintf(&b, ", %d replans", res.Replans)
 	}
@@ -270,8 +276,12 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 	if len(res.Waves) == 0 {
 		fmt.Fprintln(w, "  (no step runs)")
 	}
-	fmt.Fprintf(w, "\nmakespan %s; critical path %s; level by level %s; one call after another %s\n",
-		round(res.Makespan), round(a.CriticalLatency), round(a.LevelLatency), round(a.SequentialLatency))
+	fmt.Fprintf(w, "\nmakespan %s", round(res.Makespan))
+	if p.mocks != nil {
+		fmt.Fprintf(w, " (with the mocks' latencies)")
+	}
+	fmt.Fprintf(w, "\nby the declared latencies: critical path %s; level by level %s; one call after another %s\n",
+		round(a.CriticalLatency), round(a.LevelLatency), round(a.SequentialLatency))
 	fmt.Fprintf(w, "\nestimate before running:\n")
 	fmt.Fprintf(w, "  tool calls:  %g in all, %g on the longest path, %.2f on an average path\n", a.Calls.Total, a.Calls.Longest, a.Calls.Average)
 	fmt.Fprintf(w, "  model calls: %g in all, %g on the longest path, %.2f on an average path\n", a.ModelCalls.Total, a.ModelCalls.Longest, a.ModelCalls.Average)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -130,9 +131,14 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 // tools nor the mocks answer.
 func (p *prepared) missingTools() []string {
 	seen := map[string]bool{}
+	visited := map[*compiler.Program]bool{}
 	var out []string
 	var visit func(prog *compiler.Program)
 	visit = func(prog *compiler.Program) {
+		if visited[prog] {
+			return // sub-plans share one map: each is visited once
+		}
+		visited[prog] = true
 		for _, s := range prog.Steps {
 			for _, t := range []*compiler.Tool{s.Tool, fallbackTool(s)} {
 				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
@@ -144,12 +150,21 @@ func (p *prepared) missingTools() []string {
 				}
 			}
 		}
-		for _, sub := range prog.Sub {
-			visit(sub)
+		for _, name := range sortedSubs(prog.Sub) {
+			visit(prog.Sub[name])
 		}
 	}
 	visit(p.prog)
 	return out
+}
+
+func sortedSubs(m map[string]*compiler.Program) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func fallbackTool(s *compiler.Step) *compiler.Tool {
