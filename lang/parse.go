@@ -1094,6 +1094,9 @@ func unquote(text string) (string, error) {
 	if len(text) >= 6 && text[1] == q && text[2] == q {
 		return "", fmt.Errorf("triple-quoted strings are only allowed inside CEL expressions")
 	}
+	if !utf8.ValidString(body) {
+		return "", fmt.Errorf("string holds bytes that are not UTF-8 text; write the character as \\uXXXX")
+	}
 	if !strings.ContainsRune(body, '\\') {
 		return body, nil
 	}

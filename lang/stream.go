@@ -48,6 +48,12 @@ func (s *StreamParser) Next(ctx context.Context) (Item, Diagnostics, error) {
 		if it, diags, ok := s.try(); ok {
 			return it, diags, nil
 		}
+		if s.eof && !s.done {
+			// All the text is here, so an item cannot be incomplete: a
+			// parser that still asks for more would loop forever.
+			s.done = true
+			return nil, nil, errors.New("internal error: the stream parser asked for more text after the end of the stream")
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
