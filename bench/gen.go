@@ -12,7 +12,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,7 +21,7 @@ import (
 // simulated latency.
 type Plan struct {
 	Name  string
-	Preds [][]int // Preds[i] lists the calls call i reads, all < i
+	Preds [][]int // Preds[i] lists the calls call i reads, all < i, ascending
 	Ms    []int   // simulated latency of each call, in milliseconds
 }
 
@@ -51,23 +51,25 @@ func FanOut(n, ms int) *Plan {
 }
 
 // Layered is a random layered DAG of depth layers of width calls, each
-// call of a layer reading 1 to 3 calls of the layer before. The same seed
-// gives the same plan.
+// call of a layer after the first reading 1 to 3 distinct calls of the
+// layer before. It draws from the seed as the peer harness's generator
+// does (Python's random.Random), so the same seed gives the same plan in
+// both.
 func Layered(width, depth, ms int, seed uint64) *Plan {
 	p := &Plan{Name: fmt.Sprintf("layered-%dx%d", width, depth)}
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := newPyRandom(seed)
 	for d := range depth {
 		for range width {
 			if d == 0 {
 				p.add(nil, ms)
 				continue
 			}
-			k := 1 + rng.IntN(min(3, width))
-			perm := rng.Perm(width)[:k]
-			preds := make([]int, k)
-			for j, w := range perm {
-				preds[j] = (d-1)*width + w
+			k := rng.randint(1, min(3, width))
+			preds := rng.sample(width, k)
+			for j := range preds {
+				preds[j] += (d - 1) * width
 			}
+			slices.Sort(preds)
 			p.add(preds, ms)
 		}
 	}
@@ -75,33 +77,42 @@ func Layered(width, depth, ms int, seed uint64) *Plan {
 }
 
 // Skewed is lanes parallel lanes of levels calls. Each call reads the call
-// before it in its lane and, with probability 0.15, one call of another lane
-// at the previous level; it takes slowMs with probability 0.2 (at least one
-// per level) and fastMs otherwise. A final call joins the lanes. A
-// level-by-level executor waits for the slowest call of every level; a
-// dataflow executor only for the slow calls on the critical path.
+// before it in its lane and, with probability 0.15, the call of one other
+// lane at the previous level; it takes slowMs with probability 0.2 (at
+// least one per level) and fastMs otherwise. A final call of fastMs joins
+// the lanes. A level-by-level executor waits for the slowest call of every
+// level; a dataflow executor only for the slow calls on the critical path.
+// It draws from the seed as the peer harness's generator does.
 func Skewed(lanes, levels, fastMs, slowMs int, seed uint64) *Plan {
 	p := &Plan{Name: fmt.Sprintf("skewed-%dx%d", lanes, levels)}
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := newPyRandom(seed)
 	for l := range levels {
-		slowAt := rng.IntN(lanes)
-		for lane := range lanes {
-			ms := fastMs
-			if lane == slowAt || rng.Float64() < 0.2 {
-				ms = slowMs
+		levelMs := make([]int, lanes)
+		hasSlow := false
+		for lane := range levelMs {
+			levelMs[lane] = fastMs
+			if rng.random() < 0.2 {
+				levelMs[lane], hasSlow = slowMs, true
 			}
+		}
+		if !hasSlow {
+			levelMs[rng.below(lanes)] = slowMs
+		}
+		for lane := range lanes {
 			if l == 0 {
-				p.add(nil, ms)
+				p.add(nil, levelMs[lane])
 				continue
 			}
 			preds := []int{(l-1)*lanes + lane}
-			if rng.Float64() < 0.15 {
-				other := rng.IntN(lanes)
-				if other != lane {
-					preds = append(preds, (l-1)*lanes+other)
+			if lanes > 1 && rng.random() < 0.15 {
+				other := rng.below(lanes - 1) // a lane other than this one
+				if other >= lane {
+					other++
 				}
+				preds = append(preds, (l-1)*lanes+other)
+				slices.Sort(preds)
 			}
-			p.add(preds, ms)
+			p.add(preds, levelMs[lane])
 		}
 	}
 	last := make([]int, lanes)
@@ -129,41 +140,66 @@ func (p *Plan) MaxInputs() int {
 	return m
 }
 
-// CriticalPathMs is the sum of latencies along the heaviest path: the
-// makespan of ideal dataflow execution.
-func (p *Plan) CriticalPathMs() int {
-	finish := make([]int, p.Len())
-	best := 0
+// Meta describes a plan's shape, with the fields and the meaning of the
+// peer harness's NAME.meta.json.
+type Meta struct {
+	Plan        string `json:"plan"`
+	Group       string `json:"group"`
+	Description string `json:"description"`
+	Nodes       int    `json:"nodes"`
+	Edges       int    `json:"edges"`
+	// Depth is the number of calls on the longest path.
+	Depth       int `json:"depth"`
+	Levels      int `json:"levels"`
+	MaxIndegree int `json:"max_indegree"`
+	// CriticalPathMs is the makespan of ideal dataflow execution: the sum
+	// of latencies along the heaviest path.
+	CriticalPathMs int `json:"critical_path_ms"`
+	// SuperstepMs is the makespan of ideal level-by-level execution: the
+	// sum over the as-soon-as-possible levels of each level's slowest call.
+	SuperstepMs int `json:"superstep_ms"`
+	TotalWorkMs int `json:"total_work_ms"`
+}
+
+// Meta measures the plan.
+func (p *Plan) Meta() Meta {
+	n := p.Len()
+	m := Meta{Plan: p.Name, Nodes: n}
+	finish := make([]int, n)
+	level := make([]int, n)
+	hops := make([]int, n)
 	for i, ps := range p.Preds {
-		start := 0
+		start, lv, hp := 0, 0, 0
 		for _, q := range ps {
 			start = max(start, finish[q])
+			lv = max(lv, level[q]+1)
+			hp = max(hp, hops[q])
 		}
-		finish[i] = start + p.Ms[i]
-		best = max(best, finish[i])
+		finish[i], level[i], hops[i] = start+p.Ms[i], lv, hp+1
+		m.Edges += len(ps)
+		m.MaxIndegree = max(m.MaxIndegree, len(ps))
+		m.CriticalPathMs = max(m.CriticalPathMs, finish[i])
+		m.Depth = max(m.Depth, hops[i])
+		m.Levels = max(m.Levels, lv+1)
+		m.TotalWorkMs += p.Ms[i]
 	}
-	return best
+	slowest := make([]int, m.Levels)
+	for i := range n {
+		slowest[level[i]] = max(slowest[level[i]], p.Ms[i])
+	}
+	for _, ms := range slowest {
+		m.SuperstepMs += ms
+	}
+	return m
 }
+
+// CriticalPathMs is the sum of latencies along the heaviest path: the
+// makespan of ideal dataflow execution.
+func (p *Plan) CriticalPathMs() int { return p.Meta().CriticalPathMs }
 
 // LevelMs is the makespan of level-by-level execution: the sum over the
 // as-soon-as-possible levels of the slowest call of each level.
-func (p *Plan) LevelMs() int {
-	level := make([]int, p.Len())
-	slowest := map[int]int{}
-	top := 0
-	for i, ps := range p.Preds {
-		for _, q := range ps {
-			level[i] = max(level[i], level[q]+1)
-		}
-		slowest[level[i]] = max(slowest[level[i]], p.Ms[i])
-		top = max(top, level[i])
-	}
-	total := 0
-	for l := 0; l <= top; l++ {
-		total += slowest[l]
-	}
-	return total
-}
+func (p *Plan) LevelMs() int { return p.Meta().SuperstepMs }
 
 // Text returns the plan as .plan text, declaring the tool "work".
 func (p *Plan) Text() []byte {
@@ -200,28 +236,32 @@ func (p *Plan) Text() []byte {
 	return []byte(b.String())
 }
 
-// JSON returns the plan as the bare JSON array of calls of seed 003, in the
-// format of the peer benchmark harness.
+// JSON returns the plan as the bare JSON array of calls of seed 003, byte
+// for byte as the peer harness's generator writes it: one line, no spaces.
 func (p *Plan) JSON() []byte {
-	var b strings.Builder
-	b.Grow(p.Len() * 80)
-	b.WriteString("[\n")
+	b := make([]byte, 0, p.Len()*80)
+	b = append(b, '[')
 	for i, ps := range p.Preds {
 		if i > 0 {
-			b.WriteString(",\n")
+			b = append(b, ',')
 		}
-		b.WriteString(`{"_tool": "work", "ms": `)
-		b.WriteString(strconv.Itoa(p.Ms[i]))
+		b = append(b, `{"_tool":"work","ms":`...)
+		b = strconv.AppendInt(b, int64(p.Ms[i]), 10)
 		if len(ps) == 0 {
-			b.WriteString(`, "in0": "†input.seed"`)
+			b = append(b, `,"in0":"†input.seed"`...)
 		}
 		for k, q := range ps {
-			fmt.Fprintf(&b, `, "in%d": "†state.s%d"`, k, q)
+			b = append(b, `,"in`...)
+			b = strconv.AppendInt(b, int64(k), 10)
+			b = append(b, `":"†state.s`...)
+			b = strconv.AppendInt(b, int64(q), 10)
+			b = append(b, '"')
 		}
-		fmt.Fprintf(&b, `, "_outputPath": "†state.s%d"}`, i)
+		b = append(b, `,"_outputPath":"†state.s`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `"}`...)
 	}
-	b.WriteString("\n]\n")
-	return []byte(b.String())
+	return append(b, "]\n"...)
 }
 
 // ToolsJSON returns an MCP tools file declaring "work" with enough inputs
