@@ -10,11 +10,13 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Plan is a generated plan: for each call, the calls it reads and its
@@ -266,9 +268,13 @@ func (p *Plan) JSON() []byte {
 
 // ToolsJSON returns an MCP tools file declaring "work" with enough inputs
 // for the plan.
-func (p *Plan) ToolsJSON() []byte {
+func (p *Plan) ToolsJSON() []byte { return WorkToolsJSON(p.MaxInputs()) }
+
+// WorkToolsJSON returns an MCP tools file declaring "work" with inputs
+// in0 … in<inputs-1> of any type and an integer ms.
+func WorkToolsJSON(inputs int) []byte {
 	props := map[string]any{"ms": map[string]any{"type": "integer"}}
-	for k := range p.MaxInputs() {
+	for k := range max(1, inputs) {
 		props["in"+strconv.Itoa(k)] = map[string]any{}
 	}
 	tools := map[string]any{"tools": []any{map[string]any{
@@ -315,4 +321,47 @@ tool report(parts: [string], title: string) -> {id: string} irreversible
 	}
 	b.WriteString("], title: \"Findings\") -> †state.report\n  approve \"Publish the report?\"\n\noutput {\n  id: †state.report.id\n}\n")
 	return []byte(b.String())
+}
+
+// Work is the "work" tool of the generated plans: it sleeps for its "ms"
+// argument, then returns 1 + the largest of its integer inputs, so that
+// the sinks of a plan hold its depth when the data really flowed. Inputs
+// are int64 (Obelisk's JSON shape) or float64 (encoding/json's).
+func Work(ctx context.Context, args map[string]any) (any, error) {
+	best := int64(0)
+	for k, v := range args {
+		switch n := v.(type) {
+		case int64:
+			if k == "ms" {
+				if err := sleep(ctx, time.Duration(n)*time.Millisecond); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			best = max(best, n)
+		case float64:
+			if k == "ms" {
+				if err := sleep(ctx, time.Duration(n)*time.Millisecond); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			best = max(best, int64(n))
+		}
+	}
+	return best + 1, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,8 +1,8 @@
 // Command genplans writes the benchmark plans of the catalogue: for each,
 // NAME.json (the bare JSON array of calls the peers read), NAME.meta.json
 // (its shape: critical path, superstep bound, depth) and NAME.plan (the
-// same plan as .plan text), plus tools.json, the tools file declaring the
-// "work" tool they call.
+// same plan as .plan text) and NAME.tools.json (the tools file declaring
+// the "work" tool it calls, with as many inputs as its calls read).
 //
 // Usage:
 //
@@ -41,7 +41,6 @@ func run(dir string, only *regexp.Regexp, list bool) error {
 			return err
 		}
 	}
-	maxInputs := 1
 	for _, e := range bench.Catalogue() {
 		if !only.MatchString(e.Name) {
 			continue
@@ -51,9 +50,8 @@ func run(dir string, only *regexp.Regexp, list bool) error {
 			continue
 		}
 		p := e.Plan()
-		maxInputs = max(maxInputs, p.MaxInputs())
 		m := e.Meta()
-		files := map[string][]byte{".json": p.JSON(), ".meta.json": m.MetaJSON(), ".plan": p.Text()}
+		files := map[string][]byte{".json": p.JSON(), ".meta.json": m.MetaJSON(), ".plan": p.Text(), ".tools.json": p.ToolsJSON()}
 		for ext, data := range files {
 			if err := os.WriteFile(filepath.Join(dir, e.Name+ext), data, 0o644); err != nil {
 				return err
@@ -62,9 +60,5 @@ func run(dir string, only *regexp.Regexp, list bool) error {
 		fmt.Fprintf(os.Stderr, "%-24s %-8s %7d calls %7d edges depth %6d  critical path %5d ms  superstep %5d ms\n",
 			e.Name, e.Group, m.Nodes, m.Edges, m.Depth, m.CriticalPathMs, m.SuperstepMs)
 	}
-	if list {
-		return nil
-	}
-	tools := (&bench.Plan{Preds: [][]int{make([]int, maxInputs)}}).ToolsJSON()
-	return os.WriteFile(filepath.Join(dir, "tools.json"), tools, 0o644)
+	return nil
 }
