@@ -1,15 +1,33 @@
 package lang
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/bench"
 )
 
-// BenchmarkParse parses generated plans; b.SetBytes makes the result read
-// in MB/s. The 10k layered plan is the figure the front end is judged by.
+// benchPlans are the generated plans the front-end benchmarks read: a
+// chain, a fan-out and a random layered DAG at 1k, 10k and 100k calls, so
+// that each tenfold step in size can be compared.
+func benchPlans() []*bench.Plan {
+	var out []*bench.Plan
+	for _, n := range []int{1000, 10000, 100000} {
+		out = append(out, bench.Chain(n, 0), bench.FanOut(n, 0), bench.Layered(100, n/100, 0, bench.LayeredSeed(100, n/100)))
+	}
+	return out
+}
+
+// perCall reports ns per call of the plan.
+func perCall(b *testing.B, calls int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(calls), "ns/call")
+}
+
+// BenchmarkParse parses generated plans as .plan text; b.SetBytes makes
+// the result read in MB/s. typical-30 is a plan of the size and shape a
+// model writes.
 func BenchmarkParse(b *testing.B) {
-	for _, p := range []*bench.Plan{bench.Chain(1000, 0), bench.Layered(100, 100, 0, 1), bench.Chain(100000, 0)} {
+	for _, p := range benchPlans() {
 		src := p.Text()
 		b.Run(p.Name, func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
@@ -19,6 +37,7 @@ func BenchmarkParse(b *testing.B) {
 					b.Fatal(diags)
 				}
 			}
+			perCall(b, p.Len())
 		})
 	}
 	src := bench.Typical(30)
@@ -33,9 +52,10 @@ func BenchmarkParse(b *testing.B) {
 	})
 }
 
-// BenchmarkParseJSON imports the JSON form of the same plans.
+// BenchmarkParseJSON imports the JSON form of the same plans (the bare
+// array of calls of seed 003).
 func BenchmarkParseJSON(b *testing.B) {
-	for _, p := range []*bench.Plan{bench.Layered(100, 100, 0, 1)} {
+	for _, p := range benchPlans() {
 		src := p.JSON()
 		b.Run(p.Name, func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
@@ -45,6 +65,27 @@ func BenchmarkParseJSON(b *testing.B) {
 					b.Fatal(diags)
 				}
 			}
+			perCall(b, p.Len())
+		})
+	}
+}
+
+// BenchmarkDecodeJSON decodes the same JSON with encoding/json into
+// []map[string]any: the practical floor for reading a plan in Go, which
+// the JSON front end (parse, check and compile) is measured against.
+func BenchmarkDecodeJSON(b *testing.B) {
+	for _, p := range benchPlans() {
+		src := p.JSON()
+		b.Run(p.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var calls []map[string]any
+				if err := json.Unmarshal(src, &calls); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perCall(b, p.Len())
 		})
 	}
 }

@@ -310,6 +310,10 @@ func (c *jconv) step(v *jvalue) *Step {
 				c.errorf(val.span, "\"_outputPath\" is a string such as \"†state.result\"")
 				continue
 			}
+			if r, ok := plainRef(val.str, innerSpan(val).Start); ok && !val.escaped && r.IsState() && len(r.Path) == 1 {
+				s.Out = &Outputs{Span: r.Span, Success: r}
+				continue
+			}
 			out, diags := parseOutputPathText(c.name, []byte(val.str))
 			c.embed(val, out, diags)
 			s.Out = out
@@ -517,6 +521,11 @@ func (c *jconv) expr(v *jvalue) Expr {
 	switch v.kind {
 	case jString:
 		if isRefString(v.str) {
+			if !v.escaped {
+				if r, ok := plainRef(v.str, innerSpan(v).Start); ok {
+					return r
+				}
+			}
 			r, diags := ParseRef(c.name, []byte(v.str))
 			c.embed(v, r, diags)
 			if r == nil {

@@ -542,3 +542,61 @@ func parseOutputPathText(name string, src []byte) (*Outputs, Diagnostics) {
 	}()
 	return o, p.diags
 }
+
+// plainRef reads the common reference of a JSON string: † or $, then
+// ASCII names joined by dots ("†state.s12", "$input.user.name"), with the
+// same tree and spans the parser gives, placed at base (the position of
+// the string's first character, on one line). It reports false for
+// anything else, which goes through the parser.
+func plainRef(s string, base Pos) (*Ref, bool) {
+	r := &Ref{}
+	off := 0
+	switch {
+	case strings.HasPrefix(s, "†"):
+		off = len("†")
+	case strings.HasPrefix(s, "$"):
+		off, r.ASCII = 1, true
+	default:
+		return nil, false
+	}
+	// The marker is one column whatever its bytes; every other character
+	// is ASCII, so columns follow bytes after it.
+	pos := func(o int) Pos {
+		col := base.Column + o
+		if o >= off {
+			col = base.Column + 1 + o - off
+		}
+		return Pos{Offset: base.Offset + o, Line: base.Line, Column: col}
+	}
+	name := func(start int) int {
+		i := start
+		for i < len(s) {
+			c := s[i]
+			if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > start && '0' <= c && c <= '9' {
+				i++
+				continue
+			}
+			break
+		}
+		return i
+	}
+	end := name(off)
+	if end == off {
+		return nil, false
+	}
+	r.Span = Span{pos(0), pos(end)}
+	r.Root = &Ident{Span: Span{pos(off), pos(end)}, Name: s[off:end]}
+	for end < len(s) {
+		if s[end] != '.' {
+			return nil, false
+		}
+		dot := end
+		end = name(dot + 1)
+		if end == dot+1 {
+			return nil, false
+		}
+		r.Path = append(r.Path, &PathElem{Span: Span{pos(dot), pos(end)}, Field: s[dot+1 : end]})
+	}
+	r.Span.End = pos(end)
+	return r, true
+}
