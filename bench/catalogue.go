@@ -77,3 +77,19 @@ func (m Meta) MetaJSON() []byte {
 	b, _ := json.MarshalIndent(m, "", " ")
 	return append(b, '\n')
 }
+
+// Shapes returns a chain, a fan-out and a random layered DAG (100 wide, or
+// a tenth of n when that is less) of n no-op calls for each n, built only
+// when asked for, so that a benchmark filtered down to one of them does
+// not build the others.
+func Shapes(ns ...int) []Entry {
+	var out []Entry
+	for _, n := range ns {
+		w := min(100, max(1, n/10))
+		out = append(out,
+			Entry{fmt.Sprintf("chain-%d", n), "overhead", "", func() *Plan { return Chain(n, 0) }},
+			Entry{fmt.Sprintf("fanout-%d", n), "overhead", "", func() *Plan { return FanOut(n, 0) }},
+			Entry{fmt.Sprintf("layered-%dx%d", w, n/w), "overhead", "", func() *Plan { return Layered(w, n/w, 0, LayeredSeed(w, n/w)) }})
+	}
+	return out
+}

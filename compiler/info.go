@@ -58,6 +58,22 @@ type Tool struct {
 
 	defaultsOnce sync.Once
 	defaults     []*Param
+
+	requiredOnce sync.Once
+	required     []*Param
+}
+
+// requiredParams returns the parameters a call must give: neither
+// optional nor with a default.
+func (t *Tool) requiredParams() []*Param {
+	t.requiredOnce.Do(func() {
+		for _, p := range t.Params {
+			if !p.Optional && !p.HasDefault {
+				t.required = append(t.required, p)
+			}
+		}
+	})
+	return t.required
 }
 
 // Defaults returns the parameters that have a default value.

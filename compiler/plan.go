@@ -478,8 +478,8 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		out = append(out, &Arg{Name: name, Param: param, Value: op})
 	}
 	var missing []string
-	for _, p := range tool.Params {
-		if _, ok := given[p.Name]; !ok && !p.Optional && !p.HasDefault {
+	for _, p := range tool.requiredParams() {
+		if _, ok := given[p.Name]; !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}

@@ -10,13 +10,7 @@ import (
 // benchPlans are the generated plans the front-end benchmarks read: a
 // chain, a fan-out and a random layered DAG at 1k, 10k and 100k calls, so
 // that each tenfold step in size can be compared.
-func benchPlans() []*bench.Plan {
-	var out []*bench.Plan
-	for _, n := range []int{1000, 10000, 100000} {
-		out = append(out, bench.Chain(n, 0), bench.FanOut(n, 0), bench.Layered(100, n/100, 0, bench.LayeredSeed(100, n/100)))
-	}
-	return out
-}
+func benchPlans() []bench.Entry { return bench.Shapes(1000, 10000, 100000) }
 
 // perCall reports ns per call of the plan.
 func perCall(b *testing.B, calls int) {
@@ -27,9 +21,10 @@ func perCall(b *testing.B, calls int) {
 // the result read in MB/s. typical-30 is a plan of the size and shape a
 // model writes.
 func BenchmarkParse(b *testing.B) {
-	for _, p := range benchPlans() {
-		src := p.Text()
-		b.Run(p.Name, func(b *testing.B) {
+	for _, e := range benchPlans() {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			src := p.Text()
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -55,9 +50,10 @@ func BenchmarkParse(b *testing.B) {
 // BenchmarkParseJSON imports the JSON form of the same plans (the bare
 // array of calls of seed 003).
 func BenchmarkParseJSON(b *testing.B) {
-	for _, p := range benchPlans() {
-		src := p.JSON()
-		b.Run(p.Name, func(b *testing.B) {
+	for _, e := range benchPlans() {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			src := p.JSON()
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -74,9 +70,10 @@ func BenchmarkParseJSON(b *testing.B) {
 // []map[string]any: the practical floor for reading a plan in Go, which
 // the JSON front end (parse, check and compile) is measured against.
 func BenchmarkDecodeJSON(b *testing.B) {
-	for _, p := range benchPlans() {
-		src := p.JSON()
-		b.Run(p.Name, func(b *testing.B) {
+	for _, e := range benchPlans() {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			src := p.JSON()
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -3,29 +3,15 @@ package vm
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+
 	"testing"
+	"time"
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 )
-
-// workTool is the benchmark tool: it returns 1 + the largest of its
-// integer inputs, so the sinks hold the plan's depth.
-func workTool(ctx context.Context, args map[string]any) (any, error) {
-	best := int64(0)
-	for k, v := range args {
-		if k == "ms" {
-			continue
-		}
-		if n, ok := v.(int64); ok && n > best {
-			best = n
-		}
-	}
-	return best + 1, nil
-}
 
 // benchProgram compiles a generated plan.
 func benchProgram(b *testing.B, p *bench.Plan) *compiler.Program {
@@ -45,54 +31,93 @@ func benchProgram(b *testing.B, p *bench.Plan) *compiler.Program {
 	return prog
 }
 
-// BenchmarkRun runs generated plans of no-op calls through the whole
-// interpreter: argument evaluation, the tool registry's validation of
-// arguments and results against their JSON Schemas, result type checks,
-// state, and events to an observer. Compilation is not timed. us/step is
-// the overhead per step.
-func BenchmarkRun(b *testing.B) {
-	for _, n := range []int{10000, 100000} {
-		for _, p := range []*bench.Plan{bench.Chain(n, 0), bench.FanOut(n, 0), bench.Layered(100, n/100, 0, 1)} {
-			prog := benchProgram(b, p)
-			// The registry validates every call against this schema; the
-			// plan declares the tool's inputs in0, in1, … itself.
-			reg := runtime.NewRegistry()
-			reg.MustRegister(runtime.Definition{
-				Name:         "work",
-				InputSchema:  json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}},"additionalProperties":{"type":"integer"}}`),
-				OutputSchema: json.RawMessage(`{"type":"integer"}`),
-			}, runtime.ToolFunc(workTool))
-			events := 0
-			opts := Options{Tools: reg, MaxParallel: 8, Observer: func(Event) { events++ }}
-			b.Run(p.Name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					res, err := Run(context.Background(), prog, map[string]any{"seed": int64(0)}, opts)
-					if err != nil || res.Status != RunCompleted {
-						b.Fatalf("%v %v", err, res.Err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(p.Len()), "us/step")
-			})
+// benchRegistry registers the work tool with the schemas of the plan's
+// tools file, so that every call is validated as `obelisk run` validates
+// it.
+func benchRegistry(b *testing.B, p *bench.Plan) *runtime.Registry {
+	var file struct{ Tools []runtime.Definition }
+	if err := json.Unmarshal(p.ToolsJSON(), &file); err != nil {
+		b.Fatal(err)
+	}
+	reg := runtime.NewRegistry()
+	reg.MustRegister(file.Tools[0], runtime.ToolFunc(bench.Work))
+	return reg
+}
+
+// overheadPlans are chains, fan-outs and random layered DAGs of no-op
+// calls at 100, 1k, 10k and 100k steps.
+func overheadPlans() []bench.Entry { return bench.Shapes(100, 1000, 10000, 100000) }
+
+// runBench runs a program b.N times and reports the time, bytes and
+// allocations per step.
+func runBench(b *testing.B, prog *compiler.Program, steps int, opts Options) {
+	events := 0
+	opts.Observer = func(Event) { events++ }
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Run(context.Background(), prog, map[string]any{"seed": int64(0)}, opts)
+		if err != nil || res.Status != RunCompleted {
+			b.Fatalf("%v %v", err, res.Err)
 		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N)/float64(steps), "us/step")
+	if events < 2*steps {
+		b.Fatalf("%d events for %d steps", events, steps)
 	}
 }
 
-// BenchmarkRunNoValidation is BenchmarkRun with the tool called directly,
-// without schema validation: the interpreter's own overhead.
-func BenchmarkRunNoValidation(b *testing.B) {
-	for _, p := range []*bench.Plan{bench.Layered(100, 100, 0, 1)} {
-		prog := benchProgram(b, p)
-		tools := callerFunc(func(ctx context.Context, name string, args map[string]any) (any, error) { return workTool(ctx, args) })
-		opts := Options{Tools: tools, MaxParallel: 8, Observer: func(Event) {}}
-		b.Run(p.Name, func(b *testing.B) {
-			b.ReportAllocs()
+// BenchmarkRun runs plans of no-op calls through the whole interpreter:
+// argument evaluation, the registry's validation of arguments and results
+// against the tool's JSON Schemas, result type checks, state, and events
+// to an observer; no journal. Compilation is not timed. us/step is the
+// overhead per step, the figure compared with the minimal Go executor.
+func BenchmarkRun(b *testing.B) {
+	for _, e := range overheadPlans() {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			runBench(b, benchProgram(b, p), p.Len(), Options{Tools: benchRegistry(b, p), MaxParallel: 64})
+		})
+	}
+}
+
+// BenchmarkRunDirect is BenchmarkRun with the tool called directly,
+// without the registry's schema validation: the interpreter's own
+// overhead.
+func BenchmarkRunDirect(b *testing.B) {
+	direct := callerFunc(func(ctx context.Context, _ string, args map[string]any) (any, error) { return bench.Work(ctx, args) })
+	for _, e := range overheadPlans() {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			runBench(b, benchProgram(b, p), p.Len(), Options{Tools: direct, MaxParallel: 64})
+		})
+	}
+}
+
+// BenchmarkRunLatency runs the catalogue's plans whose calls sleep (1 to
+// 50 ms) and reports the makespan over the critical path (x-critical-path)
+// : on the skewed DAG a dataflow run finishes near its critical path
+// (560 ms), where a level-by-level one takes 1001 ms.
+func BenchmarkRunLatency(b *testing.B) {
+	for _, e := range bench.Catalogue() {
+		if e.Group != "latency" {
+			continue
+		}
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			prog := benchProgram(b, p)
+			cp := time.Duration(p.CriticalPathMs()) * time.Millisecond
+			opts := Options{Tools: benchRegistry(b, p), MaxParallel: 256}
+			var total time.Duration
 			for b.Loop() {
-				if res, err := Run(context.Background(), prog, map[string]any{"seed": int64(0)}, opts); err != nil || res.Status != RunCompleted {
-					b.Fatal(err)
+				res, err := Run(context.Background(), prog, map[string]any{"seed": int64(0)}, opts)
+				if err != nil || res.Status != RunCompleted {
+					b.Fatalf("%v %v", err, res.Err)
 				}
+				total += res.Makespan
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(p.Len()), "us/step")
+			mean := total / time.Duration(b.N)
+			b.ReportMetric(float64(mean)/float64(cp), "x-critical-path")
+			b.ReportMetric(float64(mean-cp)/float64(time.Millisecond), "ms-over-critical-path")
 		})
 	}
 }
@@ -102,5 +127,3 @@ type callerFunc func(ctx context.Context, name string, args map[string]any) (any
 func (f callerFunc) Call(ctx context.Context, name string, args map[string]any) (any, error) {
 	return f(ctx, name, args)
 }
-
-var _ = fmt.Sprint
