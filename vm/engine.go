@@ -76,8 +76,10 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
 		}
 	}
+	results := make([]StepResult, n)
 	for i, s := range prog.Steps {
-		e.res[i] = &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
+		results[i] = StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
+		e.res[i] = &results[i]
 		e.remain[i] = int32(len(prog.Pred[i]))
 	}
 	return e, nil
@@ -553,7 +555,7 @@ func (e *engine) output() (any, error) {
 
 // state returns the written slots.
 func (e *engine) state() map[string]any {
-	out := map[string]any{}
+	out := make(map[string]any, len(e.plan.SlotNames))
 	for i, name := range e.plan.SlotNames {
 		if e.sc.written[i] {
 			out[name] = e.sc.slots[i]
@@ -564,7 +566,7 @@ func (e *engine) state() map[string]any {
 
 // result builds the run's result.
 func (e *engine) result() *Result {
-	r := &Result{State: e.state(), CriticalPath: e.prog.Analysis.CriticalLatency}
+	r := &Result{State: e.state(), CriticalPath: e.prog.Analysis.CriticalLatency, Steps: make([]*StepResult, 0, len(e.res))}
 	for _, sr := range e.res {
 		r.Steps = append(r.Steps, sr)
 		switch sr.Status {

@@ -214,8 +214,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		}
 		e.round = round
 		r.drive(ctx, e)
-		res := e.result()
-		all = append(all, res.Steps...)
+		all = append(all, e.res...)
 		if e.replanAt == nil || ctx.Err() != nil {
 			return r.conclude(ctx, e, all, replans), nil
 		}
@@ -267,7 +266,10 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 		}
 		res.Retries += s.Retries
 	}
-	out, err := e.output()
+	out, err := any(res.State), error(nil)
+	if e.plan.Output != nil {
+		out, err = e.output()
+	}
 	if err != nil {
 		res.Err = fmt.Errorf("evaluating the output: %w", err)
 	}
@@ -305,36 +307,19 @@ type completion struct {
 
 // drive runs one engine to the end: it dispatches ready steps up to the
 // parallelism bound, in index order, and settles their successors as they
-// finish.
+// finish. There is no driver goroutine: the goroutine whose step finishes
+// settles it under the dispatcher's lock and goes on with the first step
+// it dispatches, so a chain runs on one goroutine without handing over.
 func (r *runner) drive(ctx context.Context, e *engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan completion, r.opts.MaxParallel)
-	ready := e.settle(e.roots())
-	running := 0
-	for {
-		for running < r.opts.MaxParallel && len(ready) > 0 && e.stop == nil && ctx.Err() == nil {
-			i := ready[0]
-			ready = ready[1:]
-			spec, serr := e.prepare(i)
-			if serr != nil {
-				ready = mergeSorted(ready, e.settle(e.finish(i, outcome{err: serr, start: r.elapsed()})))
-				continue
-			}
-			running++
-			e.res[i].Status = StatusRunning
-			go func() { done <- completion{i, r.work(ctx, e, spec)} }()
-		}
-		if running == 0 {
-			break
-		}
-		c := <-done
-		running--
-		ready = mergeSorted(ready, e.settle(e.finish(c.i, c.out)))
-		if e.stop != nil && e.replanAt == nil {
-			cancel() // abort: stop the steps still running
-		}
-	}
+	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{})}
+	d.mu.Lock()
+	d.ready = e.settle(e.roots())
+	first := d.next()
+	d.mu.Unlock()
+	d.worker(first)
+	<-d.idle
 	// Steps never reached: skipped when the run stopped or was canceled;
 	// under replan they are left to the new plan.
 	if e.replanAt == nil {
@@ -345,6 +330,72 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 		for _, i := range e.undecided() {
 			e.skip(i, why)
 		}
+	}
+}
+
+// dispatcher shares one engine among the goroutines running its steps.
+type dispatcher struct {
+	r      *runner
+	e      *engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	// mu guards the engine, ready and running.
+	mu      sync.Mutex
+	ready   []int
+	running int
+	// idle is closed once nothing runs and nothing more can start.
+	idle   chan struct{}
+	closed bool
+}
+
+// next dispatches ready steps in index order, up to the parallelism
+// bound. It returns the first for the calling goroutine to run and starts
+// a goroutine for each of the others. d.mu is held.
+func (d *dispatcher) next() *callSpec {
+	e := d.e
+	var mine *callSpec
+	for d.running < d.r.opts.MaxParallel && len(d.ready) > 0 && e.stop == nil && d.ctx.Err() == nil {
+		i := d.ready[0]
+		d.ready = d.ready[1:]
+		spec, serr := e.prepare(i)
+		if serr != nil {
+			d.ready = mergeSorted(d.ready, e.settle(e.finish(i, outcome{err: serr, start: d.r.elapsed()})))
+			d.stopped()
+			continue
+		}
+		d.running++
+		e.res[i].Status = StatusRunning
+		if mine == nil {
+			mine = spec
+		} else {
+			go d.worker(spec)
+		}
+	}
+	if d.running == 0 && !d.closed {
+		d.closed = true
+		close(d.idle)
+	}
+	return mine
+}
+
+// worker runs a step, settles it, and goes on with the next step it
+// dispatches, until it dispatches none.
+func (d *dispatcher) worker(spec *callSpec) {
+	for spec != nil {
+		out := d.r.work(d.ctx, d.e, spec)
+		d.mu.Lock()
+		d.running--
+		d.ready = mergeSorted(d.ready, d.e.settle(d.e.finish(spec.i, out)))
+		d.stopped()
+		spec = d.next()
+		d.mu.Unlock()
+	}
+}
+
+// stopped cancels the steps still running once the policy aborts the run.
+func (d *dispatcher) stopped() {
+	if d.e.stop != nil && d.e.replanAt == nil {
+		d.cancel()
 	}
 }
 
