@@ -27,7 +27,8 @@ type Config struct {
 	Limits Limits
 }
 
-// Limits bound untrusted plans. A zero field takes its default.
+// Limits bound untrusted plans. A zero field takes its default. A plan
+// over a limit gets a limit-exceeded diagnostic.
 type Limits struct {
 	// MaxSteps bounds the steps of a plan and its sub-plans together
 	// (default 100000).
@@ -37,6 +38,16 @@ type Limits struct {
 	MaxForEach int
 	// MaxDepth bounds how deeply sub-plans may call each other (default 8).
 	MaxDepth int
+	// MaxNesting bounds how deeply lists, objects and types nest in the
+	// plan's values and declarations (default 100, the parser's own bound).
+	MaxNesting int
+	// MaxCost bounds the worst-case cost of evaluating one CEL expression,
+	// as cel-go estimates it (default 1,000,000, the interpreter's default
+	// runtime limit per evaluation).
+	MaxCost uint64
+	// SizeHint is the size the cost estimate assumes for a list, map or
+	// string whose size cannot be known before the run (default 1000).
+	SizeHint uint64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -48,6 +59,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = 8
+	}
+	if l.MaxNesting <= 0 {
+		l.MaxNesting = 100
+	}
+	if l.MaxCost == 0 {
+		l.MaxCost = 1_000_000
+	}
+	if l.SizeHint == 0 {
+		l.SizeHint = 1000
 	}
 	return l
 }
@@ -84,6 +104,19 @@ type checker struct {
 	// planOrder lists sub-plans so that a callee comes before its callers.
 	planOrder []string
 	steps     int
+	// nesting is how deep the value or type being checked is nested.
+	nesting int
+}
+
+// enter counts one more level of nesting of a list, object or type, and
+// reports false (after a diagnostic) when it is one too many.
+func (c *checker) enter(span lang.Span) bool {
+	c.nesting++
+	if c.nesting > c.limits.MaxNesting {
+		c.errorf(lang.LimitExceeded, span, "lists, objects and types nest more than %d levels deep here", c.limits.MaxNesting)
+		return false
+	}
+	return true
 }
 
 func (c *checker) report(sev lang.Severity, code lang.Code, file string, span lang.Span, format string, args ...any) *lang.Diagnostic {
@@ -203,6 +236,10 @@ func (c *checker) typeOf(te lang.TypeExpr) *Type {
 	case *lang.NamedType:
 		return c.namedType(te.Name, te.Span)
 	case *lang.ListType:
+		defer func() { c.nesting-- }()
+		if !c.enter(te.Span) {
+			return AnyType
+		}
 		return ListOf(c.typeOf(te.Elem))
 	case *lang.OptionalType:
 		return c.typeOf(te.Elem).orNull()
@@ -222,6 +259,10 @@ func (c *checker) typeOf(te lang.TypeExpr) *Type {
 		}
 		return t
 	case *lang.ObjectType:
+		defer func() { c.nesting-- }()
+		if !c.enter(te.Span) {
+			return AnyType
+		}
 		t := &Type{Kind: KindObject}
 		seen := map[string]bool{}
 		for _, f := range te.Fields {

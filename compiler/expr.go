@@ -2,10 +2,14 @@ package compiler
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
+	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
+	"cel.dev/cel-go/common/cost"
 
 	"github.com/obelisk-plan/obelisk/lang"
 )
@@ -27,6 +31,10 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		}
 		return &Operand{Kind: OpRef, Ref: rp, Type: t, Span: e.Span}
 	case *lang.ListExpr:
+		defer func() { pc.c.nesting-- }()
+		if !pc.c.enter(e.Span) {
+			return &Operand{Kind: OpConst, Type: AnyType, Span: e.Span}
+		}
 		op := &Operand{Kind: OpList, Span: e.Span}
 		allConst := true
 		var elem *Type
@@ -55,6 +63,10 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		}
 		return op
 	case *lang.ObjectExpr:
+		defer func() { pc.c.nesting-- }()
+		if !pc.c.enter(e.Span) {
+			return &Operand{Kind: OpConst, Type: AnyType, Span: e.Span}
+		}
 		op := &Operand{Kind: OpObject, Span: e.Span, Type: &Type{Kind: KindObject}}
 		allConst := true
 		seen := map[string]lang.Span{}
@@ -246,9 +258,48 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	}
 	op.CEL = checked
 	op.env = env
+	pc.celCost(e, env, checked)
 	op.Type = pc.types.planType(checked.OutputType())
 	pc.bareNames(e, sc)
 	return op
+}
+
+// celCost reports an expression whose worst-case cost, as cel-go
+// estimates it with unknown sizes taken as Limits.SizeHint, is over
+// Limits.MaxCost: an untrusted plan could otherwise make every evaluation
+// run to the interpreter's runtime limit.
+func (pc *planChecker) celCost(e *lang.CELExpr, env *cel.Env, checked *cel.Ast) {
+	lim := pc.c.limits
+	est, err := env.EstimateCost(checked, sizeHint(lim.SizeHint))
+	if err != nil || est.Max <= lim.MaxCost {
+		return
+	}
+	pc.c.errorf(lang.LimitExceeded, e.Span, "this expression may cost up to %s to evaluate, more than the limit of %d (a list, map or string of unknown size is taken to hold %d elements): iterate over fewer or smaller lists, or raise the limit if the plan is trusted",
+		costText(est.Max), lim.MaxCost, lim.SizeHint)
+}
+
+// costText prints a cost estimate; an unbounded one is "an unbounded
+// amount".
+func costText(c uint64) string {
+	if c == math.MaxUint64 {
+		return "an unbounded amount"
+	}
+	return strconv.FormatUint(c, 10)
+}
+
+// sizeHint is a cost estimator that gives every value of unknown size the
+// same size.
+type sizeHint uint64
+
+// EstimateSize implements cost.Estimator.
+func (h sizeHint) EstimateSize(cost.AstNode) *cost.SizeEstimate {
+	return &cost.SizeEstimate{Min: 0, Max: uint64(h)}
+}
+
+// EstimateCallCost implements cost.Estimator: calls cost what cel-go
+// says.
+func (sizeHint) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
 }
 
 // bareNames reports references written without †, which CEL would accept

@@ -96,6 +96,10 @@ type Options struct {
 	// CostLimit bounds the cost of evaluating one CEL expression (default
 	// 1,000,000); 0 takes the default.
 	CostLimit uint64
+	// MaxOutputBytes bounds the size of a step's result, measured as
+	// compact JSON (default 16 MiB); a larger result fails the step with
+	// limit-exceeded instead of filling the state.
+	MaxOutputBytes int
 }
 
 func (o *Options) defaults() {
@@ -113,6 +117,9 @@ func (o *Options) defaults() {
 	}
 	if o.CostLimit == 0 {
 		o.CostLimit = 1_000_000
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = 16 << 20
 	}
 }
 
@@ -418,9 +425,22 @@ func mergeSorted(a, b []int) []int {
 	return append(append(out, a...), b...)
 }
 
-// work runs one step: approval, then the known result, the for-each
-// elements or the call, with retries and fallback.
+// work runs one step and holds its result to the size limit.
 func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
+	out := r.runStep(ctx, e, spec)
+	if out.err == nil {
+		if n, over := jsonSize(out.value, r.opts.MaxOutputBytes); over {
+			s := spec.step
+			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.Node.Call.Tool.Name, Step: s.ID,
+				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (--max-output)", s.ID, r.opts.MaxOutputBytes, n)}
+		}
+	}
+	return out
+}
+
+// runStep runs one step: approval, then the known result, the for-each
+// elements or the call, with retries and fallback.
+func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome {
 	s := spec.step
 	start := r.elapsed()
 	id := e.prefix + s.ID

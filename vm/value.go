@@ -304,3 +304,41 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// jsonSize measures v as compact JSON, roughly (strings without their
+// escapes), and stops as soon as it passes limit: it returns the size
+// measured so far and whether it is over the limit.
+func jsonSize(v any, limit int) (int, bool) {
+	n := 0
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case nil:
+			n += 4
+		case bool:
+			n += 5
+		case string:
+			n += len(v) + 2
+		case []any:
+			n += 2 + len(v)
+			for _, e := range v {
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		case map[string]any:
+			n += 2 + len(v)
+			for k, e := range v {
+				n += len(k) + 3
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		default:
+			n += 8 // a number, or a value of another type
+		}
+		return n <= limit
+	}
+	walk(v)
+	return n, n > limit
+}

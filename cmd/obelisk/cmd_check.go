@@ -18,17 +18,21 @@ import (
 type checkFlags struct {
 	tools  stringList
 	strict bool
+	limits compiler.Limits
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
 	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+	fs.IntVar(&cf.limits.MaxSteps, "max-steps", 100000, "the most steps a plan may have, its sub-plans' included")
+	fs.IntVar(&cf.limits.MaxForEach, "max-fanout", 1000, "the most elements a for each may run (its max, or the bound of one without max)")
+	fs.Uint64Var(&cf.limits.MaxCost, "max-cost", 1000000, "the most a CEL expression may cost to evaluate: estimated when the plan is checked, and counted when it runs")
 }
 
 // config reads the tools files and builds the checker's configuration for
 // a plan read from src.
 func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
-	cfg := compiler.Config{Strict: cf.strict, ReadFile: os.ReadFile}
+	cfg := compiler.Config{Strict: cf.strict, ReadFile: os.ReadFile, Limits: cf.limits}
 	if src.path != "" {
 		cfg.Dir = filepath.Dir(src.path)
 	}

@@ -37,7 +37,7 @@ func runCommand() *command {
 				if *mode != "" && *mode != "lazy" && *mode != "eager" {
 					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
 				}
-				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
+				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, MaxOutputBytes: rf.maxOutput, CostLimit: rf.limits.MaxCost}
 				var closers []func() error
 				defer func() {
 					for _, c := range closers {
