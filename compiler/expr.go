@@ -341,6 +341,11 @@ func (pc *planChecker) celIssues(e *lang.CELExpr, errs []*common.Error, code lan
 			end := start
 			end.Offset++
 			end.Column++
+			if end.Offset > e.Span.End.Offset {
+				// CEL points past the end of the expression (an
+				// unexpected end): point at its end.
+				start, end = e.Span.End, e.Span.End
+			}
 			span = lang.Span{Start: start, End: end}
 		}
 		pc.c.errorf(code, span, "in expression: %s", celMessage(err.Message))

@@ -19,6 +19,10 @@ func FuzzCheck(f *testing.F) {
 		}
 	}
 	f.Add([]byte("tool f(x: int) -> {a: [int]} pure\nf(x: †state.v.a[0]) -> †state.v\n"))
+	// Near the limits: nesting, expression cost, fan-out, sub-plan depth.
+	f.Add([]byte("tool f(x: [[{a: [int]}]]) -> [[int]] pure\nf(x: [[{a: [1]}]]) -> †state.m\nf(x: []) -> †state.n\n  when †state.m.exists(a, a.exists(x, †state.m.exists(b, b.exists(y, x == y))))\n"))
+	f.Add([]byte("tool f(x: int) -> int pure\ninput {\n  xs: [int]\n}\nfor each x in †input.xs max 1001: f(x: †x) -> †state.r\n"))
+	f.Add([]byte("plan a(x: int) -> int {\n  b(x: †input.x) -> †state.r\n  output †state.r\n}\nplan b(x: int) -> int {\n  a(x: †input.x) -> †state.r\n  output †state.r\n}\na(x: 1) -> †state.o\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, diags := lang.Parse("fuzz.plan", src)
 		if diags.HasErrors() {

@@ -79,6 +79,8 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`[{"_tool": "f", "x": "†state.a", "_outputPath": "†state.b || †state.c"}]`))
 	f.Add([]byte(`[{"type": "tool", "tool": {"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}}, {"type": "plan", "plan": []}]`))
 	f.Add([]byte(`{"calls": [], "output": {"a": 1}}`))
+	f.Add([]byte(`[{"_tool":"work","ms":0,"in0":"†input.seed","_outputPath":"†state.s0"},{"_tool":"work","ms":1,"in0":"†state.s0","in1":"$state.s0.a","_outputPath":"†state.s1"}]`))
+	f.Add([]byte(`[{"_tool": "f", "x": "†state.a\u0042", "y": "†state.é", "z": "†state.a.0", "_outputPath": "$state._b1"}]`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, diags := ParseJSON("fuzz.json", src)
 		if file == nil {
@@ -94,6 +96,29 @@ func FuzzParseJSON(f *testing.F) {
 		}
 		if diff := cmp.Diff(file, again, astOptions); diff != "" {
 			t.Fatalf("JSON -> .plan -> tree differs:\n%s\ninput:\n%s\nformatted:\n%s", diff, src, out)
+		}
+	})
+}
+
+// FuzzPlainRef: whatever string the fast path for JSON references takes,
+// the parser reads as the same reference, spans included, without error.
+func FuzzPlainRef(f *testing.F) {
+	for _, s := range []string{"†state.s12", "$input.user.name", "†x", "†state..a", "†state.a[0]", "†state.é", "$"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		base := Pos{Offset: 10, Line: 2, Column: 5}
+		got, ok := plainRef(s, base)
+		if !ok {
+			return
+		}
+		want, diags := ParseRef("fuzz", []byte(s))
+		if len(diags) > 0 || want == nil {
+			t.Fatalf("%q: the fast path takes it, the parser reports %v", s, diags)
+		}
+		mapSpans(want, func(sp Span) Span { return Span{shiftPos(sp.Start, base), shiftPos(sp.End, base)} })
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("%q: (-parser +fast path)\n%s", s, d)
 		}
 	})
 }
