@@ -118,8 +118,11 @@ func (o *Operand) AllRefs() []*RefPath {
 
 func refPath(r *lang.Ref) *RefPath {
 	p := &RefPath{Root: r.Root.Name, Span: r.Span}
-	for _, e := range r.Path {
-		p.Path = append(p.Path, PathElem{Field: e.Field, Index: e.Index, IsIndex: e.IsIndex})
+	if len(r.Path) > 0 {
+		p.Path = make([]PathElem, len(r.Path))
+		for i, e := range r.Path {
+			p.Path[i] = PathElem{Field: e.Field, Index: e.Index, IsIndex: e.IsIndex}
+		}
 	}
 	return p
 }

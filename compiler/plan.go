@@ -2,7 +2,9 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -216,8 +218,11 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 		}
 	}
 	counter := map[string]int{}
+	mem := make([]Step, len(steps)) // one allocation for all the steps
+	pc.p.Steps = slices.Grow(pc.p.Steps, len(steps))
 	for i, n := range steps {
-		s := &Step{Node: n, Index: i}
+		s := &mem[i]
+		s.Node, s.Index = n, i
 		switch {
 		case n.Label != nil:
 			s.ID = n.Label.Name
@@ -226,7 +231,7 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 		default:
 			for {
 				counter[n.Call.Tool.Name]++
-				s.ID = fmt.Sprintf("%s#%d", n.Call.Tool.Name, counter[n.Call.Tool.Name])
+				s.ID = n.Call.Tool.Name + "#" + strconv.Itoa(counter[n.Call.Tool.Name])
 				if !pc.labelTaken(s.ID) {
 					break
 				}
@@ -306,14 +311,16 @@ func (pc *planChecker) slotTypes() {
 			typ  *Type
 			span lang.Span
 		}
-		var ws []writer
+		ws := make([]writer, 0, len(slot.Writers)+len(slot.ErrorWriters))
 		for _, w := range slot.Writers {
 			ws = append(ws, writer{w, w.OutType, w.Node.Out.Success.Span})
 		}
 		for _, w := range slot.ErrorWriters {
 			ws = append(ws, writer{w, ErrorType, w.Node.Out.Error.Span})
 		}
-		sort.Slice(ws, func(i, j int) bool { return ws[i].span.Start.Offset < ws[j].span.Start.Offset })
+		if len(ws) > 1 {
+			slices.SortStableFunc(ws, func(a, b writer) int { return a.span.Start.Offset - b.span.Start.Offset })
+		}
 		var first *writer
 		for i := range ws {
 			w := &ws[i]
@@ -352,9 +359,11 @@ func (pc *planChecker) slotTypes() {
 // env builds the CEL environment of the plan: the variables state and
 // input, typed by the plan's slots and input.
 func (pc *planChecker) env() {
-	state := &Type{Kind: KindObject, Name: "state"}
-	for _, n := range pc.p.SlotNames {
-		state.Fields = append(state.Fields, &Field{Name: n, Type: pc.p.Slots[n].Type})
+	state := &Type{Kind: KindObject, Name: "state", Fields: make([]*Field, len(pc.p.SlotNames))}
+	fields := make([]Field, len(pc.p.SlotNames))
+	for i, n := range pc.p.SlotNames {
+		fields[i] = Field{Name: n, Type: pc.p.Slots[n].Type}
+		state.Fields[i] = &fields[i]
 	}
 	state.indexed()
 	pc.p.Input.indexed()
@@ -448,16 +457,17 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 // args checks a call's arguments against the tool's parameters.
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
-	var out []*Arg
-	given := make(map[string]lang.Span, len(call.Args))
-	for _, a := range call.Args {
+	out := make([]*Arg, 0, len(call.Args))
+	mem := make([]Arg, len(call.Args)) // one allocation for all the arguments
+	given := argSpans{args: call.Args}
+	for k, a := range call.Args {
 		name := a.Name.Name
-		if prev, ok := given[name]; ok {
+		if prev, ok := given.get(name, k); ok {
 			d := c.errorf(lang.DuplicateArgument, a.Name.Span, "argument %s is passed twice", name)
 			related(d, c.file.Name, prev, "first passed here")
 			continue
 		}
-		given[name] = a.Name.Span
+		given.add(name, a.Name.Span)
 		param := tool.Param(name)
 		op := pc.operand(a.Value, sc, reads)
 		if param == nil {
@@ -469,17 +479,18 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 				msg += "; its parameters are " + strings.Join(names, ", ")
 			}
 			d := c.errorf(lang.UnknownArgument, a.Name.Span, "%s", msg)
-			if s := lang.Closest(name, names); s != "" && given[s] == (lang.Span{}) {
+			if s := lang.Closest(name, names); s != "" && !given.has(s, k) {
 				replaceFix(d, a.Name.Span, s, fmt.Sprintf("rename the argument to %s", s))
 			}
 			continue
 		}
 		pc.checkArg(a, op, param, tool)
-		out = append(out, &Arg{Name: name, Param: param, Value: op})
+		mem[k] = Arg{Name: name, Param: param, Value: op}
+		out = append(out, &mem[k])
 	}
 	var missing []string
 	for _, p := range tool.requiredParams() {
-		if _, ok := given[p.Name]; !ok {
+		if !given.has(p.Name, len(call.Args)) {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
@@ -491,6 +502,47 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		c.errorf(lang.MissingArgument, call.Span, "%s: missing required %s %s", tool.Name, word, strings.Join(missing, ", "))
 	}
 	return out
+}
+
+// argSpans finds the arguments of a call by name: by looking through the
+// first ones when there are few, with a map when there are many.
+type argSpans struct {
+	args []*lang.Arg
+	m    map[string]lang.Span
+}
+
+const argMapMin = 16
+
+func (g *argSpans) add(name string, span lang.Span) {
+	if len(g.args) < argMapMin {
+		return
+	}
+	if g.m == nil {
+		g.m = make(map[string]lang.Span, len(g.args))
+	}
+	if _, dup := g.m[name]; !dup {
+		g.m[name] = span
+	}
+}
+
+// get returns the span of the first argument named name among the first
+// k.
+func (g *argSpans) get(name string, k int) (lang.Span, bool) {
+	if g.m != nil || len(g.args) >= argMapMin {
+		s, ok := g.m[name]
+		return s, ok
+	}
+	for _, a := range g.args[:k] {
+		if a.Name.Name == name {
+			return a.Name.Span, true
+		}
+	}
+	return lang.Span{}, false
+}
+
+func (g *argSpans) has(name string, k int) bool {
+	_, ok := g.get(name, k)
+	return ok
 }
 
 func paramNames(t *Tool) []string {
@@ -701,9 +753,11 @@ func (pc *planChecker) output(items []lang.Item) {
 	}
 	if pc.p.Output == nil {
 		// Without an output, the plan's result is its final state.
-		t := &Type{Kind: KindObject}
-		for _, n := range pc.p.SlotNames {
-			t.Fields = append(t.Fields, &Field{Name: n, Type: pc.p.Slots[n].Type, Optional: true})
+		t := &Type{Kind: KindObject, Fields: make([]*Field, len(pc.p.SlotNames))}
+		fields := make([]Field, len(pc.p.SlotNames))
+		for i, n := range pc.p.SlotNames {
+			fields[i] = Field{Name: n, Type: pc.p.Slots[n].Type, Optional: true}
+			t.Fields[i] = &fields[i]
 		}
 		pc.p.OutputType = t
 	}
