@@ -440,15 +440,26 @@ func (c *jconv) call(v, tool *jvalue) *Call {
 		return nil
 	}
 	call := &Call{Span: v.span, Tool: &Ident{Span: innerSpan(tool), Name: name}}
+	n := 0
+	for _, mem := range v.obj {
+		if !strings.HasPrefix(mem.key, "_") {
+			n++
+		}
+	}
+	if n == 0 {
+		return call
+	}
+	// One allocation for the arguments and one for their names.
+	args, names := make([]Arg, n), make([]Ident, n)
+	call.Args = make([]*Arg, 0, n)
 	for _, mem := range v.obj {
 		if strings.HasPrefix(mem.key, "_") {
 			continue
 		}
-		call.Args = append(call.Args, &Arg{
-			Span:  mem.keySpan.Join(mem.val.span),
-			Name:  &Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)},
-			Value: c.expr(mem.val),
-		})
+		k := len(call.Args)
+		names[k] = Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)}
+		args[k] = Arg{Span: mem.keySpan.Join(mem.val.span), Name: &names[k], Value: c.expr(mem.val)}
+		call.Args = append(call.Args, &args[k])
 	}
 	return call
 }

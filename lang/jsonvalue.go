@@ -70,6 +70,22 @@ type jsonParser struct {
 	lineStart int
 	adjust    int
 	depth     int
+	// slab hands out values, allocated in blocks; members and elems are
+	// scratch stacks for the objects and arrays being read, copied out
+	// at their exact size when each is complete.
+	slab    []jvalue
+	members []jmember
+	elems   []*jvalue
+}
+
+// alloc returns a new value from the slab.
+func (p *jsonParser) alloc() *jvalue {
+	if len(p.slab) == 0 {
+		p.slab = make([]jvalue, 256)
+	}
+	v := &p.slab[0]
+	p.slab = p.slab[1:]
+	return v
 }
 
 // maxJSONDepth bounds nesting so that hostile input cannot exhaust the stack.
@@ -170,7 +186,7 @@ func (p *jsonParser) value() *jvalue {
 		p.fail("unexpected end of file: expected a JSON value")
 	}
 	start := p.pos()
-	v := &jvalue{}
+	v := p.alloc()
 	switch c := p.src[p.off]; {
 	case c == '{':
 		p.object(v)
@@ -213,6 +229,15 @@ func (p *jsonParser) enter() {
 func (p *jsonParser) object(v *jvalue) {
 	p.enter()
 	v.kind = jObject
+	base := len(p.members)
+	defer func() {
+		if n := len(p.members) - base; n > 0 {
+			v.obj = make([]jmember, n)
+			copy(v.obj, p.members[base:])
+		}
+		clear(p.members[base:])
+		p.members = p.members[:base]
+	}()
 	p.off++
 	p.space()
 	if p.off < len(p.src) && p.src[p.off] == '}' {
@@ -222,7 +247,7 @@ func (p *jsonParser) object(v *jvalue) {
 	}
 	for {
 		p.space()
-		if p.off < len(p.src) && p.src[p.off] == '}' && len(v.obj) > 0 { // trailing comma
+		if p.off < len(p.src) && p.src[p.off] == '}' && len(p.members) > base { // trailing comma
 			p.off++
 			p.depth--
 			return
@@ -240,7 +265,7 @@ func (p *jsonParser) object(v *jvalue) {
 		p.off++
 		p.space()
 		m.val = p.value()
-		v.obj = append(v.obj, m)
+		p.members = append(p.members, m)
 		p.space()
 		if p.off < len(p.src) && p.src[p.off] == ',' {
 			p.off++
@@ -258,6 +283,15 @@ func (p *jsonParser) object(v *jvalue) {
 func (p *jsonParser) array(v *jvalue) {
 	p.enter()
 	v.kind = jArray
+	base := len(p.elems)
+	defer func() {
+		if n := len(p.elems) - base; n > 0 {
+			v.arr = make([]*jvalue, n)
+			copy(v.arr, p.elems[base:])
+		}
+		clear(p.elems[base:])
+		p.elems = p.elems[:base]
+	}()
 	p.off++
 	p.space()
 	if p.off < len(p.src) && p.src[p.off] == ']' {
@@ -267,12 +301,12 @@ func (p *jsonParser) array(v *jvalue) {
 	}
 	for {
 		p.space()
-		if p.off < len(p.src) && p.src[p.off] == ']' && len(v.arr) > 0 { // trailing comma
+		if p.off < len(p.src) && p.src[p.off] == ']' && len(p.elems) > base { // trailing comma
 			p.off++
 			p.depth--
 			return
 		}
-		v.arr = append(v.arr, p.value())
+		p.elems = append(p.elems, p.value())
 		p.space()
 		if p.off < len(p.src) && p.src[p.off] == ',' {
 			p.off++

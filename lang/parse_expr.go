@@ -549,7 +549,14 @@ func parseOutputPathText(name string, src []byte) (*Outputs, Diagnostics) {
 // the string's first character, on one line). It reports false for
 // anything else, which goes through the parser.
 func plainRef(s string, base Pos) (*Ref, bool) {
-	r := &Ref{}
+	// The reference, its root and a one-field path in one allocation.
+	mem := &struct {
+		ref   Ref
+		root  Ident
+		field PathElem
+		path  [1]*PathElem
+	}{}
+	r := &mem.ref
 	off := 0
 	switch {
 	case strings.HasPrefix(s, "†"):
@@ -585,7 +592,8 @@ func plainRef(s string, base Pos) (*Ref, bool) {
 		return nil, false
 	}
 	r.Span = Span{pos(0), pos(end)}
-	r.Root = &Ident{Span: Span{pos(off), pos(end)}, Name: s[off:end]}
+	mem.root = Ident{Span: Span{pos(off), pos(end)}, Name: s[off:end]}
+	r.Root = &mem.root
 	for end < len(s) {
 		if s[end] != '.' {
 			return nil, false
@@ -595,7 +603,14 @@ func plainRef(s string, base Pos) (*Ref, bool) {
 		if end == dot+1 {
 			return nil, false
 		}
-		r.Path = append(r.Path, &PathElem{Span: Span{pos(dot), pos(end)}, Field: s[dot+1 : end]})
+		el := PathElem{Span: Span{pos(dot), pos(end)}, Field: s[dot+1 : end]}
+		if r.Path == nil {
+			mem.field = el
+			r.Path = append(mem.path[:0:1], &mem.field)
+			continue
+		}
+		more := el
+		r.Path = append(r.Path, &more)
 	}
 	r.Span.End = pos(end)
 	return r, true
