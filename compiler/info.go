@@ -235,6 +235,15 @@ type Step struct {
 	Gated bool
 }
 
+// ToolName is the name of the tool or sub-plan the step calls, whether it
+// was resolved or not.
+func (s *Step) ToolName() string {
+	if s.Tool != nil {
+		return s.Tool.Name // the same name, without reaching into the tree
+	}
+	return s.Node.Call.Tool.Name
+}
+
 // Dep is a dependency of a step on an earlier one.
 type Dep struct {
 	Step int

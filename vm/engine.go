@@ -78,7 +78,7 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 	}
 	results := make([]StepResult, n)
 	for i, s := range prog.Steps {
-		results[i] = StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
+		results[i] = StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending}
 		e.res[i] = &results[i]
 		e.remain[i] = int32(len(prog.Pred[i]))
 	}
@@ -166,7 +166,7 @@ func (e *engine) extend(prog *compiler.Program) []int {
 	}
 	for i := n0; i < len(prog.Steps); i++ {
 		s := prog.Steps[i]
-		e.res = append(e.res, &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending, Round: e.round})
+		e.res = append(e.res, &StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending, Round: e.round})
 		e.remain = append(e.remain, 0)
 		e.decided = append(e.decided, false)
 	}

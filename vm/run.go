@@ -165,7 +165,11 @@ func (r *runner) emit(e Event) {
 }
 
 func (r *runner) event(e Event) {
-	e.Time, e.Elapsed = time.Now(), r.elapsed()
+	if r.opts.Observer == nil {
+		return
+	}
+	now := time.Now()
+	e.Time, e.Elapsed = now, now.Sub(r.start)
 	r.emit(e)
 }
 
@@ -444,7 +448,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 	s := spec.step
 	start := r.elapsed()
 	id := e.prefix + s.ID
-	tool := s.Node.Call.Tool.Name
+	tool := s.ToolName()
 	fail := func(code, msg string) outcome {
 		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
 	}
