@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -321,6 +322,7 @@ type completion struct {
 // finish. There is no driver goroutine: the goroutine whose step finishes
 // settles it under the dispatcher's lock and goes on with the first step
 // it dispatches, so a chain runs on one goroutine without handing over.
+// The caller only waits: a tool that hangs may hold a worker for good.
 func (r *runner) drive(ctx context.Context, e *engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -329,7 +331,9 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	d.ready = e.settle(e.roots())
 	first := d.next()
 	d.mu.Unlock()
-	d.worker(first)
+	if first != nil {
+		go d.worker(first)
+	}
 	<-d.idle
 	// Steps never reached: skipped when the run stopped or was canceled;
 	// under replan they are left to the new plan.
@@ -393,14 +397,32 @@ func (d *dispatcher) next() *callSpec {
 // dispatches, until it dispatches none.
 func (d *dispatcher) worker(spec *callSpec) {
 	for spec != nil {
-		out := d.r.work(d.ctx, d.e, spec)
-		d.mu.Lock()
-		d.running--
-		d.ready = mergeSorted(d.ready, d.e.settle(d.e.finish(spec.i, out)))
-		d.stopped()
-		spec = d.next()
-		d.mu.Unlock()
+		if d.r.plain(spec) {
+			out, mine := d.r.callPlain(d.ctx, d.e, spec, func(out outcome) {
+				// The tool did not return in time: this goroutine
+				// settles the step and goes on in the worker's place.
+				d.worker(d.settle(spec, out))
+			})
+			if !mine {
+				return // the tool returned too late; its step was settled
+			}
+			spec = d.settle(spec, out)
+			continue
+		}
+		spec = d.settle(spec, d.r.work(d.ctx, d.e, spec))
 	}
+}
+
+// settle records a finished step and dispatches what is ready; it
+// returns the step the calling goroutine runs next, if any.
+func (d *dispatcher) settle(spec *callSpec, out outcome) *callSpec {
+	out = d.r.limitOutput(spec, out)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running--
+	d.ready = mergeSorted(d.ready, d.e.settle(d.e.finish(spec.i, out)))
+	d.stopped()
+	return d.next()
 }
 
 // stopped cancels the steps still running once the policy aborts the run.
@@ -431,15 +453,74 @@ func mergeSorted(a, b []int) []int {
 
 // work runs one step and holds its result to the size limit.
 func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
-	out := r.runStep(ctx, e, spec)
+	return r.limitOutput(spec, r.runStep(ctx, e, spec))
+}
+
+// limitOutput fails a step whose result is over the size limit.
+func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 	if out.err == nil {
 		if n, over := jsonSize(out.value, r.opts.MaxOutputBytes); over {
 			s := spec.step
-			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.Node.Call.Tool.Name, Step: s.ID,
+			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.ToolName(), Step: s.ID,
 				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (--max-output)", s.ID, r.opts.MaxOutputBytes, n)}
 		}
 	}
 	return out
+}
+
+// plain reports whether a step is one call of a tool and nothing else:
+// no approval, no known result, no for each, no retries, no fallback, not
+// a sub-plan. Most steps are; callPlain runs them.
+func (r *runner) plain(spec *callSpec) bool {
+	s := spec.step
+	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && s.Tool != nil && s.Tool.Plan == nil
+}
+
+// callPlain runs a plain step: what runStep does for it, with the tool
+// called on this goroutine instead of one of its own. If the call is not
+// over when its context ends (its timeout, or the run stopping), a
+// watchdog reports the step failed to abandoned, on a goroutine of its
+// own, and callPlain reports false once the tool returns: the goroutine
+// that called it must then leave the step alone.
+func (r *runner) callPlain(ctx context.Context, e *engine, spec *callSpec, abandoned func(outcome)) (outcome, bool) {
+	s := spec.step
+	start := r.elapsed()
+	tool := s.Tool.Name
+	r.event(Event{Type: StepStarted, Step: e.prefix + s.ID, Tool: tool})
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = r.opts.StepTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var owner atomic.Int32 // 0: undecided; 1: the call returned first; 2: the watchdog fired first
+	stop := context.AfterFunc(cctx, func() {
+		if owner.CompareAndSwap(0, 2) {
+			serr := toStepError(cctx.Err(), cctx, tool, s.ID, timeout)
+			abandoned(outcome{err: serr, attempts: 1, start: start, duration: r.elapsed() - start})
+		}
+	})
+	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(cctx, tool, spec.args) })
+	if !owner.CompareAndSwap(0, 1) {
+		return outcome{}, false
+	}
+	stop()
+	out := outcome{value: v, attempts: 1, start: start}
+	if err != nil {
+		out.value, out.err = nil, toStepError(err, cctx, tool, s.ID, timeout)
+	}
+	out.duration = r.elapsed() - start
+	return out, true
+}
+
+// callTool makes a call of a tool (or a sub-plan); a panic is its error.
+func (r *runner) callTool(tool string, call func() (any, error)) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, &runtime.Error{Code: runtime.CodePanic, Message: fmt.Sprintf("%s panicked: %v", tool, p) + "\n" + string(debug.Stack())}
+		}
+	}()
+	return call()
 }
 
 // runStep runs one step: approval, then the known result, the for-each
@@ -597,17 +678,12 @@ func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *co
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- reply{err: &runtime.Error{Code: runtime.CodePanic, Message: fmt.Sprintf("%s panicked: %v", tool.Name, p) + "\n" + string(debug.Stack())}}
+		v, err := r.callTool(tool.Name, func() (any, error) {
+			if tool.Plan != nil {
+				return r.subPlan(cctx, e, tool, args, id)
 			}
-		}()
-		if tool.Plan != nil {
-			v, err := r.subPlan(cctx, e, tool, args, id)
-			ch <- reply{v, err}
-			return
-		}
-		v, err := r.opts.Tools.Call(cctx, tool.Name, args)
+			return r.opts.Tools.Call(cctx, tool.Name, args)
+		})
 		ch <- reply{v, err}
 	}()
 	select {
