@@ -30,6 +30,7 @@ func runCommand() *command {
 			yes := fs.Bool("yes", false, "approve every approval gate without asking")
 			events := fs.String("events", "", "write the run's events to this file, one JSON object per line")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "run", "expected one file, got %d", len(args))
@@ -37,7 +38,7 @@ func runCommand() *command {
 				if *mode != "" && *mode != "lazy" && *mode != "eager" {
 					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
 				}
-				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, MaxOutputBytes: rf.maxOutput, CostLimit: rf.limits.MaxCost}
+				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
 				var closers []func() error
 				defer func() {
 					for _, c := range closers {

@@ -22,7 +22,6 @@ type runFlags struct {
 	noMocks     bool
 	files       string
 	maxParallel int
-	maxOutput   int
 }
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
@@ -32,7 +31,6 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&rf.noMocks, "no-mocks", false, "do not pick up NAME.mocks.json")
 	fs.StringVar(&rf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
 	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
-	fs.IntVar(&rf.maxOutput, "max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
 }
 
 // registry returns the built-in tools.
