@@ -24,6 +24,14 @@ const (
 	StepFailed        EventType = "step-failed"
 	StepSkipped       EventType = "step-skipped"
 	StepVerdict       EventType = "step-verdict"
+	// StepRestored: the step finished in an earlier process of the run;
+	// its recorded result (Verdict completed) or error (Verdict failed) is
+	// taken from the journal and its tool is not called.
+	StepRestored EventType = "step-restored"
+	// StepWaiting: the step waits for a decision (an approval) that is to
+	// be recorded in the journal; the run stops as waiting when nothing
+	// else can run.
+	StepWaiting EventType = "step-waiting"
 	Replanned         EventType = "replanned"
 	PlanFinished      EventType = "plan-finished"
 )
@@ -48,11 +56,14 @@ type Event struct {
 	Error  *StepError `json:"error,omitempty"`
 	Result any        `json:"result,omitempty"`
 	// Verdict is pass, fail, partial, hitl or unjudged for StepVerdict,
-	// approved or rejected for ApprovalDecided, and the run's status for
-	// PlanFinished.
+	// approved or rejected for ApprovalDecided, completed or failed for
+	// StepRestored, and the run's status for PlanFinished.
 	Verdict string `json:"verdict,omitempty"`
 	// Duration is how long a finished step ran.
 	Duration time.Duration `json:"durationNs,omitempty"`
+	// Diff shows a replanned plan's steps against the steps it replaces
+	// (Replanned).
+	Diff string `json:"diff,omitempty"`
 }
 
 // Observer receives the events of a run, one at a time, in order.
@@ -147,6 +158,7 @@ const (
 	StatusCompleted Status = "completed" // its result is written
 	StatusFailed    Status = "failed"    // it failed (Handled when its error went to a || slot)
 	StatusSkipped   Status = "skipped"   // it did not run; Reason says why
+	StatusWaiting   Status = "waiting"   // it waits for a decision another process records
 )
 
 // StepError is the error value a failed step writes to the error slot of
@@ -212,6 +224,7 @@ const (
 	RunFailed    RunStatus = "failed"    // a step failed and the policy stopped the run
 	RunCanceled  RunStatus = "canceled"  // the context was canceled
 	RunRejected  RunStatus = "rejected"  // the plan was not approved
+	RunWaiting   RunStatus = "waiting"   // an approval gate waits for a decision; the run resumes from its journal
 )
 
 // Result is the outcome of a run.
