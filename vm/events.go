@@ -31,9 +31,9 @@ const (
 	// StepWaiting: the step waits for a decision (an approval) that is to
 	// be recorded in the journal; the run stops as waiting when nothing
 	// else can run.
-	StepWaiting EventType = "step-waiting"
-	Replanned         EventType = "replanned"
-	PlanFinished      EventType = "plan-finished"
+	StepWaiting  EventType = "step-waiting"
+	Replanned    EventType = "replanned"
+	PlanFinished EventType = "plan-finished"
 )
 
 // Event is one thing that happened in a run.
