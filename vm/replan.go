@@ -149,12 +149,12 @@ func diffOps(a, b []string) []diffOp {
 		case i < n && j < m && a[i] == b[j]:
 			ops = append(ops, diffOp{kind: ' ', i: i, j: j})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, diffOp{kind: '+', j: j})
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, diffOp{kind: '-', i: i})
 			i++
+		default:
+			ops = append(ops, diffOp{kind: '+', j: j})
+			j++
 		}
 	}
 	return ops
