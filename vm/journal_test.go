@@ -317,7 +317,9 @@ output †state.summary
 		}).
 		on("scrape", func(ctx context.Context, args map[string]any) (any, error) { return nil, errors.New("blocked") }).
 		on("api", func(ctx context.Context, args map[string]any) (any, error) { return "text", nil }).
-		on("summarize", func(ctx context.Context, args map[string]any) (any, error) { return "summary of " + args["text"].(string), nil })
+		on("summarize", func(ctx context.Context, args map[string]any) (any, error) {
+			return "summary of " + args["text"].(string), nil
+		})
 	a := &approver{decide: func(ApprovalRequest) Decision { return Decision{Approved: true} }}
 	rec := &recorder{}
 	o := opts(tools, rec)
