@@ -28,6 +28,14 @@ type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 }
 
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Decision, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+	return f(ctx, req)
+}
+
 // ErrWaiting is returned, wrapped or not, by an Approver whose decision
 // will be recorded later, by another process: the gated step (or the
 // whole plan) waits, the steps that do not depend on it run, and the run
