@@ -20,6 +20,9 @@ const (
 	exitOK    = 0 // success
 	exitInput = 1 // the input has errors
 	exitUsage = 2 // usage or I/O error
+	// exitWaiting: the run is journaled and waits for a decision
+	// (obelisk approve, then obelisk resume).
+	exitWaiting = 3
 )
 
 // env is what a command may touch: the standard streams, the logger, and
@@ -53,6 +56,12 @@ func commands() []*command {
 		dryRunCommand(),
 		runCommand(),
 		explainCommand(),
+		resumeCommand(),
+		approveCommand(),
+		runsCommand(),
+		showCommand(),
+		planCommand(),
+		applyCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
@@ -18,6 +19,9 @@ import (
 type checkFlags struct {
 	tools  stringList
 	strict bool
+	// read holds the files config's checker configuration read, the
+	// tools files first: what a run records to build its program again.
+	read *readFiles
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
@@ -28,7 +32,8 @@ func (cf *checkFlags) register(fs *flag.FlagSet) {
 // config reads the tools files and builds the checker's configuration for
 // a plan read from src.
 func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
-	cfg := compiler.Config{Strict: cf.strict, ReadFile: os.ReadFile}
+	cf.read = &readFiles{}
+	cfg := compiler.Config{Strict: cf.strict, ReadFile: cf.read.readFile}
 	if src.path != "" {
 		cfg.Dir = filepath.Dir(src.path)
 	}
@@ -43,20 +48,42 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 		decls, d := lang.ParseTools(path, b)
 		diags = append(diags, d...)
 		cfg.Tools = append(cfg.Tools, decls...)
+		cf.read.tools = append(cf.read.tools, planfile.File{Name: path, Text: string(b)})
 	}
-	cfg.Tools = append(cfg.Tools, builtinSignatures()...)
+	builtins := builtinToolsJSON()
+	decls, _ := lang.ParseTools(builtinToolsName, builtins)
+	cfg.Tools = append(cfg.Tools, decls...)
+	cf.read.tools = append(cf.read.tools, planfile.File{Name: builtinToolsName, Text: string(builtins)})
 	return cfg, srcs, diags, nil
 }
 
-// builtinSignatures are the signatures of the built-in tools, which every
-// plan may call (the file tools run only when the user gives --files).
-func builtinSignatures() []*lang.ToolDecl {
+// builtinToolsName names the built-in tools' definitions among the tools
+// files a run records.
+const builtinToolsName = "<built-in tools>"
+
+// builtinToolsJSON returns the definitions of the built-in tools, which
+// every plan may call (the file tools run only when the user gives
+// --files).
+func builtinToolsJSON() []byte {
 	reg := runtime.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
-		return nil
+		return []byte(`{"tools": []}`)
 	}
-	decls, _ := lang.ParseTools("<built-in tools>", reg.ToolsJSON())
-	return decls
+	return reg.ToolsJSON()
+}
+
+// readFiles keeps the files a check reads.
+type readFiles struct {
+	tools   []planfile.File
+	imports []planfile.File
+}
+
+func (r *readFiles) readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		r.imports = append(r.imports, planfile.File{Name: path, Text: string(b)})
+	}
+	return b, err
 }
 
 // checked is a plan read, parsed and checked.

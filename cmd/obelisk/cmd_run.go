@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -21,14 +20,13 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		args:    "FILE",
-		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr",
+		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr; the run is journaled in --state-dir",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var rf runFlags
 			rf.register(fs)
-			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream); default: the plan's mode")
-			approve := fs.Bool("approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
-			yes := fs.Bool("yes", false, "approve every approval gate without asking")
-			events := fs.String("events", "", "write the run's events to this file, one JSON object per line")
+			var xf execFlags
+			xf.register(fs, true)
+			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
@@ -37,56 +35,28 @@ func runCommand() *command {
 				if *mode != "" && *mode != "lazy" && *mode != "eager" {
 					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
 				}
+				policy, err := xf.policy()
+				if err != nil {
+					return usageError(e, "run", "%v", err)
+				}
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
-				var closers []func() error
-				defer func() {
-					for _, c := range closers {
-						if err := c(); err != nil {
-							fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-						}
-					}
-				}()
-				observers := []vm.Observer{vm.LogEvents(e.log.Named("run"))}
-				if *events != "" {
-					f, err := os.Create(*events)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-						return exitUsage
-					}
-					obs, werr := vm.JSONLEvents(f)
-					observers = append(observers, obs)
-					closers = append(closers, werr, f.Close)
-				}
-				switch {
-				case *yes:
-					opts.Approver = approveAll{}
-				case *approve:
-					opts.Approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
-				}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
-					return runEager(ctx, e, &rf, args[0], opts, observers)
+					return runEager(ctx, e, &rf, &xf, args[0], opts)
 				}
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
 				}
-				if missing := p.missingTools(); len(missing) > 0 {
+				if missing := p.missingTools(); len(missing) > 0 && xf.replay == "" {
 					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
 					return exitInput
 				}
-				progress := newProgress(e, len(p.prog.Steps))
-				observers = append(observers, progress.observe)
-				opts.Observer = vm.Observers(observers...)
-				opts.Tools = runtime.Chain{Mocks: p.mocks, Registry: p.reg}
-				opts.Check = p.cfg
-				res, err := vm.Run(ctx, p.prog, p.input, opts)
-				progress.stop()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-					return exitInput
+				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
+				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
+					return status
 				}
-				return report(e, res)
+				return x.run(ctx, e)
 			}
 		},
 	}

@@ -14,7 +14,25 @@ import (
 // runEager runs a plan in eager mode: statements are read from the file
 // (or from standard input, as they arrive) and each step runs as soon as
 // it is complete and checked.
-func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Options, observers []vm.Observer) int {
+func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options) int {
+	opts.Approver = xf.approver(e)
+	observers := []vm.Observer{vm.LogEvents(e.log.Named("run"))}
+	if xf.events != "" {
+		f, err := os.Create(xf.events)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+			return exitUsage
+		}
+		obs, werr := vm.JSONLEvents(f)
+		observers = append(observers, obs)
+		defer func() {
+			for _, err := range []error{werr(), f.Close()} {
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+				}
+			}
+		}()
+	}
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {
@@ -63,7 +81,17 @@ func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Opt
 			return exitUsage
 		}
 	}
-	opts.Tools = runtime.Chain{Mocks: mocks, Registry: reg}
+	tools, closeTools, err := xf.wrapTools(runtime.Chain{Mocks: mocks, Registry: reg})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := closeTools(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		}
+	}()
+	opts.Tools = tools
 	opts.Check = cfg
 	progress := newProgress(e, 0)
 	opts.Observer = vm.Observers(append(observers, progress.observe)...)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
 )
@@ -50,6 +51,11 @@ type prepared struct {
 	mocks *runtime.Mocks
 	reg   *runtime.Registry
 	cfg   compiler.Config
+	// source is what the program was compiled from, to build it again;
+	// mocksText is the mocks file's text.
+	source    *planfile.Source
+	mocksPath string
+	mocksText []byte
 }
 
 // prepare reads, checks and compiles a plan, with the built-in tools'
@@ -66,6 +72,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		return nil, status
 	}
 	p := &prepared{checked: c, prog: prog, reg: reg}
+	p.source = rf.source(c)
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
 	if p.input, err = rf.readInput(c, base); err != nil {
@@ -84,6 +91,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 			fmt.Fprintf(e.stderr, "obelisk: reading mocks: %v\n", err)
 			return nil, exitUsage
 		}
+		p.mocksPath, p.mocksText = mocksPath, b
 		if p.mocks, err = runtime.ParseMocks(b); err != nil {
 			fmt.Fprintf(e.stderr, "obelisk: %s: %v\n", mocksPath, err)
 			return nil, exitUsage

@@ -16,8 +16,8 @@ import (
 // Timeout (0: never), the gate is approved when Approve is set, rejected
 // otherwise.
 type ApprovalPolicy struct {
-	Timeout time.Duration
-	Approve bool
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Approve bool          `json:"approve,omitempty"`
 }
 
 // String says it for people: "approve after 24h0m0s".

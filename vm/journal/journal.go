@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS events (
   body  BLOB NOT NULL,
   PRIMARY KEY (run, seq)
 );
+CREATE INDEX IF NOT EXISTS events_by_step ON events (run, step, seq);
 CREATE TABLE IF NOT EXISTS approvals (
   run       TEXT NOT NULL,
   round     INTEGER NOT NULL,
@@ -388,6 +389,9 @@ func alive(pid int) bool {
 	}
 	return p.Signal(syscall.Signal(0)) == nil
 }
+
+// Stored returns what a run was started from.
+func (d *DB) Stored(id string) (*Stored, error) { return d.load(id) }
 
 func (d *DB) load(id string) (*Stored, error) {
 	var src, in, settings []byte

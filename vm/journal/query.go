@@ -167,7 +167,8 @@ func (d *DB) steps(run string) ([]*vm.StepResult, error) {
 
 func (d *DB) stepRows(run string) ([]*Step, error) {
 	rows, err := d.db.Query(`SELECT round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, started, finished
-		FROM steps WHERE run = ? ORDER BY round, CASE WHEN started = 0 THEN finished ELSE started END, rowid`, run)
+		FROM steps WHERE run = ?
+		ORDER BY round, (SELECT min(seq) FROM events WHERE events.run = steps.run AND events.step = steps.id), rowid`, run)
 	if err != nil {
 		return nil, err
 	}
