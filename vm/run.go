@@ -540,6 +540,8 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
+		case err != nil && ctx.Err() != nil:
+			return fail(runtime.CodeCanceled, fmt.Sprintf("the approval of %s was canceled", s.ID))
 		case err != nil:
 			return fail(runtime.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
 		case !dec.Approved:

@@ -131,7 +131,9 @@ type terminalApprover struct {
 func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if req.Step == "" {
+	if req.Diff != "" {
+		fmt.Fprintf(t.out, "\nThe plan was replanned; approve its new and changed steps (%s)?\n\n%s\n", strings.Join(req.Changed, ", "), indentLines(req.Diff))
+	} else if req.Step == "" {
 		fmt.Fprintf(t.out, "\nThe plan asks for approval before it runs")
 		if req.Message != "" {
 			fmt.Fprintf(t.out, ": %s", req.Message)

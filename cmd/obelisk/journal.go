@@ -234,7 +234,7 @@ func (x *execution) run(ctx context.Context, e *env) int {
 		}
 	}()
 	opts.Tools = tools
-	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd))}
+	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e)}
 	if x.flags.events != "" {
 		f, err := os.Create(x.flags.events)
 		if err != nil {
@@ -287,6 +287,15 @@ func (x *execution) run(ctx context.Context, e *env) int {
 		fmt.Fprintf(e.stderr, "  run %s (obelisk show%s %s)\n", x.jr.ID, x.flags.also(), x.jr.ID)
 	}
 	return status
+}
+
+// showReplans prints the diff of each replan on stderr.
+func showReplans(e *env) vm.Observer {
+	return func(ev vm.Event) {
+		if ev.Type == vm.Replanned && ev.Diff != "" {
+			fmt.Fprintf(e.stderr, "replanned (%s): %s\n%s\n", ev.Message, ev.Reason, indentLines(ev.Diff))
+		}
+	}
 }
 
 // waiting tells the user what to run next for a run that waits.

@@ -486,3 +486,33 @@ func TestRecordReplay(t *testing.T) {
 		t.Errorf("unrecorded: exit %d\n%s", other.code, other.stderr)
 	}
 }
+
+// TestApproveEdited: a plan that asks for approval as a whole waits; it is
+// approved as edited, and the edited plan runs.
+func TestApproveEdited(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "whole.plan"), "approve \"Run it?\"\n\n"+diamond)
+	writeFile(t, filepath.Join(dir, "edited.plan"), "input {\n  base: string\n}\n\nhttp.get(url: †input.base + \"/only\") -> †state.only\n\noutput †state.only.body.value\n")
+	writeFile(t, filepath.Join(dir, "broken.plan"), "nosuchtool() -> †state.x\n")
+	srv := newStepServer(t)
+	input := `{"base": "` + srv.URL + `"}`
+	if r := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "w", "--input", input, "whole.plan"); r.code != exitWaiting || !strings.Contains(r.stderr, `waiting for approval of the plan "Run it?"`) {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "broken.plan", "w"); r.code != exitInput || !strings.Contains(r.stderr, "unknown tool nosuchtool") {
+		t.Errorf("a broken edit: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "edited.plan", "w", "plan"); r.code != 0 {
+		t.Fatalf("approve --edit: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runObelisk(t, dir, "resume", "--state-dir", "st", "w")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `"only()"` {
+		t.Errorf("resume: exit %d, output %s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff(map[string]int{"only": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
