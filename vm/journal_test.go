@@ -394,3 +394,62 @@ func TestStepDiffLarge(t *testing.T) {
 		t.Errorf("diff lacks the removed or added step")
 	}
 }
+
+// TestRestoreSubPlanSteps: a sub-plan step that had not finished runs
+// again, and takes the results of its inner steps that had.
+func TestRestoreSubPlanSteps(t *testing.T) {
+	plan := `
+tool forecast(city: string) -> {city: string, temp: number} pure
+tool describe(text: string) -> string pure
+plan report(city: string) -> string {
+  forecast(city: †input.city) -> †state.f
+  describe(text: †state.f.city) -> †state.d
+  output †state.d
+}
+input {
+  cities: [string]
+}
+for each c in †input.cities: report(city: †c) -> †state.reports
+`
+	tools := func() *fakeTools {
+		return newFakeTools().
+			on("forecast", func(ctx context.Context, args map[string]any) (any, error) {
+				return map[string]any{"city": args["city"], "temp": 1.0}, nil
+			}).
+			on("describe", func(ctx context.Context, args map[string]any) (any, error) {
+				return "about " + args["text"].(string), nil
+			})
+	}
+	input := map[string]any{"cities": []any{"Paris", "Oslo"}}
+	j := newMemJournal(nil)
+	o := opts(tools(), nil)
+	o.Journal = j
+	if res, err := Run(context.Background(), compile(t, plan), input, o); err != nil || res.Status != RunCompleted {
+		t.Fatalf("%v %v", err, res.Err)
+	}
+	var ids []string
+	for id := range j.steps {
+		ids = append(ids, id)
+	}
+	for _, want := range []string{"report", "report[0]/forecast", "report[1]/describe"} {
+		if j.steps[want] == nil {
+			t.Fatalf("no record of %s in %v", want, ids)
+		}
+	}
+	// As if the process died during report[1]/describe.
+	delete(j.steps, "report")
+	delete(j.steps, "report[1]/describe")
+	again := tools()
+	o = opts(again, nil)
+	o.Restore = j.restore
+	res, err := Run(context.Background(), compile(t, plan), input, o)
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("%v %v", err, res.Err)
+	}
+	if diff := cmp.Diff([]any{"about Paris", "about Oslo"}, res.State["reports"]); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+	if again.count("forecast") != 0 || again.count("describe") != 1 {
+		t.Errorf("forecast %d describe %d, want 0 and 1", again.count("forecast"), again.count("describe"))
+	}
+}
