@@ -155,6 +155,9 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		return rp, AnyType, false
 	}
 	t, ok := pc.walk(t, rest, shown, r, len(r.Path)-len(rest))
+	if !ok && root == "state" {
+		pc.misread[rp.Path[0].Field] = true
+	}
 	return rp, t, ok
 }
 

@@ -333,7 +333,7 @@ func (pc *planChecker) warnings() {
 	}
 	for _, name := range p.SlotNames {
 		slot := p.Slots[name]
-		read := len(slot.Readers) > 0 || slot.ReadByOutput
+		read := len(slot.Readers) > 0 || slot.ReadByOutput || pc.misread[name]
 		for _, w := range slot.ErrorWriters {
 			if !read {
 				d := c.warnf(lang.UnhandledError, w.Node.Out.Error.Span, "the error slot †state.%s of step %s is never read, so a failure would pass unnoticed", name, w.ID)
