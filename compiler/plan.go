@@ -497,8 +497,8 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		}
 	}
 	var missing []string
-	for _, p := range tool.Params {
-		if _, ok := given[p.Name]; !ok && !p.Optional && !p.HasDefault && !renamed[p.Name] {
+	for _, p := range tool.Required() {
+		if _, ok := given[p.Name]; !ok && !renamed[p.Name] {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
