@@ -198,7 +198,7 @@ mail(id: †state.receipt.id) -> †state.mail
 	if res.Status != RunWaiting || !strings.Contains(res.Err.Error(), "pay") {
 		t.Fatalf("status %s err %v", res.Status, res.Err)
 	}
-	if diff := cmp.Diff(map[string]string{"pay": "waiting", "note": "completed", "mail": "pending"}, statuses(res)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"pay": "waiting", "note": "completed", "mail": "blocked"}, statuses(res)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	if tools.count("pay") != 0 || tools.count("note") != 1 {

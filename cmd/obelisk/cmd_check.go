@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -159,7 +158,7 @@ func checkCommand() *command {
 					}
 					switch *format {
 					case "json":
-						b, _ := json.Marshal(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text})
+						b, _ := marshalJSON(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text}, false)
 						e.stdout.Write(append(b, '\n'))
 					default:
 						lang.WriteText(e.stdout, c.srcs, c.diags, lang.TextOptions{})

@@ -64,7 +64,7 @@ func runCommand() *command {
 
 // report prints a run's output on stdout and its summary on stderr.
 func report(e *env, res *vm.Result) int {
-	b, err := json.MarshalIndent(res.Output, "", "  ")
+	b, err := marshalJSON(res.Output, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
 		return exitUsage
@@ -212,7 +212,7 @@ func dryRunCommand() *command {
 						*vm.SimResult
 						Estimate *compiler.Analysis `json:"-"`
 					}{SimResult: res}
-					b, err := json.MarshalIndent(out, "", "  ")
+					b, err := marshalJSON(out, true)
 					if err != nil {
 						fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
 						return exitUsage
@@ -311,17 +311,17 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 }
 
 func jsonText(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := marshalJSON(v, true)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
 }
 
-// progress shows a live line of a run's progress on stderr, when stdout
-// is a terminal.
+// progress shows a live line of a run's progress under what is logged on
+// stderr, when stdout and stderr are terminals.
 type progress struct {
-	e       *env
+	status  *statusWriter
 	total   int
 	mu      sync.Mutex
 	counts  map[vm.EventType]int
@@ -329,12 +329,11 @@ type progress struct {
 	start   time.Time
 	done    chan struct{}
 	stopped sync.WaitGroup
-	active  bool
 }
 
 func newProgress(e *env, total int) *progress {
-	p := &progress{e: e, total: total, counts: map[vm.EventType]int{}, start: time.Now(), done: make(chan struct{}), active: e.stdoutTTY}
-	if !p.active {
+	p := &progress{status: e.status, total: total, counts: map[vm.EventType]int{}, start: time.Now(), done: make(chan struct{})}
+	if p.status == nil {
 		return p
 	}
 	p.stopped.Add(1)
@@ -345,10 +344,10 @@ func newProgress(e *env, total int) *progress {
 		for {
 			select {
 			case <-p.done:
-				fmt.Fprintf(p.e.stderr, "\r\033[K")
+				p.status.Status("")
 				return
 			case <-t.C:
-				fmt.Fprintf(p.e.stderr, "\r\033[K%s", p.line())
+				p.status.Status(p.line())
 			}
 		}
 	}()
@@ -380,7 +379,7 @@ func (p *progress) line() string {
 }
 
 func (p *progress) stop() {
-	if p.active {
+	if p.status != nil {
 		close(p.done)
 		p.stopped.Wait()
 	}

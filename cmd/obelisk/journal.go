@@ -282,11 +282,7 @@ func (x *execution) run(ctx context.Context, e *env) int {
 	if res.Status == vm.RunWaiting && x.jr != nil {
 		return x.waiting(e, res)
 	}
-	status := report(e, res)
-	if x.jr != nil {
-		fmt.Fprintf(e.stderr, "  run %s (obelisk show%s %s)\n", x.jr.ID, x.flags.also(), x.jr.ID)
-	}
-	return status
+	return report(e, res)
 }
 
 // showReplans prints the diff of each replan on stderr.
