@@ -17,11 +17,15 @@ import (
 type checkFlags struct {
 	tools  stringList
 	strict bool
+	mcp    stringList
+	// servers are the MCP servers connect started.
+	servers *mcpServers
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
-	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON) whose tools the plan may call; may be repeated")
+	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
 }
 
 // config reads the tools files and builds the checker's configuration for
@@ -43,6 +47,7 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 		diags = append(diags, d...)
 		cfg.Tools = append(cfg.Tools, decls...)
 	}
+	cfg.Tools = append(cfg.Tools, cf.mcpDecls()...)
 	cfg.Tools = append(cfg.Tools, builtinSignatures()...)
 	return cfg, srcs, diags, nil
 }
@@ -65,6 +70,8 @@ type checked struct {
 	info  *compiler.Info
 	diags lang.Diagnostics
 	srcs  lang.Sources
+	// bound are the tools a tools file says how to call.
+	bound []*boundTool
 }
 
 // load reads, parses and checks one plan. A parse error stops before the
@@ -86,6 +93,9 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if !pd.HasErrors() && !diags.HasErrors() {
 		info, cd := compiler.Check(f, cfg)
 		out.info = info
+		bound, bd := bindTools(sortedTools(info), cfg.Dir)
+		out.bound = bound
+		cd = append(cd, bd...)
 		diags = append(diags, cd...)
 		for _, d := range cd {
 			if d.File != "" && d.File != src.name {
@@ -118,6 +128,11 @@ func checkCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "check", "unknown format %q: use text or json", *format)
 				}
+				stop, st := cf.connect(ctx, e, "check")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				status := exitOK
 				for _, arg := range args {
 					c, err := cf.load(e, arg)

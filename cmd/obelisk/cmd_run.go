@@ -37,6 +37,11 @@ func runCommand() *command {
 				if *mode != "" && *mode != "lazy" && *mode != "eager" {
 					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
 				}
+				stop, st := rf.connect(ctx, e, "run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
 				var closers []func() error
 				defer func() {
@@ -74,6 +79,12 @@ func runCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
 					return exitInput
+				}
+				if problems := p.preflight(); len(problems) > 0 {
+					for _, pr := range problems {
+						fmt.Fprintf(e.stderr, "obelisk run: %s\n", pr)
+					}
+					return exitUsage
 				}
 				progress := newProgress(e, len(p.prog.Steps))
 				observers = append(observers, progress.observe)
@@ -226,6 +237,11 @@ func dryRunCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
 				}
+				stop, st := rf.connect(ctx, e, "dry-run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status

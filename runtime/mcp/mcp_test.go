@@ -209,9 +209,8 @@ func TestParseSpec(t *testing.T) {
 // TestStdio starts the test binary as a server, a real child process on
 // stdio, calls it and stops it.
 func TestStdio(t *testing.T) {
-	t.Setenv(mcptest.EnvServer, "calc")
-	var stderr strings.Builder
-	s, err := Start(context.Background(), "calc", []string{os.Args[0], "-test.run=^$"}, Options{Stderr: &stderr})
+	t.Setenv(mcptest.EnvServer, "1")
+	s, err := Start(context.Background(), "calc", []string{os.Args[0], "calc"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +230,8 @@ func TestStdio(t *testing.T) {
 // call, and later calls, with what it wrote on standard error; retrying
 // cannot help.
 func TestStdioCrash(t *testing.T) {
-	t.Setenv(mcptest.EnvServer, "calc")
-	s, err := Start(context.Background(), "calc", []string{os.Args[0]}, Options{})
+	t.Setenv(mcptest.EnvServer, "1")
+	s, err := Start(context.Background(), "calc", []string{os.Args[0], "calc"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +246,13 @@ func TestStdioCrash(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
-	t.Setenv(mcptest.EnvServer, "broken")
+	t.Setenv(mcptest.EnvServer, "1")
 	for _, tc := range []struct {
 		argv []string
 		want []string
 	}{
 		{[]string{"./no-such-server", "--x"}, []string{"MCP server calc (./no-such-server --x): cannot start:", "no such file"}},
-		{[]string{os.Args[0]}, []string{"MCP server calc (" + os.Args[0] + "): cannot start:", "(it wrote: calc: cannot read calc.conf: no such file)"}},
+		{[]string{os.Args[0], "broken"}, []string{"MCP server calc (" + os.Args[0] + " broken): cannot start:", "(it wrote: calc: cannot read calc.conf: no such file)"}},
 	} {
 		s, err := Start(context.Background(), "calc", tc.argv, Options{})
 		if err == nil {

@@ -19,14 +19,17 @@ import (
 const EnvServer = "OBELISK_MCP_TEST_SERVER"
 
 // Main runs the test binary as an MCP server on stdio, and exits, when the
-// environment variable EnvServer names one: "calc" or "other" (the servers
-// of NewServer), or "broken" (a server that fails before it answers,
-// writing why on standard error). Call it first in TestMain; it returns
-// when the variable is not set.
+// environment variable EnvServer is set: the server its first argument
+// names, "calc" or "other" (the servers of NewServer), or "broken" (a
+// server that fails before it answers, writing why on standard error).
+// Call it first in TestMain; it returns when the variable is not set.
 func Main() {
-	name := os.Getenv(EnvServer)
-	if name == "" {
+	if os.Getenv(EnvServer) == "" {
 		return
+	}
+	name := "calc"
+	if len(os.Args) > 1 {
+		name = os.Args[1]
 	}
 	if name == "broken" {
 		fmt.Fprintln(os.Stderr, "calc: cannot read calc.conf: no such file")
