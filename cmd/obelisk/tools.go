@@ -198,13 +198,14 @@ func commandsOff(bt *boundTool) string {
 // whose environment variables are not set. Tools the mocks answer are not
 // called, so nothing keeps them.
 func (p *prepared) preflight() []string {
-	called := map[string]bool{}
-	for _, n := range p.calledTools() {
-		called[n] = !p.mocks.Has(n)
+	bound := map[string]*boundTool{}
+	for _, bt := range p.bound {
+		bound[bt.def.Name] = bt
 	}
 	var out []string
-	for _, bt := range p.bound {
-		if !called[bt.def.Name] {
+	for _, name := range p.calledTools() {
+		bt := bound[name]
+		if bt == nil || p.mocks.Has(name) {
 			continue
 		}
 		switch impl := bt.impl.(type) {
