@@ -44,8 +44,8 @@ type Options struct {
 	MaxOutputBytes int64
 }
 
-// Spec is a "command" block.
-type Spec struct {
+// spec is a "command" block.
+type spec struct {
 	Argv    []string `json:"argv"`
 	Dir     string   `json:"dir"`
 	Timeout string   `json:"timeout"`
@@ -64,37 +64,34 @@ type Tool struct {
 
 // New makes the tool def describes from its "command" block.
 func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
-	var spec Spec
+	var sp spec
 	dec := json.NewDecoder(bytes.NewReader(block))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	if err := dec.Decode(&sp); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("unknown key %s in the command block; known keys: %s", name, strings.Join(specKeys, ", "))
 		}
 		return nil, fmt.Errorf("the command block: %w", err)
 	}
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+	if len(sp.Argv) == 0 || sp.Argv[0] == "" {
 		return nil, errors.New("the command block has no \"argv\": the program and its arguments, such as [\"./bin/score\", \"--json\"]")
 	}
-	t := &Tool{name: def.Name, argv: append([]string(nil), spec.Argv...), dir: filepath.Join(opts.Dir, spec.Dir), max: opts.MaxOutputBytes}
+	t := &Tool{name: def.Name, argv: append([]string(nil), sp.Argv...), dir: filepath.Join(opts.Dir, sp.Dir), max: opts.MaxOutputBytes}
 	if t.max <= 0 {
 		t.max = 10 << 20
 	}
 	if p := t.argv[0]; !filepath.IsAbs(p) && strings.ContainsRune(p, filepath.Separator) {
 		t.argv[0] = filepath.Join(opts.Dir, p)
 	}
-	if spec.Timeout != "" {
-		d, err := time.ParseDuration(spec.Timeout)
+	if sp.Timeout != "" {
+		d, err := time.ParseDuration(sp.Timeout)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("timeout: %q is not a duration such as 30s", spec.Timeout)
+			return nil, fmt.Errorf("timeout: %q is not a duration such as 30s", sp.Timeout)
 		}
 		t.timeout = d
 	}
 	return t, nil
 }
-
-// Argv returns the program and its arguments.
-func (t *Tool) Argv() []string { return append([]string(nil), t.argv...) }
 
 // Call runs the program with the arguments as JSON on its standard input.
 func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {

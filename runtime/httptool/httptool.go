@@ -60,8 +60,8 @@ type Options struct {
 	MaxBodyBytes int64
 }
 
-// Spec is an "http" block.
-type Spec struct {
+// spec is an "http" block.
+type spec struct {
 	Method  string            `json:"method"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
@@ -116,10 +116,10 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
-	var spec Spec
+	var sp spec
 	dec := json.NewDecoder(bytes.NewReader(block))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	if err := dec.Decode(&sp); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("unknown key %s in the http block; known keys: %s", name, strings.Join(specKeys, ", "))
 		}
@@ -129,14 +129,14 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tool{name: def.Name, method: strings.ToUpper(spec.Method), used: map[string]bool{}, opts: opts}
+	t := &Tool{name: def.Name, method: strings.ToUpper(sp.Method), used: map[string]bool{}, opts: opts}
 	if t.method == "" {
 		t.method = http.MethodGet
 	}
 	if !methods[t.method] {
-		return nil, fmt.Errorf("method %q: use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS", spec.Method)
+		return nil, fmt.Errorf("method %q: use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS", sp.Method)
 	}
-	if spec.URL == "" {
+	if sp.URL == "" {
 		return nil, errors.New("the http block has no \"url\"")
 	}
 	checkParam := func(where, p string) error {
@@ -146,7 +146,7 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 		t.used[p] = true
 		return nil
 	}
-	whole, err := parseTemplate(spec.URL)
+	whole, err := parseTemplate(sp.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
@@ -178,8 +178,8 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 			}
 		}
 	}
-	names := make([]string, 0, len(spec.Headers))
-	for n := range spec.Headers {
+	names := make([]string, 0, len(sp.Headers))
+	for n := range sp.Headers {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -187,7 +187,7 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 		if !validHeaderName(n) {
 			return nil, fmt.Errorf("headers: %q is not a header name", n)
 		}
-		v, err := parseTemplate(spec.Headers[n])
+		v, err := parseTemplate(sp.Headers[n])
 		if err != nil {
 			return nil, fmt.Errorf("headers: %s: %w", n, err)
 		}
@@ -200,21 +200,21 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 		}
 		t.headers = append(t.headers, header{n, v})
 	}
-	if err := t.parseBody(spec.Body, params, paramList(params)); err != nil {
+	if err := t.parseBody(sp.Body, params, paramList(params)); err != nil {
 		return nil, err
 	}
-	if spec.Result != "" {
-		if !strings.HasPrefix(spec.Result, "/") {
-			return nil, fmt.Errorf("result: %q is not a JSON Pointer: it starts with / (\"/data/items\")", spec.Result)
+	if sp.Result != "" {
+		if !strings.HasPrefix(sp.Result, "/") {
+			return nil, fmt.Errorf("result: %q is not a JSON Pointer: it starts with / (\"/data/items\")", sp.Result)
 		}
-		for _, tok := range strings.Split(spec.Result[1:], "/") {
+		for _, tok := range strings.Split(sp.Result[1:], "/") {
 			t.result = append(t.result, strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"))
 		}
 	}
-	if spec.Timeout != "" {
-		d, err := time.ParseDuration(spec.Timeout)
+	if sp.Timeout != "" {
+		d, err := time.ParseDuration(sp.Timeout)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("timeout: %q is not a duration such as 10s", spec.Timeout)
+			return nil, fmt.Errorf("timeout: %q is not a duration such as 10s", sp.Timeout)
 		}
 		t.timeout = d
 	}

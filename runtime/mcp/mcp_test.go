@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -252,9 +253,10 @@ func TestStartFailures(t *testing.T) {
 		want []string
 	}{
 		{[]string{"./no-such-server", "--x"}, []string{"MCP server calc (./no-such-server --x): cannot start:", "no such file"}},
+		{[]string{os.Args[0], "mute"}, []string{"MCP server calc (" + os.Args[0] + " mute): cannot start: no answer in time"}},
 		{[]string{os.Args[0], "broken"}, []string{"MCP server calc (" + os.Args[0] + " broken): cannot start:", "(it wrote: calc: cannot read calc.conf: no such file)"}},
 	} {
-		s, err := Start(context.Background(), "calc", tc.argv, Options{})
+		s, err := Start(context.Background(), "calc", tc.argv, Options{StartTimeout: 200 * time.Millisecond})
 		if err == nil {
 			s.Close()
 			t.Errorf("%q started", tc.argv)

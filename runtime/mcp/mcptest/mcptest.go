@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -20,8 +21,9 @@ const EnvServer = "OBELISK_MCP_TEST_SERVER"
 
 // Main runs the test binary as an MCP server on stdio, and exits, when the
 // environment variable EnvServer is set: the server its first argument
-// names, "calc" or "other" (the servers of NewServer), or "broken" (a
-// server that fails before it answers, writing why on standard error).
+// names, "calc" or "other" (the servers of NewServer), "broken" (a server
+// that fails before it answers, writing why on standard error), or "mute"
+// (a server that reads its input and never answers).
 // Call it first in TestMain; it returns when the variable is not set.
 func Main() {
 	if os.Getenv(EnvServer) == "" {
@@ -31,9 +33,13 @@ func Main() {
 	if len(os.Args) > 1 {
 		name = os.Args[1]
 	}
-	if name == "broken" {
+	switch name {
+	case "broken":
 		fmt.Fprintln(os.Stderr, "calc: cannot read calc.conf: no such file")
 		os.Exit(3)
+	case "mute":
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	if err := NewServer(name).Run(context.Background(), &sdk.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,24 +48,24 @@ func Main() {
 	os.Exit(0)
 }
 
-// AddIn are the arguments of add.
-type AddIn struct {
+// addIn are the arguments of add.
+type addIn struct {
 	A float64 `json:"a" jsonschema:"the first term"`
 	B float64 `json:"b" jsonschema:"the second term"`
 }
 
-// AddOut is the result of add.
-type AddOut struct {
+// addOut is the result of add.
+type addOut struct {
 	Sum float64 `json:"sum"`
 }
 
-// ChargeIn are the arguments of charge.
-type ChargeIn struct {
+// chargeIn are the arguments of charge.
+type chargeIn struct {
 	Amount float64 `json:"amount"`
 }
 
-// ChargeOut is the result of charge.
-type ChargeOut struct {
+// chargeOut is the result of charge.
+type chargeOut struct {
 	Receipt string `json:"receipt"`
 }
 
@@ -82,8 +88,8 @@ func NewServer(name string) *sdk.Server {
 	yes := true
 	if name == "other" {
 		sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Adds two numbers, the other way.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
-			func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, AddOut, error) {
-				return nil, AddOut{Sum: in.B + in.A + 1000}, nil
+			func(ctx context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
+				return nil, addOut{Sum: in.B + in.A + 1000}, nil
 			})
 		s.AddTool(&sdk.Tool{Name: "echo", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{}}}, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -92,8 +98,8 @@ func NewServer(name string) *sdk.Server {
 		return s
 	}
 	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Adds two numbers.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, AddOut, error) {
-			return nil, AddOut{Sum: in.A + in.B}, nil
+		func(ctx context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: in.A + in.B}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "greet", Description: "Greets someone.", Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(bool)},
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []any{"name"}}},
@@ -116,7 +122,7 @@ func NewServer(name string) *sdk.Server {
 		InputSchema:  map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "number"}}, "required": []any{"amount"}},
 		OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"receipt": map[string]any{"type": "string"}}, "required": []any{"receipt"}}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var in ChargeIn
+			var in chargeIn
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 				return nil, err
 			}
@@ -126,7 +132,7 @@ func NewServer(name string) *sdk.Server {
 					StructuredContent: map[string]any{"code": "card_declined", "message": "Your card was declined.", "retryable": false},
 				}, nil
 			}
-			out := ChargeOut{Receipt: fmt.Sprintf("R-%g", in.Amount)}
+			out := chargeOut{Receipt: fmt.Sprintf("R-%g", in.Amount)}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out.Receipt}}, StructuredContent: out}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "crash", Description: "Makes the server exit: only for a server in its own process.", InputSchema: map[string]any{"type": "object"}},
