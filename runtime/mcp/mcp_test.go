@@ -269,3 +269,38 @@ func TestStartFailures(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCall measures one tools/call round trip: over the in-memory
+// transport, and over stdio to a child process.
+func BenchmarkCall(b *testing.B) {
+	args := map[string]any{"a": int64(2), "b": int64(3)}
+	b.Run("in-memory", func(b *testing.B) {
+		st, ct := sdk.NewInMemoryTransports()
+		if _, err := mcptest.NewServer("calc").Connect(context.Background(), st, nil); err != nil {
+			b.Fatal(err)
+		}
+		s, err := Connect(context.Background(), "calc", ct, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Call(context.Background(), "add", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stdio", func(b *testing.B) {
+		b.Setenv(mcptest.EnvServer, "1")
+		s, err := Start(context.Background(), "calc", []string{os.Args[0], "calc"}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Call(context.Background(), "add", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
