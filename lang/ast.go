@@ -91,6 +91,9 @@ type File struct {
 	// InputValues holds the input given in a JSON context document, by
 	// field name; nil for .plan text.
 	InputValues map[string]any
+	// JSON is set when the file was read from the JSON form, so that
+	// suggested fixes are given in that form's terms.
+	JSON bool
 }
 
 // Item is a top-level declaration or a step.

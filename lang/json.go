@@ -19,7 +19,7 @@ import (
 // commas are accepted. Spans point into the JSON text.
 func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 	c := &jconv{name: name, src: src}
-	f := &File{Name: name}
+	f := &File{Name: name, JSON: true}
 	root, jerr := parseJSON(src)
 	if jerr != nil {
 		c.diags = append(c.diags, &Diagnostic{Severity: SeverityError, Code: ParseError, File: name,

@@ -79,6 +79,9 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 	for i, s := range prog.Steps {
 		e.res[i] = &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
 		e.remain[i] = int32(len(prog.Pred[i]))
+		if e.remain[i] > 0 {
+			e.res[i].Status = StatusBlocked
+		}
 	}
 	return e, nil
 }
@@ -184,6 +187,8 @@ func (e *engine) extend(prog *compiler.Program) []int {
 		e.remain[i] = n
 		if n == 0 {
 			ready = append(ready, i)
+		} else {
+			e.res[i].Status = StatusBlocked
 		}
 	}
 	return ready
@@ -225,6 +230,7 @@ func (e *engine) settle(cands []int) []int {
 			cands = append(cands, e.skip(i, reason)...)
 		default:
 			e.decided[i] = true
+			e.res[i].Status = StatusPending // ready, waiting for a free slot
 			ready = append(ready, i)
 		}
 	}

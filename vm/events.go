@@ -93,6 +93,9 @@ func LogEvents(log hclog.Logger) Observer {
 		if e.Reason != "" {
 			args = append(args, "reason", e.Reason)
 		}
+		if e.Message != "" {
+			args = append(args, "message", e.Message)
+		}
 		if e.Error != nil {
 			args = append(args, "error", e.Error.Message, "code", e.Error.Code)
 		}
