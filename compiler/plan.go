@@ -283,6 +283,24 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 		candidates = append(candidates, n)
 	}
 	sort.Strings(candidates)
+	// Tools of several MCP servers that share a name are known only by
+	// their qualified names (server.tool).
+	var qualified []string
+	for _, n := range candidates {
+		if strings.HasSuffix(n, "."+name) {
+			qualified = append(qualified, n)
+		}
+	}
+	switch len(qualified) {
+	case 0:
+	case 1:
+		d := c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s (did you mean %q?)", name, qualified[0])
+		replaceFix(d, call.Tool.Span, qualified[0], fmt.Sprintf("call %s instead", qualified[0]))
+		return nil
+	default:
+		c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s: %s share that name, so call one of them by its full name", name, strings.Join(qualified, " and "))
+		return nil
+	}
 	d := c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s%s", name, didYouMean(name, candidates))
 	if s := lang.Closest(name, candidates); s != "" {
 		replaceFix(d, call.Tool.Span, s, fmt.Sprintf("call %s instead", s))

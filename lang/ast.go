@@ -166,6 +166,22 @@ type ToolDecl struct {
 	// pattern, …), not only against the type the signature shows.
 	InputSchema  []byte
 	OutputSchema []byte
+	// Binding says how the runtime calls the tool, when a tools file gives
+	// an "http" or "command" block; nil otherwise. A plan cannot give one.
+	Binding *ToolBinding
+}
+
+// ToolBinding is the "http" or "command" block of a tool definition in a
+// tools file, kept as JSON text for the runtime to read. The checker does
+// not look at it.
+type ToolBinding struct {
+	Span
+	// Kind is "http" or "command".
+	Kind string
+	// File is the name the tools file was read under.
+	File string
+	// JSON is the block's text.
+	JSON []byte
 }
 
 // ToolAttr is a tool attribute: an effect (`pure`, `idempotent`,

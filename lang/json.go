@@ -52,9 +52,11 @@ func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 // an array of MCP tool definitions (name, description, inputSchema,
 // outputSchema, annotations), OpenAI function definitions
 // ({"type": "function", "function": {name, description, parameters}}), one
-// definition, or a context document, whose tool messages it reads.
+// definition, or a context document, whose tool messages it reads. A
+// definition may carry an "http" or "command" block saying how the runtime
+// calls the tool (ToolDecl.Binding); a plan's own tool messages may not.
 func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
-	c := &jconv{name: name, src: src}
+	c := &jconv{name: name, src: src, bindings: true}
 	root, jerr := parseJSON(src)
 	if jerr != nil {
 		return nil, Diagnostics{{Severity: SeverityError, Code: ImportError, File: name,
@@ -99,6 +101,9 @@ type jconv struct {
 	name  string
 	src   []byte
 	diags Diagnostics
+	// bindings allows "http" and "command" blocks in tool definitions:
+	// tools files may say how a tool is called, plans may not.
+	bindings bool
 }
 
 func (c *jconv) errorf(span Span, format string, args ...any) {
@@ -717,8 +722,26 @@ func (c *jconv) tool(v *jvalue) *ToolDecl {
 	if ann := def.get("annotations"); ann != nil && ann.kind == jObject {
 		d.Attrs = c.annotations(ann)
 	}
+	for _, kind := range []string{"http", "command"} {
+		b := def.get(kind)
+		switch {
+		case b == nil:
+		case !c.bindings:
+			c.errorf(b.span, "a plan cannot say how a tool is called: move the %q block of %s to a tools file (--tools, or import)", kind, nv.str)
+		case b.kind != jObject:
+			c.errorf(b.span, "%q is an object saying how %s is called", kind, nv.str)
+		case d.Binding != nil:
+			c.errorf(b.span, "%s has both an \"http\" and a \"command\" block: keep one", nv.str)
+		default:
+			d.Binding = &ToolBinding{Span: b.span, Kind: kind, File: c.name, JSON: slices.Clone(c.src[b.span.Start.Offset:b.span.End.Offset])}
+		}
+	}
 	return d
 }
+
+// IsToolName reports whether s can name a tool in a plan: identifiers
+// joined by . or -.
+func IsToolName(s string) bool { return isToolName(s) }
 
 // annotations maps MCP tool annotations to attributes: readOnlyHint means
 // pure; destructiveHint means irreversible; otherwise idempotentHint means

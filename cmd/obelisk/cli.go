@@ -79,7 +79,8 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nA file is a .plan file, a .json plan, or - for standard input.\n")
 	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n")
-	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error.\n")
+	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error,\n")
+	fmt.Fprintf(w, "and OBELISK_STATE_DIR to journal runs elsewhere than in .obelisk.\n")
 }
 
 // run dispatches to a subcommand and returns the exit status.

@@ -18,14 +18,18 @@ import (
 type checkFlags struct {
 	tools  stringList
 	strict bool
+	mcp    stringList
+	// servers are the MCP servers connect started.
+	servers *mcpServers
 	// read holds the files config's checker configuration read, the
 	// tools files first: what a run records to build its program again.
 	read *readFiles
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
-	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON) whose tools the plan may call; may be repeated")
+	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
 }
 
 // config reads the tools files and builds the checker's configuration for
@@ -49,6 +53,10 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 		cfg.Tools = append(cfg.Tools, decls...)
 		cf.read.tools = append(cf.read.tools, planfile.File{Name: path, Text: string(b)})
 	}
+	cfg.Tools = append(cfg.Tools, cf.mcpDecls()...)
+	if cf.servers != nil {
+		cf.read.tools = append(cf.read.tools, cf.servers.files...)
+	}
 	builtins := builtinToolsJSON()
 	decls, _ := lang.ParseTools(builtinToolsName, builtins)
 	cfg.Tools = append(cfg.Tools, decls...)
@@ -69,6 +77,12 @@ func builtinToolsJSON() []byte {
 		return []byte(`{"tools": []}`)
 	}
 	return reg.ToolsJSON()
+}
+
+// builtinSignatures are the signatures of the built-in tools.
+func builtinSignatures() []*lang.ToolDecl {
+	decls, _ := lang.ParseTools(builtinToolsName, builtinToolsJSON())
+	return decls
 }
 
 // readFiles keeps the files a check reads.
@@ -92,6 +106,8 @@ type checked struct {
 	info  *compiler.Info
 	diags lang.Diagnostics
 	srcs  lang.Sources
+	// bound are the tools a tools file says how to call.
+	bound []*boundTool
 }
 
 // load reads, parses and checks one plan. A parse error stops before the
@@ -113,6 +129,9 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if !pd.HasErrors() && !diags.HasErrors() {
 		info, cd := compiler.Check(f, cfg)
 		out.info = info
+		bound, bd := bindTools(sortedTools(info), cfg.Dir)
+		out.bound = bound
+		cd = append(cd, bd...)
 		diags = append(diags, cd...)
 		for _, d := range cd {
 			if d.File != "" && d.File != src.name {
@@ -145,6 +164,11 @@ func checkCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "check", "unknown format %q: use text or json", *format)
 				}
+				stop, st := cf.connect(ctx, e, "check")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				status := exitOK
 				for _, arg := range args {
 					c, err := cf.load(e, arg)

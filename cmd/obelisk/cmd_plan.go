@@ -102,6 +102,9 @@ func applyCommand() *command {
 			noMocks := fs.Bool("no-mocks", false, "do not pick up NAME.mocks.json")
 			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			var mcpSpecs stringList
+			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
+			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "apply", "expected one planfile, got %d", len(args))
@@ -120,7 +123,13 @@ func applyCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
-				now, err := pf.Source.Refresh(readCurrent)
+				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands}
+				rf, stop, status := s.connect(ctx, e, "apply")
+				if rf == nil {
+					return status
+				}
+				defer stop()
+				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, name) })
 				if err == nil {
 					err = pf.Stale(now)
 				}
@@ -138,7 +147,6 @@ func applyCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
-				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, Approval: policy}
 				if *files != "" {
 					if s.Files, err = filepath.Abs(*files); err != nil {
 						fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
@@ -160,7 +168,8 @@ func applyCommand() *command {
 					}
 					s.Mocks, s.MocksFile = string(b), mocksPath
 				}
-				tools, err := s.tools()
+				rf.files = s.Files
+				tools, err := s.tools(rf, prog, pf.Source.Dir)
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
 					return exitUsage
@@ -178,11 +187,21 @@ func applyCommand() *command {
 	}
 }
 
-// readCurrent reads a tools file or an import as it is now; the built-in
-// tools are this program's.
-func readCurrent(name string) ([]byte, error) {
+// readCurrent reads a tools file or an import as it is now: the built-in
+// tools are this program's, an MCP server's tools those it lists now.
+func readCurrent(rf *runFlags, name string) ([]byte, error) {
 	if name == builtinToolsName {
 		return builtinToolsJSON(), nil
+	}
+	if strings.HasPrefix(name, "<") {
+		if rf.servers != nil {
+			for _, f := range rf.servers.files {
+				if f.Name == name {
+					return []byte(f.Text), nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("the plan was made with the tools of the MCP server %s: give it with --mcp", strings.Trim(name, "<>"))
 	}
 	return os.ReadFile(name)
 }

@@ -39,6 +39,11 @@ func runCommand() *command {
 				if err != nil {
 					return usageError(e, "run", "%v", err)
 				}
+				stop, st := rf.connect(ctx, e, "run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
 					return runEager(ctx, e, &rf, &xf, args[0], opts)
@@ -51,6 +56,12 @@ func runCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
 					return exitInput
+				}
+				if problems := p.preflight(); len(problems) > 0 && xf.replay == "" {
+					for _, pr := range problems {
+						fmt.Fprintf(e.stderr, "obelisk run: %s\n", pr)
+					}
+					return exitUsage
 				}
 				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
 				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
@@ -198,6 +209,11 @@ func dryRunCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
 				}
+				stop, st := rf.connect(ctx, e, "dry-run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -58,9 +59,23 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
 		return exitUsage
 	}
+	// Tools files given with --tools may bind tools; a streamed plan's
+	// imports are read as it arrives, too late to bind theirs.
+	var fromFiles []*compiler.Tool
+	for _, d := range cfg.Tools {
+		if d.Binding != nil {
+			fromFiles = append(fromFiles, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
+		}
+	}
+	bound, bd := bindTools(fromFiles, cfg.Dir)
+	diags = append(diags, bd...)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
 		return exitInput
+	}
+	if _, err := rf.registerBound(reg, bound); err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
 	}
 	var input map[string]any
 	if rf.input != "" {

@@ -24,9 +24,14 @@ import (
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
-// defaultStateDir is where runs are journaled unless --state-dir says
-// otherwise.
-const defaultStateDir = ".obelisk"
+// defaultStateDir is where runs are journaled unless OBELISK_STATE_DIR or
+// --state-dir says otherwise.
+func defaultStateDir() string {
+	if d := os.Getenv("OBELISK_STATE_DIR"); d != "" {
+		return d
+	}
+	return ".obelisk"
+}
 
 // stateFlags name the journal.
 type stateFlags struct {
@@ -34,7 +39,7 @@ type stateFlags struct {
 }
 
 func (sf *stateFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&sf.dir, "state-dir", defaultStateDir, "the directory of the run journal (journal.db)")
+	fs.StringVar(&sf.dir, "state-dir", defaultStateDir(), "the directory of the run journal (journal.db); OBELISK_STATE_DIR sets the default")
 }
 
 // open opens the journal.
@@ -44,7 +49,7 @@ func (sf *stateFlags) open() (*journal.DB, error) {
 
 // also returns the flag to repeat in a suggested command.
 func (sf *stateFlags) also() string {
-	if sf.dir == defaultStateDir {
+	if sf.dir == defaultStateDir() {
 		return ""
 	}
 	return " --state-dir " + shellQuote(sf.dir)
@@ -132,12 +137,14 @@ func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error)
 // settings are what a journaled run records to be resumed with: its
 // tools and its approval policy.
 type settings struct {
-	Mocks       string                 `json:"mocks,omitempty"`
-	MocksFile   string                 `json:"mocksFile,omitempty"`
-	Files       string                 `json:"files,omitempty"`
-	MaxParallel int                    `json:"maxParallel,omitempty"`
-	StepTimeout time.Duration          `json:"stepTimeout,omitempty"`
-	Approval    journal.ApprovalPolicy `json:"approval"`
+	Mocks         string                 `json:"mocks,omitempty"`
+	MocksFile     string                 `json:"mocksFile,omitempty"`
+	Files         string                 `json:"files,omitempty"`
+	MCP           []string               `json:"mcp,omitempty"`
+	AllowCommands bool                   `json:"allowCommands,omitempty"`
+	MaxParallel   int                    `json:"maxParallel,omitempty"`
+	StepTimeout   time.Duration          `json:"stepTimeout,omitempty"`
+	Approval      journal.ApprovalPolicy `json:"approval"`
 }
 
 // source returns what a checked plan was compiled from.
@@ -153,12 +160,32 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	return src
 }
 
-// tools builds the tools of a run from its settings: the built-in tools
-// and the mocks.
-func (s *settings) tools() (vm.Caller, error) {
-	rf := runFlags{files: s.Files}
+// connect starts the MCP servers of the settings. It returns the flags
+// that hold them and the function that stops them, or nil and the exit
+// status.
+func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
+	rf := &runFlags{files: s.Files, allowCommands: s.AllowCommands}
+	rf.mcp = stringList(s.MCP)
+	stop, status := rf.connect(ctx, e, cmd)
+	if stop == nil {
+		return nil, nil, status
+	}
+	return rf, stop, exitOK
+}
+
+// tools builds the tools of a program from the settings: the built-in
+// tools, the MCP servers' (started by connect), the tools its tools files
+// say how to call, and the mocks.
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, error) {
 	reg, err := rf.registry()
 	if err != nil {
+		return nil, err
+	}
+	bound, diags := bindTools(sortedTools(prog.Info), dir)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if _, err := rf.registerBound(reg, bound); err != nil {
 		return nil, err
 	}
 	var mocks *runtime.Mocks
@@ -391,7 +418,14 @@ func resumeCommand() *command {
 				if err := json.Unmarshal(st.Settings, &s); err != nil {
 					return fail("run %s: the recorded settings: %v", id, err)
 				}
-				if x.tools, err = s.tools(); err != nil {
+				rf, stop, status := s.connect(ctx, e, "resume")
+				if rf == nil {
+					jr.Finish(&vm.Result{Status: vm.RunCanceled, Err: errors.New("its tools could not be started")})
+					db.Close()
+					return status
+				}
+				defer stop()
+				if x.tools, err = s.tools(rf, prog, st.Source.Dir); err != nil {
 					return fail("run %s: %v", id, err)
 				}
 				x.prog, x.policy = prog, s.Approval
@@ -805,7 +839,8 @@ func (t *table) flush() { t.tw.Flush() }
 // settings returns what a run of the prepared plan records to be resumed
 // with.
 func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy) settings {
-	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, Approval: policy}
+	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands,
+		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, Approval: policy}
 	if rf.files != "" {
 		if abs, err := filepath.Abs(rf.files); err == nil {
 			s.Files = abs

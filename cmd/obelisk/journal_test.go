@@ -20,13 +20,13 @@ import (
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
-// TestMain lets the tests run this test binary as the obelisk command, in
-// processes of its own: with OBELISK_TEST_MAIN=1 it is obelisk.
-func TestMain(m *testing.M) {
+// asObelisk lets the tests run this test binary as the obelisk command,
+// in processes of their own: with OBELISK_TEST_MAIN=1 it is obelisk.
+// TestMain calls it first.
+func asObelisk() {
 	if os.Getenv("OBELISK_TEST_MAIN") == "1" {
 		main()
 	}
-	os.Exit(m.Run())
 }
 
 // obelisk returns the command that runs obelisk with args in dir, in a
