@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseJSON parses the JSON form of a plan and lowers it to the same tree
@@ -839,7 +840,9 @@ func section(it Item) int {
 // closest returns the candidate nearest to s by edit distance, if it is
 // near enough to be a likely misspelling, or "".
 func closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+1
+	// A likely misspelling is at most one edit (a swap of two neighbours
+	// counts as one) for every three characters.
+	best, bestD := "", max(1, utf8.RuneCountInString(s)/3)+1
 	sorted := slices.Clone(candidates)
 	sort.Strings(sorted)
 	for _, cand := range sorted {
@@ -855,8 +858,11 @@ func closest(s string, candidates []string) string {
 // alphabetically first candidate.
 func Closest(s string, candidates []string) string { return closest(s, candidates) }
 
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbouring characters.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -870,8 +876,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }
