@@ -299,27 +299,8 @@ fb: put(x: 99) -> †state.fb
 // TestReplanDiff: after a replan, a plan approved as a whole shows the new
 // plan as a diff and asks approval of the changed steps only.
 func TestReplanDiff(t *testing.T) {
-	prog := compile(t, `
-approve "Go?"
-on failure replan max 1
-tool fetch() -> {url: string} pure
-tool scrape(url: string) -> string idempotent
-tool api(url: string) -> string idempotent
-tool summarize(text: string) -> string pure
-fetch() -> †state.site
-scrape(url: †state.site.url) -> †state.page
-summarize(text: †state.page) -> †state.summary
-output †state.summary
-`)
-	tools := newFakeTools().
-		on("fetch", func(ctx context.Context, args map[string]any) (any, error) {
-			return map[string]any{"url": "https://example.test"}, nil
-		}).
-		on("scrape", func(ctx context.Context, args map[string]any) (any, error) { return nil, errors.New("blocked") }).
-		on("api", func(ctx context.Context, args map[string]any) (any, error) { return "text", nil }).
-		on("summarize", func(ctx context.Context, args map[string]any) (any, error) {
-			return "summary of " + args["text"].(string), nil
-		})
+	prog := compile(t, "approve \"Go?\"\non failure replan max 1\n"+replanPlan)
+	tools := replanTools()
 	a := &approver{decide: func(ApprovalRequest) Decision { return Decision{Approved: true} }}
 	rec := &recorder{}
 	o := opts(tools, rec)
@@ -329,7 +310,7 @@ output †state.summary
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Output != "summary of text" {
+	if res.Output != "summary of text of https://example.test" {
 		t.Fatalf("output %v (%v)", res.Output, res.Err)
 	}
 	if len(a.requests) != 2 {
@@ -360,11 +341,7 @@ output †state.summary
 
 	// Rejecting the changed steps stops the run before they run.
 	a.decide = func(req ApprovalRequest) Decision { return Decision{Approved: req.Round == 0} }
-	tools = newFakeTools().
-		on("fetch", func(ctx context.Context, args map[string]any) (any, error) {
-			return map[string]any{"url": "u"}, nil
-		}).
-		on("scrape", func(ctx context.Context, args map[string]any) (any, error) { return nil, errors.New("blocked") })
+	tools = replanTools()
 	o.Tools = tools
 	res, _ = Run(context.Background(), prog, nil, o)
 	if res.Status != RunFailed || !strings.Contains(res.Err.Error(), "the new plan was not approved") || tools.count("api") != 0 {

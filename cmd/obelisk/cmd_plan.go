@@ -153,13 +153,7 @@ func applyCommand() *command {
 						return exitUsage
 					}
 				}
-				mocksPath := *mocks
-				if mocksPath == "" && !*noMocks {
-					base := strings.TrimSuffix(strings.TrimSuffix(pf.Source.Name, ".plan"), ".json")
-					if _, err := os.Stat(base + ".mocks.json"); err == nil {
-						mocksPath = base + ".mocks.json"
-					}
-				}
+				mocksPath := mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Name, ".plan"), ".json"))
 				if mocksPath != "" {
 					b, err := os.ReadFile(mocksPath)
 					if err != nil {

@@ -17,23 +17,17 @@ import (
 // it is complete and checked.
 func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options) int {
 	opts.Approver = xf.approver(e)
-	observers := []vm.Observer{vm.LogEvents(e.log.Named("run"))}
-	if xf.events != "" {
-		f, err := os.Create(xf.events)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-			return exitUsage
-		}
-		obs, werr := vm.JSONLEvents(f)
-		observers = append(observers, obs)
-		defer func() {
-			for _, err := range []error{werr(), f.Close()} {
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-				}
-			}
-		}()
+	events, closeEvents, err := xf.eventsFile()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
 	}
+	defer func() {
+		if err := closeEvents(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		}
+	}()
+	observers := []vm.Observer{vm.LogEvents(e.log.Named("run")), events}
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {

@@ -134,6 +134,33 @@ func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error)
 	return tools, func() error { return nil }, nil
 }
 
+// eventsFile returns the observer that writes the events to the file of
+// --events (nil without it) and the function that closes the file.
+func (xf *execFlags) eventsFile() (vm.Observer, func() error, error) {
+	if xf.events == "" {
+		return nil, func() error { return nil }, nil
+	}
+	f, err := os.Create(xf.events)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs, werr := vm.JSONLEvents(f)
+	return obs, func() error { return errors.Join(werr(), f.Close()) }, nil
+}
+
+// mocksFile returns the mocks file to use: the one given, else
+// NAME.mocks.json beside the plan (base is the plan's path without its
+// extension) unless off; "" for none.
+func mocksFile(given string, off bool, base string) string {
+	if given != "" || off || base == "" {
+		return given
+	}
+	if _, err := os.Stat(base + ".mocks.json"); err == nil {
+		return base + ".mocks.json"
+	}
+	return ""
+}
+
 // settings are what a journaled run records to be resumed with: its
 // tools and its approval policy.
 type settings struct {
@@ -261,23 +288,17 @@ func (x *execution) run(ctx context.Context, e *env) int {
 		}
 	}()
 	opts.Tools = tools
-	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e)}
-	if x.flags.events != "" {
-		f, err := os.Create(x.flags.events)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-			return exitUsage
-		}
-		obs, werr := vm.JSONLEvents(f)
-		observers = append(observers, obs)
-		defer func() {
-			for _, err := range []error{werr(), f.Close()} {
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-				}
-			}
-		}()
+	events, closeEvents, err := x.flags.eventsFile()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
 	}
+	defer func() {
+		if err := closeEvents(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		}
+	}()
+	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e), events}
 	approver := x.flags.approver(e)
 	if x.approvedAs != "" {
 		approver = planApproved{next: approver, note: x.approvedAs}

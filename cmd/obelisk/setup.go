@@ -94,12 +94,11 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
 		return nil, exitUsage
 	}
-	mocksPath := rf.mocks
-	if mocksPath == "" && !rf.noMocks && c.src.path != "" {
-		if _, err := os.Stat(base + ".mocks.json"); err == nil {
-			mocksPath = base + ".mocks.json"
-		}
+	mocksBase := base
+	if c.src.path == "" {
+		mocksBase = ""
 	}
+	mocksPath := mocksFile(rf.mocks, rf.noMocks, mocksBase)
 	if mocksPath != "" {
 		b, err := os.ReadFile(mocksPath)
 		if err != nil {

@@ -108,23 +108,26 @@ func (s *Source) Compile() (*compiler.Program, lang.Diagnostics, error) {
 // read again through read, as they are now.
 func (s *Source) Refresh(read func(name string) ([]byte, error)) (*Source, error) {
 	out := *s
-	out.Tools = make([]File, len(s.Tools))
-	for i, f := range s.Tools {
-		b, err := read(f.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading tools file %s: %w", f.Name, err)
-		}
-		out.Tools[i] = File{Name: f.Name, Text: string(b)}
+	var err error
+	if out.Tools, err = reread(s.Tools, read); err != nil {
+		return nil, fmt.Errorf("reading tools file: %w", err)
 	}
-	out.Imports = make([]File, len(s.Imports))
-	for i, f := range s.Imports {
-		b, err := read(f.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f.Name, err)
-		}
-		out.Imports[i] = File{Name: f.Name, Text: string(b)}
+	if out.Imports, err = reread(s.Imports, read); err != nil {
+		return nil, fmt.Errorf("reading an import: %w", err)
 	}
 	return &out, nil
+}
+
+func reread(files []File, read func(name string) ([]byte, error)) ([]File, error) {
+	out := make([]File, len(files))
+	for i, f := range files {
+		b, err := read(f.Name)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = File{Name: f.Name, Text: string(b)}
+	}
+	return out, nil
 }
 
 // Signature is what a plan relies on of a tool it calls: its parameters,
