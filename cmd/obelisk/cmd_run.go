@@ -74,13 +74,17 @@ func runCommand() *command {
 }
 
 // report prints a run's output on stdout and its summary on stderr.
-func report(e *env, res *vm.Result) int {
+// runID, when the run is journaled, names it in the summary.
+func report(e *env, res *vm.Result, runID string) int {
 	b, err := marshalJSON(res.Output, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
 		return exitUsage
 	}
 	e.stdout.Write(append(b, '\n'))
+	if runID != "" {
+		fmt.Fprintf(e.stderr, "run %s ", runID)
+	}
 	fmt.Fprintln(e.stderr, summary(res))
 	printed := false
 	for _, s := range res.Steps {

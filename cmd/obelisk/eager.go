@@ -115,7 +115,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
 		return exitInput
 	}
-	status := report(e, res)
+	status := report(e, res, "")
 	if rejected.HasErrors() {
 		status = exitInput
 	}

@@ -330,7 +330,11 @@ func (x *execution) run(ctx context.Context, e *env) int {
 	if res.Status == vm.RunWaiting && x.jr != nil {
 		return x.waiting(e, res)
 	}
-	return report(e, res)
+	runID := ""
+	if x.jr != nil {
+		runID = x.jr.ID
+	}
+	return report(e, res, runID)
 }
 
 // showReplans prints the diff of each replan on stderr.
