@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
@@ -166,6 +167,9 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		return rp, AnyType, false
 	}
 	t, ok := pc.walk(t, rest, shown, r, len(r.Path)-len(rest))
+	if !ok && root == "state" {
+		pc.misread[rp.Path[0].Field] = true
+	}
 	return rp, t, ok
 }
 
@@ -339,12 +343,13 @@ func (pc *planChecker) celIssues(e *lang.CELExpr, errs []*common.Error, code lan
 		if loc := err.Location; loc != nil && loc.Line() > 0 {
 			start := celPos(e, loc.Line(), loc.Column())
 			end := start
-			end.Offset++
-			end.Column++
-			if end.Offset > e.Span.End.Offset {
-				// CEL points past the end of the expression (an
-				// unexpected end): point at its end.
-				start, end = e.Span.End, e.Span.End
+			// One character, unless CEL points past the expression's end
+			// (an expression cut short).
+			rel := start.Offset - e.Span.Start.Offset
+			if start.Offset < e.Span.End.Offset && e.Span.Start.Offset+len(e.Text) == e.Span.End.Offset && rel >= 0 {
+				_, n := utf8.DecodeRuneInString(e.Text[rel:])
+				end.Offset += n
+				end.Column++
 			}
 			span = lang.Span{Start: start, End: end}
 		}
