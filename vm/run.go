@@ -84,6 +84,9 @@ type Options struct {
 	// 3).
 	Replanner  Replanner
 	MaxReplans int
+	// Evaluator judges the criteria stated in words (`expect "…"`) of
+	// each step that returns a result; without one they stay unjudged.
+	Evaluator Evaluator
 	// Check configures the checking of replanned and edited plans.
 	Check compiler.Config
 	// Observer receives the run's events.
@@ -392,7 +395,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 	}
 	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
 	if spec.hasKnown {
-		return outcome{value: spec.known, start: start, duration: r.elapsed() - start}
+		return r.judged(ctx, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
 	}
 	if s.Each == nil {
 		var fb map[string]any
@@ -400,7 +403,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 			fb = spec.fallback[0]
 		}
 		v, attempts, retries, serr := r.attempts(ctx, e, s, id, spec.args, fb)
-		return outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start}
+		return r.judged(ctx, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -437,7 +440,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		}()
 	}
 	wg.Wait()
-	return outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}
+	return r.judged(ctx, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
 }
 
 // attempts calls a step's tool with its retries and backoff, then its
