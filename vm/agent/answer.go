@@ -66,8 +66,8 @@ func labelSteps(steps []*lang.Step) {
 
 // checkRules are what an answer may contain besides steps and output.
 type checkRules struct {
-	// settings allows mode, on failure and a plan-level approve.
-	settings bool
+	// settings allows mode and on failure; approve a plan-level approve.
+	settings, approve bool
 	// minSteps and maxSteps bound the steps (0: no bound).
 	minSteps, maxSteps int
 }
@@ -102,9 +102,13 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 			}
 		case *lang.InputDecl:
 			ch.diags = append(ch.diags, answerError(f, lang.DuplicateDecl, d.Span, "the input is given in the context: read it as †input.NAME, do not declare it"))
-		case *lang.ModeDecl, *lang.PolicyDecl, *lang.ApproveDecl:
+		case *lang.ModeDecl, *lang.PolicyDecl:
 			if !rules.settings {
-				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "settings (mode, on failure, a plan-level approve) are chosen by the agent: leave them out"))
+				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "mode and on failure are chosen by the agent: leave them out"))
+			}
+		case *lang.ApproveDecl:
+			if !rules.settings && !rules.approve {
+				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "a plan-level approve needs the whole plan before it runs, which eager mode does not have: put approve on the steps that need it"))
 			}
 		case *lang.Step:
 			steps++

@@ -87,7 +87,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	}
 	req := &llm.Request{System: systemPrompt(whole, opts.MinSteps, opts.MaxSteps),
 		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(c, info)}}}
-	rules := checkRules{settings: true, minSteps: opts.MinSteps, maxSteps: opts.MaxSteps}
+	rules := checkRules{settings: true, approve: true, minSteps: opts.MinSteps, maxSteps: opts.MaxSteps}
 	for round := 1; ; round++ {
 		text, _, err := llm.Collect(ctx, meter, req)
 		out.Rounds, out.Usage = round, meter.Usage()

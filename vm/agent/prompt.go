@@ -79,10 +79,11 @@ type turnInfo struct {
 	note string
 }
 
-// failure is the state of the goal at the failure that asks for a replan.
+// failure is the state of the goal at the failure that asks for a replan:
+// what failed, and the steps that completed.
 type failure struct {
-	step, tool, code, message string
-	completed                 []string
+	what      string
+	completed []string
 }
 
 // contextMessage renders seed 003's context messages and the goal: the
@@ -118,7 +119,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 		b.WriteString(facts)
 	}
 	if f := t.failure; f != nil {
-		fmt.Fprintf(&b, "\n[failure] Step %s (%s) failed: %s [%s].\n", f.step, f.tool, f.message, f.code)
+		fmt.Fprintf(&b, "\n[failure] %s\n", f.what)
 		if len(f.completed) > 0 {
 			fmt.Fprintf(&b, "The completed steps (%s) are kept: their results are in the state, and they do not run again.\n", strings.Join(f.completed, ", "))
 		}
