@@ -31,6 +31,8 @@ type env struct {
 	// colour).
 	stdoutTTY bool
 	log       hclog.Logger
+	// getenv reads the environment (os.Getenv when nil).
+	getenv func(string) string
 }
 
 // command is one subcommand.
@@ -53,6 +55,8 @@ func commands() []*command {
 		dryRunCommand(),
 		runCommand(),
 		explainCommand(),
+		generateCommand(),
+		agentCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds
@@ -71,8 +75,11 @@ func usage(w io.Writer) {
 
 // run dispatches to a subcommand and returns the exit status.
 func run(ctx context.Context, args []string, e *env) int {
+	if e.getenv == nil {
+		e.getenv = os.Getenv
+	}
 	if e.log == nil {
-		level := hclog.LevelFromString(os.Getenv("OBELISK_LOG"))
+		level := hclog.LevelFromString(e.getenv("OBELISK_LOG"))
 		if level == hclog.NoLevel {
 			level = hclog.Warn
 		}

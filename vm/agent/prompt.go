@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -143,7 +142,8 @@ func repairMessage(name, text string, diags lang.Diagnostics) string {
 }
 
 // annotate renders an answer's steps and output with what became of each
-// step, as comments: the [plan] context message of the next turn.
+// step, as comments: the [plan] context message of the next turn. Without
+// results, the steps have not run yet.
 func annotate(items []lang.Item, results map[string]*vm.StepResult) string {
 	var b strings.Builder
 	for _, it := range items {
@@ -155,7 +155,9 @@ func annotate(items []lang.Item, results map[string]*vm.StepResult) string {
 		text := strings.TrimRight(lang.FormatItem(it), "\n")
 		if st, ok := it.(*lang.Step); ok {
 			status := "# did not run"
-			if r := results[st.Label.Name]; r != nil {
+			if results == nil {
+				status = "# not run yet"
+			} else if r := results[label(st)]; r != nil {
 				status = "# " + describe(r)
 			}
 			lines := strings.SplitN(text, "\n", 2)
@@ -165,6 +167,13 @@ func annotate(items []lang.Item, results map[string]*vm.StepResult) string {
 		b.WriteString(text + "\n")
 	}
 	return b.String()
+}
+
+func label(st *lang.Step) string {
+	if st.Label == nil {
+		return ""
+	}
+	return st.Label.Name
 }
 
 // describe says what became of a step in a few words.
@@ -188,13 +197,4 @@ func describe(r *vm.StepResult) string {
 		return "skipped: " + r.Reason
 	}
 	return string(r.Status)
-}
-
-// jsonText renders a value compactly for a prompt.
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
