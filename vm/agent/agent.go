@@ -13,6 +13,8 @@
 package agent
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -335,7 +337,9 @@ func (g *goal) settings() []string {
 	if g.opts.Mode == Lazy {
 		return []string{"mode lazy", "on failure replan"}
 	}
-	return []string{"on failure replan"}
+	// mode eager makes a plan-level approve, which needs the whole plan,
+	// an error rather than a gate eager mode could not keep.
+	return []string{"mode eager", "on failure replan"}
 }
 
 // request is the planner's request for a turn.
@@ -366,7 +370,28 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
-	src := &recordingReader{r: newUnfenceReader(llm.Reader(stream))}
+	body := bufio.NewReader(newUnfenceReader(llm.Reader(stream)))
+	src := &recordingReader{r: body}
+	if isJSON, err := startsJSON(body); err != nil {
+		stream.Close()
+		t.Usage = stream.Usage()
+		return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+	} else if isJSON {
+		// The JSON form cannot be read statement by statement: it runs
+		// once it is whole, as the .plan text it stands for.
+		all, err := io.ReadAll(body)
+		stream.Close()
+		t.Usage = stream.Usage()
+		if err != nil {
+			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+		}
+		f, diags := lang.ParseJSON(t.Name(), all)
+		if diags.HasErrors() {
+			t.Answer, t.Rejected = string(all), diags
+			return t, nil, nil
+		}
+		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
+	}
 	prelude := g.ctx.prelude(g.state, g.settings()...)
 	sp := lang.NewStreamParser(t.Name(), io.MultiReader(strings.NewReader(prelude), src))
 	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
@@ -438,6 +463,27 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		req.Messages = append(req.Messages,
 			llm.Message{Role: llm.Assistant, Content: text},
 			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags)})
+	}
+}
+
+// startsJSON reports whether an answer starts, after spaces, with '{' or
+// '[': the JSON form.
+func startsJSON(r *bufio.Reader) (bool, error) {
+	for n := 1; ; n++ {
+		b, err := r.Peek(n)
+		if len(b) < n {
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true, nil
+		}
+		return false, nil
 	}
 }
 

@@ -385,3 +385,26 @@ func TestLazyRepairsThenRuns(t *testing.T) {
 		t.Errorf("the repair request lacks the report")
 	}
 }
+
+// TestEagerJSONAnswer: an answer in seed 003's JSON solution form goes
+// through the same checker and runs once it is whole.
+func TestEagerJSONAnswer(t *testing.T) {
+	j := &journal{}
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text("```json\n"+`{"calls": [
+  {"_tool": "lookup", "_id": "fetch", "id": "†input.id", "_outputPath": "†state.customer"},
+  {"_tool": "score", "orders": "†state.customer.orders", "_outputPath": "†state.score"}
+], "output": {"score": "†state.score"}}`+"\n```\n", llm.Usage{})))
+	defer srv.Close()
+	c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+	res, err := Run(context.Background(), Options{Goal: "Score c-1.", Context: c, Check: cfg, Tools: customerToolbox(j),
+		Planner: fakeProviders[0].open(srv.Settings("planner", "judge"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != GoalCompleted || res.Output.(map[string]any)["score"] != 10.5 {
+		t.Fatalf("status %s (%v), output %v", res.Status, res.Err, res.Output)
+	}
+	if !strings.HasPrefix(res.Turns[0].Answer, "fetch: lookup(id: †input.id) -> †state.customer\n") {
+		t.Errorf("answer as plan text:\n%s", res.Turns[0].Answer)
+	}
+}
