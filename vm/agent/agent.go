@@ -348,13 +348,22 @@ func (g *goal) request(info *turnInfo) *llm.Request {
 }
 
 // keep records the state after a turn and the declarations the model
-// made, which later turns keep.
+// made, which later turns keep: each type and sub-plan that checks with
+// the context (one that was rejected is not kept).
 func (g *goal) keep(state map[string]any, items []lang.Item) {
 	maps.Copy(g.state, state)
 	for _, it := range items {
 		switch it.(type) {
 		case *lang.TypeDecl, *lang.PlanDecl:
-			g.ctx.Decls = append(g.ctx.Decls, it)
+			decls := g.ctx.Decls
+			g.ctx.Decls = append(decls, it)
+			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state)))
+			if !diags.HasErrors() {
+				_, diags = compiler.Check(f, g.opts.Check)
+			}
+			if diags.HasErrors() {
+				g.ctx.Decls = decls
+			}
 		}
 	}
 }

@@ -408,3 +408,35 @@ func TestEagerJSONAnswer(t *testing.T) {
 		t.Errorf("answer as plan text:\n%s", res.Turns[0].Answer)
 	}
 }
+
+// TestDeclarationsKept: a type the model declares in one turn is in the
+// context of the next turns; a declaration that does not check is not
+// kept (in eager mode it also stops the turn's steps, which go back as
+// rejected).
+func TestDeclarationsKept(t *testing.T) {
+	j := &journal{}
+	srv := llmtest.NewOpenAI(llmtest.Script(
+		llmtest.Text("type Summary {name: string, score: number}\ntype Broken {a: Missing}\nfetch: lookup(id: †input.id) -> †state.customer\n", llm.Usage{}),
+		llmtest.Text("fetch: lookup(id: †input.id) -> †state.customer\n", llm.Usage{}),
+		llmtest.Text("sc: score(orders: †state.customer.orders) -> †state.score\noutput {name: †state.customer.name, score: †state.score}\n", llm.Usage{}),
+	))
+	defer srv.Close()
+	c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+	res, err := Run(context.Background(), Options{Goal: "Summarise c-1.", Context: c, Check: cfg, Tools: customerToolbox(j),
+		Planner: fakeProviders[0].open(srv.Settings("planner", "judge"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || j.count("call lookup") != 1 {
+		t.Fatalf("status %s (%v), turns %d, calls %v", res.Status, res.Err, res.GoalExecution.Turns, j.all())
+	}
+	if rej := res.Turns[0].Rejected; len(rej) == 0 || rej[0].Code != "unknown-type" {
+		t.Errorf("first turn rejected %v", rej)
+	}
+	for _, r := range srv.Requests()[1:] {
+		p := r.Messages[0].Content
+		if !strings.Contains(p, "[types] Declared types (use them; do not declare them again):\ntype Summary {name: string, score: number}\n\n[input]") {
+			t.Errorf("a later prompt:\n%s", p)
+		}
+	}
+}

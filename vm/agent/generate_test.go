@@ -157,3 +157,4 @@ func TestGenerateNeverRepairs(t *testing.T) {
 		t.Errorf("diagnostics:\n%s", got.Diagnostics)
 	}
 }
+

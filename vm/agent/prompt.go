@@ -91,10 +91,14 @@ func contextMessage(c *Context, t *turnInfo) string {
 	var b strings.Builder
 	b.WriteString("Context:\n\n[tools] The tools you may call:\n")
 	b.WriteString(c.toolsText())
+	types := ""
 	for _, d := range c.Decls {
 		if _, ok := d.(*lang.TypeDecl); ok {
-			b.WriteString(formatItem(d))
+			types += formatItem(d)
 		}
+	}
+	if types != "" {
+		b.WriteString("\n[types] Declared types (use them; do not declare them again):\n" + types)
 	}
 	if d := c.inputDecl(); d != nil {
 		b.WriteString("\n[input] The input, read as †input.NAME:\n")
@@ -106,7 +110,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 	}
 	for _, d := range c.Decls {
 		if _, ok := d.(*lang.PlanDecl); ok {
-			b.WriteString("\n[sub-plan]\n" + formatItem(d))
+			b.WriteString("\n[sub-plan] Declared (call it like a tool; do not declare it again):\n" + formatItem(d))
 		}
 	}
 	if t.plan != "" {
