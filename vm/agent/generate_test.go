@@ -157,4 +157,3 @@ func TestGenerateNeverRepairs(t *testing.T) {
 		t.Errorf("diagnostics:\n%s", got.Diagnostics)
 	}
 }
-
