@@ -172,3 +172,57 @@ func (s *meteredStream) Close() error {
 	})
 	return err
 }
+
+// Events is a stream of provider events, such as the server-sent event
+// streams of the providers' SDKs.
+type Events[E any] interface {
+	Next() bool
+	Current() E
+	Err() error
+	Close() error
+}
+
+// EventStream is a Stream over a provider's events: each event may add
+// text, count tokens, or report an error.
+type EventStream[E any] struct {
+	events Events[E]
+	read   func(e E, u *Usage) (string, error)
+	wrap   func(error) error
+	usage  Usage
+	done   bool
+}
+
+// NewEventStream returns the stream of the text that read finds in the
+// events; read also counts the tokens the events report into u. wrap
+// describes an error of the event stream.
+func NewEventStream[E any](events Events[E], read func(e E, u *Usage) (string, error), wrap func(error) error) *EventStream[E] {
+	return &EventStream[E]{events: events, read: read, wrap: wrap}
+}
+
+// Next returns the next piece of text.
+func (s *EventStream[E]) Next() (string, error) {
+	for !s.done {
+		if !s.events.Next() {
+			s.done = true
+			break
+		}
+		text, err := s.read(s.events.Current(), &s.usage)
+		if err != nil {
+			s.done = true
+			return "", s.wrap(err)
+		}
+		if text != "" {
+			return text, nil
+		}
+	}
+	if err := s.events.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return "", s.wrap(err)
+	}
+	return "", io.EOF
+}
+
+// Usage returns the tokens counted so far.
+func (s *EventStream[E]) Usage() Usage { return s.usage }
+
+// Close closes the events.
+func (s *EventStream[E]) Close() error { return s.events.Close() }

@@ -4,14 +4,11 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 )
@@ -81,45 +78,27 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 		s.Close()
 		return nil, fmt.Errorf("%s: %w", m.Name(), err)
 	}
-	return &stream{s: s, name: m.Name()}, nil
+	name := m.Name()
+	return llm.NewEventStream(s, text, func(err error) error { return fmt.Errorf("%s: %w", name, err) }), nil
 }
 
-type stream struct {
-	s     *ssestream.Stream[sdk.MessageStreamEventUnion]
-	name  string
-	usage llm.Usage
-	done  bool
-}
-
-func (st *stream) Next() (string, error) {
-	for !st.done {
-		if !st.s.Next() {
-			st.done = true
-			break
+// text reads an event: the text of a text delta, the token counts of the
+// message's start and end, or the error the stream reports.
+func text(ev sdk.MessageStreamEventUnion, u *llm.Usage) (string, error) {
+	switch ev.Type {
+	case "message_start":
+		usage := ev.Message.Usage
+		u.Input = usage.InputTokens + usage.CacheReadInputTokens + usage.CacheCreationInputTokens
+		u.Output = usage.OutputTokens
+	case "message_delta":
+		// The output count is cumulative.
+		u.Output = ev.Usage.OutputTokens
+	case "content_block_delta":
+		if ev.Delta.Type == "text_delta" {
+			return ev.Delta.Text, nil
 		}
-		ev := st.s.Current()
-		switch ev.Type {
-		case "message_start":
-			st.usage.Input = ev.Message.Usage.InputTokens + ev.Message.Usage.CacheReadInputTokens + ev.Message.Usage.CacheCreationInputTokens
-			st.usage.Output = ev.Message.Usage.OutputTokens
-		case "message_delta":
-			// The output count is cumulative.
-			st.usage.Output = ev.Usage.OutputTokens
-		case "content_block_delta":
-			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
-				return ev.Delta.Text, nil
-			}
-		case "error":
-			st.done = true
-			return "", fmt.Errorf("%s: the stream reported an error: %s", st.name, ev.RawJSON())
-		}
+	case "error":
+		return "", fmt.Errorf("the stream reported an error: %s", ev.RawJSON())
 	}
-	if err := st.s.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("%s: %w", st.name, err)
-	}
-	return "", io.EOF
+	return "", nil
 }
-
-func (st *stream) Usage() llm.Usage { return st.usage }
-
-func (st *stream) Close() error { return st.s.Close() }

@@ -144,21 +144,24 @@ func (s *Server) hold(req *Request, rep Reply, i int) {
 	}
 }
 
-func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := &Request{Model: body.Model}
-	for _, m := range body.Messages {
+// body is the JSON body of a request, in one provider's shape.
+type body interface {
+	// request returns the request, and whether it asks for a stream.
+	request() (*Request, bool)
+}
+
+type openAIBody struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+func (b *openAIBody) request() (*Request, bool) {
+	req := &Request{Model: b.Model}
+	for _, m := range b.Messages {
 		text := contentText(m.Content)
 		switch m.Role {
 		case "system", "developer":
@@ -169,79 +172,96 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 			req.Messages = append(req.Messages, llm.Message{Role: llm.User, Content: text})
 		}
 	}
-	rep := s.record(req)
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		writeError(w, rep.Status, `{"error": {"message": %q, "type": "test_error"}}`, rep.Message)
-		return
-	}
-	if !body.Stream {
-		http.Error(w, "this fake server only streams", http.StatusBadRequest)
-		return
-	}
-	sse := startSSE(w)
-	for i, p := range rep.Pieces {
-		s.hold(req, rep, i)
-		sse.event("", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}})
-	}
-	s.hold(req, rep, len(rep.Pieces))
-	sse.event("", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body.Model,
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
-	sse.event("", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body.Model, "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": rep.Usage.Input, "completion_tokens": rep.Usage.Output, "total_tokens": rep.Usage.Total()}})
-	sse.raw("data: [DONE]\n\n")
+	return req, b.Stream
 }
 
-func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-		System []struct {
-			Text string `json:"text"`
-		} `json:"system"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+type anthropicBody struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	System []struct {
+		Text string `json:"text"`
+	} `json:"system"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+func (b *anthropicBody) request() (*Request, bool) {
+	req := &Request{Model: b.Model}
+	for _, s := range b.System {
+		req.System += s.Text
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := &Request{Model: body.Model}
-	for _, b := range body.System {
-		req.System += b.Text
-	}
-	for _, m := range body.Messages {
+	for _, m := range b.Messages {
 		role := llm.User
 		if m.Role == "assistant" {
 			role = llm.Assistant
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: contentText(m.Content)})
 	}
-	rep := s.record(req)
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		writeError(w, rep.Status, `{"type": "error", "error": {"type": "test_error", "message": %q}}`, rep.Message)
+	return req, b.Stream
+}
+
+// serve reads a request into b, records it, and answers with its reply:
+// an HTTP error in the provider's shape (errorFormat, with the message),
+// or events. stream writes the events; the function it is given sends the
+// pieces of the answer, each after its hold, through send.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, b body, errorFormat string, stream func(sse *sseWriter, req *Request, rep Reply, pieces func(send func(string)))) {
+	if err := json.NewDecoder(r.Body).Decode(b); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !body.Stream {
+	req, streaming := b.request()
+	rep := s.record(req)
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		fmt.Fprintf(w, errorFormat, rep.Message)
+		return
+	}
+	if !streaming {
 		http.Error(w, "this fake server only streams", http.StatusBadRequest)
 		return
 	}
-	sse := startSSE(w)
-	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": "msg_test", "type": "message", "role": "assistant", "model": body.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": rep.Usage.Input, "output_tokens": 1}}})
-	sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-	for i, p := range rep.Pieces {
-		s.hold(req, rep, i)
-		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": p}})
-	}
-	s.hold(req, rep, len(rep.Pieces))
-	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": rep.Usage.Output}})
-	sse.event("message_stop", map[string]any{"type": "message_stop"})
+	stream(startSSE(w), req, rep, func(send func(string)) {
+		for i, p := range rep.Pieces {
+			s.hold(req, rep, i)
+			send(p)
+		}
+		s.hold(req, rep, len(rep.Pieces))
+	})
+}
+
+func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, &openAIBody{}, `{"error": {"message": %q, "type": "test_error"}}`, func(sse *sseWriter, req *Request, rep Reply, pieces func(func(string))) {
+		chunk := func(fields map[string]any) {
+			fields["id"], fields["object"], fields["created"], fields["model"] = "chatcmpl-test", "chat.completion.chunk", 0, req.Model
+			sse.event("", fields)
+		}
+		pieces(func(p string) {
+			chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}})
+		})
+		chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
+		chunk(map[string]any{"choices": []any{},
+			"usage": map[string]any{"prompt_tokens": rep.Usage.Input, "completion_tokens": rep.Usage.Output, "total_tokens": rep.Usage.Total()}})
+		sse.raw("data: [DONE]\n\n")
+	})
+}
+
+func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, &anthropicBody{}, `{"type": "error", "error": {"type": "test_error", "message": %q}}`, func(sse *sseWriter, req *Request, rep Reply, pieces func(func(string))) {
+		sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": "msg_test", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": rep.Usage.Input, "output_tokens": 1}}})
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		pieces(func(p string) {
+			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": p}})
+		})
+		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
+			"usage": map[string]any{"output_tokens": rep.Usage.Output}})
+		sse.event("message_stop", map[string]any{"type": "message_stop"})
+	})
 }
 
 // contentText reads a message's content: a string, or an array of text
@@ -260,12 +280,6 @@ func contentText(raw json.RawMessage) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
-}
-
-func writeError(w http.ResponseWriter, status int, format, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, format, msg)
 }
 
 type sseWriter struct {

@@ -8,12 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 )
@@ -82,45 +80,23 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 		s.Close()
 		return nil, describe(m.Name(), err)
 	}
-	return &stream{s: s, name: m.Name()}, nil
+	name := m.Name()
+	return llm.NewEventStream(s, text, func(err error) error { return describe(name, err) }), nil
 }
 
-type stream struct {
-	s     *ssestream.Stream[oai.ChatCompletionChunk]
-	name  string
-	usage llm.Usage
-	done  bool
-}
-
-func (st *stream) Next() (string, error) {
-	for !st.done {
-		if !st.s.Next() {
-			st.done = true
-			break
-		}
-		c := st.s.Current()
-		if c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0 {
-			st.usage = llm.Usage{Input: c.Usage.PromptTokens, Output: c.Usage.CompletionTokens}
-		}
-		var text string
-		for _, ch := range c.Choices {
-			if ch.Index == 0 {
-				text += ch.Delta.Content
-			}
-		}
-		if text != "" {
-			return text, nil
+// text reads a chunk: its text, and the usage the last chunk carries.
+func text(c oai.ChatCompletionChunk, u *llm.Usage) (string, error) {
+	if c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0 {
+		*u = llm.Usage{Input: c.Usage.PromptTokens, Output: c.Usage.CompletionTokens}
+	}
+	var s string
+	for _, ch := range c.Choices {
+		if ch.Index == 0 {
+			s += ch.Delta.Content
 		}
 	}
-	if err := st.s.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return "", describe(st.name, err)
-	}
-	return "", io.EOF
+	return s, nil
 }
-
-func (st *stream) Usage() llm.Usage { return st.usage }
-
-func (st *stream) Close() error { return st.s.Close() }
 
 // describe adds the server's message to an API error, whose text has only
 // the status.
