@@ -92,63 +92,53 @@ func literalValue(e lang.Expr) (any, bool) {
 // inputDecl returns the input block: the declared fields, with the given
 // values as defaults, or fields inferred from the values.
 func (c *Context) inputDecl() *lang.InputDecl {
-	if c.InputDecl == nil && len(c.Input) == 0 {
+	var declared []*lang.FieldDecl
+	if c.InputDecl != nil {
+		declared = c.InputDecl.Fields
+	}
+	fields := withValues(declared, c.Input)
+	if len(fields) == 0 && c.InputDecl == nil {
 		return nil
 	}
-	d := &lang.InputDecl{}
-	seen := map[string]bool{}
-	if c.InputDecl != nil {
-		for _, f := range c.InputDecl.Fields {
-			nf := *f
-			nf.Comments = lang.Comments{Leading: f.Comments.Leading}
-			if v, ok := c.Input[f.Name.Name]; ok {
-				nf.Default = lang.ValueExpr(v)
-			}
-			d.Fields = append(d.Fields, &nf)
-			seen[f.Name.Name] = true
-		}
-	}
-	for _, k := range sortedKeys(c.Input) {
-		if !seen[k] {
-			d.Fields = append(d.Fields, field(k, compiler.TypeOfValue(c.Input[k]).Expr(), c.Input[k], true))
-		}
-	}
-	return d
+	return &lang.InputDecl{Fields: fields}
 }
 
 // stateDecl returns the state block: the schema's slots, and every slot
 // written so far with its value.
 func (c *Context) stateDecl(state map[string]any) *lang.StateDecl {
-	d := &lang.StateDecl{}
-	seen := map[string]bool{}
+	var declared []*lang.FieldDecl
 	if c.State != nil {
-		for _, f := range c.State.Fields {
-			nf := *f
-			nf.Comments = lang.Comments{Leading: f.Comments.Leading}
-			if v, ok := state[f.Name.Name]; ok {
-				nf.Default = lang.ValueExpr(v)
-			}
-			d.Fields = append(d.Fields, &nf)
-			seen[f.Name.Name] = true
-		}
+		declared = c.State.Fields
 	}
-	for _, k := range sortedKeys(state) {
-		if !seen[k] {
-			d.Fields = append(d.Fields, field(k, compiler.TypeOfValue(state[k]).Expr(), state[k], true))
-		}
-	}
-	if len(d.Fields) == 0 {
+	fields := withValues(declared, state)
+	if len(fields) == 0 {
 		return nil
 	}
-	return d
+	return &lang.StateDecl{Fields: fields}
 }
 
-func field(name string, t lang.TypeExpr, v any, hasValue bool) *lang.FieldDecl {
-	f := &lang.FieldDecl{Name: &lang.Ident{Name: name, Quoted: !lang.IsPlainName(name)}, Type: t}
-	if hasValue {
-		f.Default = lang.ValueExpr(v)
+// withValues returns the declared fields, each with its value as its
+// default when there is one, then a field for each other value, typed by
+// the value, in name order. The declarations are not changed.
+func withValues(declared []*lang.FieldDecl, values map[string]any) []*lang.FieldDecl {
+	var out []*lang.FieldDecl
+	seen := map[string]bool{}
+	for _, f := range declared {
+		nf := *f
+		nf.Comments = lang.Comments{Leading: f.Comments.Leading}
+		if v, ok := values[f.Name.Name]; ok {
+			nf.Default = lang.ValueExpr(v)
+		}
+		out = append(out, &nf)
+		seen[f.Name.Name] = true
 	}
-	return f
+	for _, k := range sortedKeys(values) {
+		if !seen[k] {
+			out = append(out, &lang.FieldDecl{Name: &lang.Ident{Name: k, Quoted: !lang.IsPlainName(k)},
+				Type: compiler.TypeOfValue(values[k]).Expr(), Default: lang.ValueExpr(values[k])})
+		}
+	}
+	return out
 }
 
 // prelude is the text put before the model's answer when it is checked:
