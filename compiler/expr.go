@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/common"
 
@@ -154,6 +155,9 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		return rp, AnyType, false
 	}
 	t, ok := pc.walk(t, rest, shown, r, len(r.Path)-len(rest))
+	if !ok && root == "state" {
+		pc.misread[rp.Path[0].Field] = true
+	}
 	return rp, t, ok
 }
 
@@ -288,8 +292,14 @@ func (pc *planChecker) celIssues(e *lang.CELExpr, errs []*common.Error, code lan
 		if loc := err.Location; loc != nil && loc.Line() > 0 {
 			start := celPos(e, loc.Line(), loc.Column())
 			end := start
-			end.Offset++
-			end.Column++
+			// One character, unless CEL points past the expression's end
+			// (an expression cut short).
+			rel := start.Offset - e.Span.Start.Offset
+			if start.Offset < e.Span.End.Offset && e.Span.Start.Offset+len(e.Text) == e.Span.End.Offset && rel >= 0 {
+				_, n := utf8.DecodeRuneInString(e.Text[rel:])
+				end.Offset += n
+				end.Column++
+			}
 			span = lang.Span{Start: start, End: end}
 		}
 		pc.c.errorf(code, span, "in expression: %s", celMessage(err.Message))

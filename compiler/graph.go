@@ -290,7 +290,12 @@ func (pc *planChecker) warnings() {
 		}
 		if n.Out == nil && s.Tool != nil && s.Tool.Result.Kind != KindNull && s.Tool.Result.Kind != KindAny {
 			d := c.warnf(lang.UnusedResult, n.Call.Span, "the result of %s (%s) is not written anywhere", s.ID, s.Tool.Result)
-			d.Fix = &lang.Fix{Message: "write it to a slot: -> †state.NAME", Edits: []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: n.Call.Span.End, End: n.Call.Span.End}, NewText: " -> †state." + suggestSlot(s, p)}}}
+			slot := "†state." + suggestSlot(s, p)
+			if c.file.JSON {
+				d.Fix = &lang.Fix{Message: fmt.Sprintf("write it to a slot: add \"_outputPath\": %q to the call", slot)}
+			} else {
+				d.Fix = &lang.Fix{Message: "write it to a slot: -> †state.NAME", Edits: []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: n.Call.Span.End, End: n.Call.Span.End}, NewText: " -> " + slot}}}
+			}
 		}
 		// A step that only reads error slots of steps that cannot fail
 		// (their result is given) never runs.
@@ -324,16 +329,20 @@ func (pc *planChecker) warnings() {
 					}
 				}
 			}
-			end := n.Span.End
-			d.Fix = &lang.Fix{
-				Message: "add `approve` to the step (or `approve` to the plan), or declare the tool pure or idempotent if it is",
-				Edits:   []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: end, End: end}, NewText: "\n  approve"}},
+			if c.file.JSON {
+				d.Fix = &lang.Fix{Message: "add \"_approve\": true to the call (or \"approve\": true to the plan message), or declare the tool read-only or idempotent (annotations readOnlyHint, idempotentHint) if it is"}
+			} else {
+				end := n.Span.End
+				d.Fix = &lang.Fix{
+					Message: "add `approve` to the step (or `approve` to the plan), or declare the tool pure or idempotent if it is",
+					Edits:   []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: end, End: end}, NewText: "\n  approve"}},
+				}
 			}
 		}
 	}
 	for _, name := range p.SlotNames {
 		slot := p.Slots[name]
-		read := len(slot.Readers) > 0 || slot.ReadByOutput
+		read := len(slot.Readers) > 0 || slot.ReadByOutput || pc.misread[name]
 		for _, w := range slot.ErrorWriters {
 			if !read {
 				d := c.warnf(lang.UnhandledError, w.Node.Out.Error.Span, "the error slot †state.%s of step %s is never read, so a failure would pass unnoticed", name, w.ID)

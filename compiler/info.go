@@ -53,23 +53,40 @@ type Tool struct {
 	Decl *lang.ToolDecl
 	File string
 
-	paramsOnce sync.Once
-	paramIndex map[string]*Param
+	// Built once from Params, on first use.
+	paramsOnce         sync.Once
+	paramIndex         map[string]*Param
+	defaults, required []*Param
+}
 
-	defaultsOnce sync.Once
-	defaults     []*Param
+func (t *Tool) indexParams() {
+	t.paramsOnce.Do(func() {
+		t.paramIndex = make(map[string]*Param, len(t.Params))
+		for _, p := range t.Params {
+			if _, dup := t.paramIndex[p.Name]; !dup {
+				t.paramIndex[p.Name] = p
+			}
+			switch {
+			case p.HasDefault:
+				t.defaults = append(t.defaults, p)
+			case !p.Optional:
+				t.required = append(t.required, p)
+			}
+		}
+	})
 }
 
 // Defaults returns the parameters that have a default value.
 func (t *Tool) Defaults() []*Param {
-	t.defaultsOnce.Do(func() {
-		for _, p := range t.Params {
-			if p.HasDefault {
-				t.defaults = append(t.defaults, p)
-			}
-		}
-	})
+	t.indexParams()
 	return t.defaults
+}
+
+// Required returns the parameters a call must pass: neither optional nor
+// with a default.
+func (t *Tool) Required() []*Param {
+	t.indexParams()
+	return t.required
 }
 
 // Param returns the parameter with the given name, or nil.
@@ -82,14 +99,7 @@ func (t *Tool) Param(name string) *Param {
 		}
 		return nil
 	}
-	t.paramsOnce.Do(func() {
-		t.paramIndex = make(map[string]*Param, len(t.Params))
-		for _, p := range t.Params {
-			if _, dup := t.paramIndex[p.Name]; !dup {
-				t.paramIndex[p.Name] = p
-			}
-		}
-	})
+	t.indexParams()
 	return t.paramIndex[name]
 }
 

@@ -22,6 +22,10 @@ type planChecker struct {
 	labels map[string]lang.Span
 	// onCycle marks the steps on or behind a dependency cycle.
 	onCycle map[int]bool
+	// misread holds the slots read through a reference that has an error
+	// of its own (a field the slot's type lacks): they count as read, so
+	// that the error does not also make them "never read".
+	misread map[string]bool
 }
 
 type stepReads struct {
@@ -39,7 +43,7 @@ type scope struct {
 }
 
 func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
-	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}}
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}}
 	p.Slots = map[string]*Slot{}
 	pc.settings(items)
 	pc.input(items, params)
@@ -279,6 +283,24 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 		candidates = append(candidates, n)
 	}
 	sort.Strings(candidates)
+	// Tools of several MCP servers that share a name are known only by
+	// their qualified names (server.tool).
+	var qualified []string
+	for _, n := range candidates {
+		if strings.HasSuffix(n, "."+name) {
+			qualified = append(qualified, n)
+		}
+	}
+	switch len(qualified) {
+	case 0:
+	case 1:
+		d := c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s (did you mean %q?)", name, qualified[0])
+		replaceFix(d, call.Tool.Span, qualified[0], fmt.Sprintf("call %s instead", qualified[0]))
+		return nil
+	default:
+		c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s: %s share that name, so call one of them by its full name", name, strings.Join(qualified, " and "))
+		return nil
+	}
 	d := c.errorf(lang.UnknownTool, call.Tool.Span, "unknown tool %s%s", name, didYouMean(name, candidates))
 	if s := lang.Closest(name, candidates); s != "" {
 		replaceFix(d, call.Tool.Span, s, fmt.Sprintf("call %s instead", s))
@@ -450,6 +472,12 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 	c := pc.c
 	var out []*Arg
 	given := make(map[string]lang.Span, len(call.Args))
+	type rename struct {
+		d    *lang.Diagnostic
+		span lang.Span
+		to   string
+	}
+	var renames []rename
 	for _, a := range call.Args {
 		name := a.Name.Name
 		if prev, ok := given[name]; ok {
@@ -469,17 +497,26 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 				msg += "; its parameters are " + strings.Join(names, ", ")
 			}
 			d := c.errorf(lang.UnknownArgument, a.Name.Span, "%s", msg)
-			if s := lang.Closest(name, names); s != "" && given[s] == (lang.Span{}) {
-				replaceFix(d, a.Name.Span, s, fmt.Sprintf("rename the argument to %s", s))
+			if s := lang.Closest(name, names); s != "" {
+				renames = append(renames, rename{d, a.Name.Span, s})
 			}
 			continue
 		}
 		pc.checkArg(a, op, param, tool)
 		out = append(out, &Arg{Name: name, Param: param, Value: op})
 	}
+	// A misspelt argument is one mistake: its fix renames it, and the
+	// parameter it stands for is not reported missing as well.
+	renamed := map[string]bool{}
+	for _, r := range renames {
+		if _, ok := given[r.to]; !ok && !renamed[r.to] {
+			replaceFix(r.d, r.span, r.to, fmt.Sprintf("rename the argument to %s", r.to))
+			renamed[r.to] = true
+		}
+	}
 	var missing []string
-	for _, p := range tool.Params {
-		if _, ok := given[p.Name]; !ok && !p.Optional && !p.HasDefault {
+	for _, p := range tool.Required() {
+		if _, ok := given[p.Name]; !ok && !renamed[p.Name] {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}

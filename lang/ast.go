@@ -91,6 +91,9 @@ type File struct {
 	// InputValues holds the input given in a JSON context document, by
 	// field name; nil for .plan text.
 	InputValues map[string]any
+	// JSON is set when the file was read from the JSON form, so that
+	// suggested fixes are given in that form's terms.
+	JSON bool
 }
 
 // Item is a top-level declaration or a step.
@@ -163,6 +166,22 @@ type ToolDecl struct {
 	// pattern, …), not only against the type the signature shows.
 	InputSchema  []byte
 	OutputSchema []byte
+	// Binding says how the runtime calls the tool, when a tools file gives
+	// an "http" or "command" block; nil otherwise. A plan cannot give one.
+	Binding *ToolBinding
+}
+
+// ToolBinding is the "http" or "command" block of a tool definition in a
+// tools file, kept as JSON text for the runtime to read. The checker does
+// not look at it.
+type ToolBinding struct {
+	Span
+	// Kind is "http" or "command".
+	Kind string
+	// File is the name the tools file was read under.
+	File string
+	// JSON is the block's text.
+	JSON []byte
 }
 
 // ToolAttr is a tool attribute: an effect (`pure`, `idempotent`,

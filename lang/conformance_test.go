@@ -38,7 +38,7 @@ var astOptions = cmp.Options{
 	cmpopts.IgnoreFields(ListExpr{}, "Multiline"),
 	cmpopts.IgnoreFields(ObjectExpr{}, "Multiline"),
 	cmpopts.IgnoreFields(ObjectType{}, "Multiline"),
-	cmpopts.IgnoreFields(File{}, "Name", "Trailing", "InputValues"),
+	cmpopts.IgnoreFields(File{}, "Name", "Trailing", "InputValues", "JSON"),
 	cmpopts.IgnoreFields(PlanDecl{}, "Closing"),
 	cmpopts.IgnoreFields(ToolDecl{}, "InputSchema", "OutputSchema", "MultilineParams"),
 	cmpopts.IgnoreFields(PlanDecl{}, "MultilineParams"),

@@ -215,7 +215,15 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		}
 		out.Diagnostics = append(out.Diagnostics, jd)
 	}
-	return json.Marshal(out)
+	// Messages and excerpts quote plan text, which is clearer without
+	// encoding/json's escaping of <, > and & for HTML.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func toJSONRange(s Span) jsonRange {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseJSON parses the JSON form of a plan and lowers it to the same tree
@@ -19,7 +20,7 @@ import (
 // commas are accepted. Spans point into the JSON text.
 func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 	c := &jconv{name: name, src: src}
-	f := &File{Name: name}
+	f := &File{Name: name, JSON: true}
 	root, jerr := parseJSON(src)
 	if jerr != nil {
 		c.diags = append(c.diags, &Diagnostic{Severity: SeverityError, Code: ParseError, File: name,
@@ -52,9 +53,11 @@ func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 // an array of MCP tool definitions (name, description, inputSchema,
 // outputSchema, annotations), OpenAI function definitions
 // ({"type": "function", "function": {name, description, parameters}}), one
-// definition, or a context document, whose tool messages it reads.
+// definition, or a context document, whose tool messages it reads. A
+// definition may carry an "http" or "command" block saying how the runtime
+// calls the tool (ToolDecl.Binding); a plan's own tool messages may not.
 func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
-	c := &jconv{name: name, src: src}
+	c := &jconv{name: name, src: src, bindings: true}
 	root, jerr := parseJSON(src)
 	if jerr != nil {
 		return nil, Diagnostics{{Severity: SeverityError, Code: ImportError, File: name,
@@ -99,6 +102,9 @@ type jconv struct {
 	name  string
 	src   []byte
 	diags Diagnostics
+	// bindings allows "http" and "command" blocks in tool definitions:
+	// tools files may say how a tool is called, plans may not.
+	bindings bool
 }
 
 func (c *jconv) errorf(span Span, format string, args ...any) {
@@ -717,8 +723,26 @@ func (c *jconv) tool(v *jvalue) *ToolDecl {
 	if ann := def.get("annotations"); ann != nil && ann.kind == jObject {
 		d.Attrs = c.annotations(ann)
 	}
+	for _, kind := range []string{"http", "command"} {
+		b := def.get(kind)
+		switch {
+		case b == nil:
+		case !c.bindings:
+			c.errorf(b.span, "a plan cannot say how a tool is called: move the %q block of %s to a tools file (--tools, or import)", kind, nv.str)
+		case b.kind != jObject:
+			c.errorf(b.span, "%q is an object saying how %s is called", kind, nv.str)
+		case d.Binding != nil:
+			c.errorf(b.span, "%s has both an \"http\" and a \"command\" block: keep one", nv.str)
+		default:
+			d.Binding = &ToolBinding{Span: b.span, Kind: kind, File: c.name, JSON: slices.Clone(c.src[b.span.Start.Offset:b.span.End.Offset])}
+		}
+	}
 	return d
 }
+
+// IsToolName reports whether s can name a tool in a plan: identifiers
+// joined by . or -.
+func IsToolName(s string) bool { return isToolName(s) }
 
 // annotations maps MCP tool annotations to attributes: readOnlyHint means
 // pure; destructiveHint means irreversible; otherwise idempotentHint means
@@ -816,7 +840,9 @@ func section(it Item) int {
 // closest returns the candidate nearest to s by edit distance, if it is
 // near enough to be a likely misspelling, or "".
 func closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+1
+	// A likely misspelling is at most one edit (a swap of two neighbours
+	// counts as one) for every three characters.
+	best, bestD := "", max(1, utf8.RuneCountInString(s)/3)+1
 	sorted := slices.Clone(candidates)
 	sort.Strings(sorted)
 	for _, cand := range sorted {
@@ -832,8 +858,11 @@ func closest(s string, candidates []string) string {
 // alphabetically first candidate.
 func Closest(s string, candidates []string) string { return closest(s, candidates) }
 
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbouring characters.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -847,8 +876,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

@@ -69,7 +69,7 @@ func Register(reg *runtime.Registry, opts Options) error {
 			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
 			httpTool(opts, true)},
-		{def("http.request", "Sends an HTTP request (any method, optional JSON body) and returns its status, headers and body.",
+		{def("http.request", "Sends an HTTP request (any method, optional JSON body, the call's Idempotency-Key header) and returns its status, headers and body.",
 			`{"type":"object","properties":{"method":{"type":"string","default":"GET"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"description":"sent as JSON"}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{Destructive: &yes, Latency: "300ms"}),
 			httpTool(opts, false)},
@@ -233,6 +233,11 @@ func httpTool(opts Options, getOnly bool) runtime.Tool {
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
+		}
+		// The call's idempotency key, the same for its retries and across
+		// resumes of the run, lets a server act on it once.
+		if key := runtime.IdempotencyKey(ctx); key != "" {
+			req.Header.Set("Idempotency-Key", key)
 		}
 		if hs, ok := args["headers"].(map[string]any); ok {
 			for k, v := range hs {

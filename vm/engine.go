@@ -26,13 +26,17 @@ type engine struct {
 	celOpts []cel.ProgramOption
 	// prefix is prepended to step IDs in events ("research#1/").
 	prefix  string
-	emit    func(Event)
+	emit    func(Event, *StepResult)
 	elapsed func() time.Duration
 	// stop is set when the policy stops the run: abort, or replan (which
 	// lets running steps finish and dispatches nothing new).
 	stop     error
 	replanAt *StepResult
 	round    int
+	// waiting counts the steps that wait for a decision another process
+	// records; awaiting says why the whole run waits, when it does.
+	waiting  int
+	awaiting string
 	// In a dry run, an expectation that fails on invented values is a
 	// problem to report, not a failure (sim), and a condition that cannot
 	// be known before the run lets the step run and is reported
@@ -45,7 +49,7 @@ type engine struct {
 // newEngine prepares a run of prog with the given input. state holds slot
 // values already written (a replanned run's completed work); the plan's
 // initial values fill the rest.
-func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event), elapsed func() time.Duration, celOpts []cel.ProgramOption) (*engine, error) {
+func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), elapsed func() time.Duration, celOpts []cel.ProgramOption) (*engine, error) {
 	plan := prog.Plan
 	n := len(prog.Steps)
 	e := &engine{
@@ -79,6 +83,9 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 	for i, s := range prog.Steps {
 		e.res[i] = &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending}
 		e.remain[i] = int32(len(prog.Pred[i]))
+		if e.remain[i] > 0 {
+			e.res[i].Status = StatusBlocked
+		}
 	}
 	return e, nil
 }
@@ -126,7 +133,11 @@ func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, erro
 	return in, nil
 }
 
-func (e *engine) event(ev Event) {
+func (e *engine) event(ev Event) { e.stepEvent(ev, nil) }
+
+// stepEvent emits an event that decides a step, with the step's result
+// for the journal.
+func (e *engine) stepEvent(ev Event, r *StepResult) {
 	if e.emit == nil {
 		return
 	}
@@ -135,7 +146,7 @@ func (e *engine) event(ev Event) {
 	if ev.Step != "" {
 		ev.Step = e.prefix + ev.Step
 	}
-	e.emit(ev)
+	e.emit(ev, r)
 }
 
 // extend moves the engine to a program that begins with the same steps,
@@ -184,6 +195,8 @@ func (e *engine) extend(prog *compiler.Program) []int {
 		e.remain[i] = n
 		if n == 0 {
 			ready = append(ready, i)
+		} else {
+			e.res[i].Status = StatusBlocked
 		}
 	}
 	return ready
@@ -225,6 +238,7 @@ func (e *engine) settle(cands []int) []int {
 			cands = append(cands, e.skip(i, reason)...)
 		default:
 			e.decided[i] = true
+			e.res[i].Status = StatusPending // ready, waiting for a free slot
 			ready = append(ready, i)
 		}
 	}
@@ -389,8 +403,15 @@ type outcome struct {
 	retries  int
 	start    time.Duration
 	duration time.Duration
-	// verdicts are the evaluator's, for the step's criteria in words.
+	// restored is set for the outcome of a step that finished in an
+	// earlier process of the run: it was checked then, and comes with
+	// its verdicts. Otherwise verdicts are the evaluator's, for the
+	// step's criteria in words.
+	restored bool
 	verdicts []Verdict
+	// waiting is set when the step waits for a decision that another
+	// process will record (an approval): it is not finished.
+	waiting bool
 }
 
 // finish records a step's outcome: it validates the result, checks the
@@ -401,14 +422,18 @@ func (e *engine) finish(i int, out outcome) []int {
 	r := e.res[i]
 	e.decided[i] = true
 	r.Attempts, r.Retries, r.Start, r.Duration, r.Round = out.attempts, out.retries, out.start, out.duration, e.round
-	if out.err == nil && s.Tool != nil {
+	switch {
+	case out.restored:
+		// Checked when it was recorded; its verdicts come with it.
+		r.Verdicts = out.verdicts
+	case out.err == nil && s.Tool != nil:
 		if _, unknown := out.value.(Unknown); !unknown {
 			if msg := compiler.CheckValue(out.value, s.OutType, ""); msg != "" {
 				out.err = &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", s.Tool.Name, s.OutType, msg), Tool: s.Tool.Name, Step: s.ID}
 			}
 		}
 	}
-	if out.err == nil {
+	if out.err == nil && !out.restored {
 		out.err = e.expect(s, r, out.value, out.verdicts)
 	}
 	if out.err == nil {
@@ -416,7 +441,11 @@ func (e *engine) finish(i int, out outcome) []int {
 		if s.Out != "" {
 			e.write(s.Out, out.value)
 		}
-		e.event(Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration})
+		ev := Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration}
+		if out.restored {
+			ev.Type, ev.Verdict = StepRestored, string(StatusCompleted)
+		}
+		e.stepEvent(ev, r)
 		return e.release(i)
 	}
 	if out.err.Step == "" {
@@ -449,7 +478,11 @@ func (e *engine) finish(i int, out outcome) []int {
 			e.stop = fmt.Errorf("step %s failed: %s", s.ID, out.err.Message)
 		}
 	}
-	e.event(Event{Type: StepFailed, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Error: out.err, Reason: r.Reason, Duration: out.duration})
+	ev := Event{Type: StepFailed, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Error: out.err, Reason: r.Reason, Duration: out.duration}
+	if out.restored {
+		ev.Type, ev.Verdict = StepRestored, string(StatusFailed)
+	}
+	e.stepEvent(ev, r)
 	return e.release(i)
 }
 
@@ -531,7 +564,7 @@ func (e *engine) skip(i int, reason string) []int {
 	r := e.res[i]
 	e.decided[i] = true
 	r.Status, r.Reason, r.Round = StatusSkipped, reason, e.round
-	e.event(Event{Type: StepSkipped, Step: s.ID, Tool: r.Tool, Reason: reason})
+	e.stepEvent(Event{Type: StepSkipped, Step: s.ID, Tool: r.Tool, Reason: reason}, r)
 	return e.release(i)
 }
 

@@ -24,8 +24,16 @@ const (
 	StepFailed        EventType = "step-failed"
 	StepSkipped       EventType = "step-skipped"
 	StepVerdict       EventType = "step-verdict"
-	Replanned         EventType = "replanned"
-	PlanFinished      EventType = "plan-finished"
+	// StepRestored: the step finished in an earlier process of the run;
+	// its recorded result (Verdict completed) or error (Verdict failed) is
+	// taken from the journal and its tool is not called.
+	StepRestored EventType = "step-restored"
+	// StepWaiting: the step waits for a decision (an approval) that is to
+	// be recorded in the journal; the run stops as waiting when nothing
+	// else can run.
+	StepWaiting  EventType = "step-waiting"
+	Replanned    EventType = "replanned"
+	PlanFinished EventType = "plan-finished"
 )
 
 // Event is one thing that happened in a run.
@@ -48,11 +56,14 @@ type Event struct {
 	Error  *StepError `json:"error,omitempty"`
 	Result any        `json:"result,omitempty"`
 	// Verdict is pass, fail, partial, hitl or unjudged for StepVerdict,
-	// approved or rejected for ApprovalDecided, and the run's status for
-	// PlanFinished.
+	// approved or rejected for ApprovalDecided, completed or failed for
+	// StepRestored, and the run's status for PlanFinished.
 	Verdict string `json:"verdict,omitempty"`
 	// Duration is how long a finished step ran.
 	Duration time.Duration `json:"durationNs,omitempty"`
+	// Diff shows a replanned plan's steps against the steps it replaces
+	// (Replanned).
+	Diff string `json:"diff,omitempty"`
 }
 
 // Observer receives the events of a run, one at a time, in order.
@@ -92,6 +103,9 @@ func LogEvents(log hclog.Logger) Observer {
 		}
 		if e.Reason != "" {
 			args = append(args, "reason", e.Reason)
+		}
+		if e.Message != "" {
+			args = append(args, "message", e.Message)
 		}
 		if e.Error != nil {
 			args = append(args, "error", e.Error.Message, "code", e.Error.Code)
@@ -147,6 +161,7 @@ const (
 	StatusCompleted Status = "completed" // its result is written
 	StatusFailed    Status = "failed"    // it failed (Handled when its error went to a || slot)
 	StatusSkipped   Status = "skipped"   // it did not run; Reason says why
+	StatusWaiting   Status = "waiting"   // it waits for a decision another process records
 )
 
 // StepError is the error value a failed step writes to the error slot of
@@ -212,6 +227,7 @@ const (
 	RunFailed    RunStatus = "failed"    // a step failed and the policy stopped the run
 	RunCanceled  RunStatus = "canceled"  // the context was canceled
 	RunRejected  RunStatus = "rejected"  // the plan was not approved
+	RunWaiting   RunStatus = "waiting"   // an approval gate waits for a decision; the run resumes from its journal
 )
 
 // Result is the outcome of a run.

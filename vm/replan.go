@@ -5,15 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
+// replanChange is what a replan changes: the diff of the new plan's steps
+// against the steps of the old plan that had not completed, and the IDs
+// of the new plan's new or changed steps.
+type replanChange struct {
+	diff string
+	ids  []string
+}
+
 // replan asks the replanner for the remaining work and builds the program
 // that continues the run: the original declarations, the state written so
 // far as initial values, and the new steps.
-func (r *runner) replan(ctx context.Context, e *engine, attempt int) (*compiler.Program, error) {
+func (r *runner) replan(ctx context.Context, e *engine, attempt int) (*compiler.Program, *replanChange, error) {
 	req := &ReplanRequest{
 		Attempt: attempt,
 		Failed:  e.replanAt,
@@ -28,17 +37,127 @@ func (r *runner) replan(ctx context.Context, e *engine, attempt int) (*compiler.
 	}
 	f, err := r.opts.Replanner.Replan(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("the replanner failed: %w", err)
+		return nil, nil, fmt.Errorf("the replanner failed: %w", err)
 	}
 	if f == nil {
-		return nil, errors.New("the replanner returned no plan")
+		return nil, nil, errors.New("the replanner returned no plan")
 	}
 	prog, err := Continuation(e.prog, f, req.State, r.opts.Check)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r.event(Event{Type: Replanned, Message: fmt.Sprintf("attempt %d: %d new steps", attempt, len(prog.Steps)), Reason: req.Reason})
-	return prog, nil
+	var old []*compiler.Step
+	for i, s := range e.prog.Steps {
+		if e.res[i].Status != StatusCompleted {
+			old = append(old, s)
+		}
+	}
+	ch := &replanChange{}
+	ch.diff, ch.ids = StepDiff(old, prog.Steps, fmt.Sprintf("the plan before replan %d", attempt), fmt.Sprintf("the plan of replan %d", attempt))
+	r.event(Event{Type: Replanned, Message: fmt.Sprintf("attempt %d: %d new steps, %d new or changed", attempt, len(prog.Steps), len(ch.ids)), Reason: req.Reason, Diff: ch.diff})
+	return prog, ch, nil
+}
+
+// StepDiff shows the steps of a new plan against those of an old one, a
+// step as a unit: lines of a step kept as it was start with two spaces,
+// of a removed step with "- ", of a new or changed step with "+ ". It
+// returns the diff, headed by the names of the two plans, and the IDs of
+// the new plan's new or changed steps.
+func StepDiff(old, next []*compiler.Step, oldName, nextName string) (string, []string) {
+	a := make([]string, len(old))
+	for i, s := range old {
+		a[i] = lang.FormatItem(s.Node)
+	}
+	b := make([]string, len(next))
+	for i, s := range next {
+		b[i] = lang.FormatItem(s.Node)
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", oldName, nextName)
+	var changed []string
+	put := func(prefix, text string) {
+		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			out.WriteString(strings.TrimRight(prefix+line, " ") + "\n")
+		}
+	}
+	for _, op := range diffOps(a, b) {
+		switch op.kind {
+		case ' ':
+			put("  ", b[op.j])
+		case '-':
+			put("- ", a[op.i])
+		case '+':
+			put("+ ", b[op.j])
+			changed = append(changed, next[op.j].ID)
+		}
+	}
+	return out.String(), changed
+}
+
+type diffOp struct {
+	kind byte // ' ' kept, '-' removed, '+' added
+	i, j int
+}
+
+// diffOps aligns two sequences on a longest common subsequence. Past
+// maxDiffCells cells of the table, it keeps only the elements of b equal
+// to one of a, in order, which is cheap and still correct.
+func diffOps(a, b []string) []diffOp {
+	const maxDiffCells = 4 << 20
+	n, m := len(a), len(b)
+	var ops []diffOp
+	if n*m > maxDiffCells {
+		avail := map[string]int{}
+		for _, s := range a {
+			avail[s]++
+		}
+		for j, s := range b {
+			if avail[s] > 0 {
+				avail[s]--
+				ops = append(ops, diffOp{kind: ' ', j: j})
+			} else {
+				ops = append(ops, diffOp{kind: '+', j: j})
+			}
+		}
+		var removed []diffOp
+		for i, s := range a {
+			if avail[s] > 0 {
+				avail[s]--
+				removed = append(removed, diffOp{kind: '-', i: i})
+			}
+		}
+		return append(removed, ops...)
+	}
+	// lcs[i][j] is the length of the longest common subsequence of a[i:]
+	// and b[j:].
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && a[i] == b[j]:
+			ops = append(ops, diffOp{kind: ' ', i: i, j: j})
+			i, j = i+1, j+1
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, diffOp{kind: '-', i: i})
+			i++
+		default:
+			ops = append(ops, diffOp{kind: '+', j: j})
+			j++
+		}
+	}
+	return ops
 }
 
 // Continuation builds the program that continues a run with new steps: it

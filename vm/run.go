@@ -28,9 +28,26 @@ type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Decision, error)
 }
 
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Decision, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+	return f(ctx, req)
+}
+
+// ErrWaiting is returned, wrapped or not, by an Approver whose decision
+// will be recorded later, by another process: the gated step (or the
+// whole plan) waits, the steps that do not depend on it run, and the run
+// ends with status waiting. A journaled run is resumed once the decision
+// is recorded.
+var ErrWaiting = errors.New("waiting for a decision")
+
 // ApprovalRequest is what a person is asked to approve.
 type ApprovalRequest struct {
-	// Step is the step's ID, or "" for the whole plan.
+	// Round is the replanning round (0 for the plan as it started); Step
+	// is the step's ID, or "" for the whole plan.
+	Round   int
 	Step    string
 	Tool    string
 	Message string
@@ -38,6 +55,11 @@ type ApprovalRequest struct {
 	// approval.
 	Args map[string]any
 	Plan string
+	// Diff shows a replanned plan against the one it replaces, and
+	// Changed lists its new or changed steps: those are what a person
+	// approves after a replan, the rest was approved before.
+	Diff    string
+	Changed []string
 }
 
 // Decision answers an approval request.
@@ -99,6 +121,28 @@ type Options struct {
 	// CostLimit bounds the cost of evaluating one CEL expression (default
 	// 1,000,000); 0 takes the default.
 	CostLimit uint64
+	// RunID names the run in the idempotency key of each tool call (see
+	// runtime.CallInfo); a journaled run has one.
+	RunID string
+	// Journal, when set, records the run as it happens.
+	Journal Journal
+	// Restore returns what an earlier process of the same run recorded
+	// of a step, by replanning round and step ID (with the caller's
+	// prefix for a step of a sub-plan): a step recorded as completed or
+	// failed is not run again, its recorded outcome is taken as it is.
+	// Nil restores nothing.
+	Restore func(round int, step string) (*StepResult, bool)
+}
+
+// Journal makes a run durable. Run calls Record with every event, one at
+// a time and before the Observer; the events that decide a step
+// (StepCompleted, StepFailed, StepSkipped, StepRestored) come with the
+// step's result. A step counts as finished, and the steps that wait for
+// it may start, only once Record has returned, and a tool is called only
+// once the StepStarted event of its step is recorded. When Record fails
+// the run stops, since what it does next could not be recorded.
+type Journal interface {
+	Record(ev Event, step *StepResult) error
 }
 
 func (o *Options) defaults() {
@@ -145,24 +189,44 @@ type runner struct {
 	opts   Options
 	start  time.Time
 	emitMu *sync.Mutex
+	// journalErr is the first error of the journal; emitMu guards it.
+	journalErr error
 	// randMu guards opts.Rand, which workers share.
 	randMu sync.Mutex
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
 
-func (r *runner) emit(e Event) {
-	if r.opts.Observer == nil {
+// emit records an event in the journal, then hands it to the observer.
+func (r *runner) emit(e Event, step *StepResult) {
+	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
 	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	r.opts.Observer(e)
+	if r.opts.Journal != nil && r.journalErr == nil {
+		if err := r.opts.Journal.Record(e, step); err != nil {
+			r.journalErr = fmt.Errorf("the journal cannot be written: %w", err)
+		}
+	}
+	if r.opts.Observer != nil {
+		r.opts.Observer(e)
+	}
 }
 
 func (r *runner) event(e Event) {
 	e.Time, e.Elapsed = time.Now(), r.elapsed()
-	r.emit(e)
+	r.emit(e, nil)
+}
+
+// journalFailed returns the journal's first error.
+func (r *runner) journalFailed() error {
+	if r.opts.Journal == nil {
+		return nil
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	return r.journalErr
 }
 
 func (r *runner) celOpts() []cel.ProgramOption {
@@ -179,6 +243,9 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 	r.event(Event{Type: PlanStarted, Message: fmt.Sprintf("%d steps, mode %s", len(prog.Steps), plan.RunMode())})
 	if plan.Approve {
 		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)})
+		if errors.Is(err, ErrWaiting) {
+			return r.waitingPlan(prog, "the plan waits for approval"), nil
+		}
 		if err != nil || !dec.Approved {
 			res := &Result{Status: RunRejected, CriticalPath: prog.Analysis.CriticalLatency, State: map[string]any{}}
 			res.Err = errors.New("the plan was not approved")
@@ -231,11 +298,37 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 			e.replanAt = nil
 			return r.conclude(ctx, e, all, replans), nil
 		}
-		next, err := r.replan(ctx, e, replans+1)
+		next, changed, err := r.replan(ctx, e, replans+1)
 		if err != nil {
 			e.stop = fmt.Errorf("%w; replanning failed: %v", e.stop, err)
 			e.replanAt = nil
 			return r.conclude(ctx, e, all, replans), nil
+		}
+		if len(changed.ids) > 0 && plan.Approve {
+			// The plan was approved as a whole: a person approves what the
+			// new plan changes, not what was approved already.
+			dec, err := r.approve(ctx, ApprovalRequest{
+				Round:   round + 1,
+				Message: "the plan was replanned: approve its new and changed steps (" + strings.Join(changed.ids, ", ") + ")",
+				Plan:    planText(next),
+				Diff:    changed.diff,
+				Changed: changed.ids,
+			})
+			if errors.Is(err, ErrWaiting) {
+				e.awaiting = "the new plan waits for approval of its changed steps"
+				return r.conclude(ctx, e, all, replans), nil
+			}
+			if err != nil || !dec.Approved {
+				why := "the new plan was not approved"
+				if err != nil {
+					why += ": " + err.Error()
+				} else if dec.Note != "" {
+					why += ": " + dec.Note
+				}
+				e.stop = fmt.Errorf("%w; %s", e.stop, why)
+				e.replanAt = nil
+				return r.conclude(ctx, e, all, replans), nil
+			}
 		}
 		replans++
 		state = e.state()
@@ -275,12 +368,22 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 		res.Err = fmt.Errorf("evaluating the output: %w", err)
 	}
 	res.Output = out
+	var waiting []string
+	for _, s := range steps {
+		if s.Status == StatusWaiting {
+			waiting = append(waiting, s.ID)
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Status, res.Err = RunCanceled, fmt.Errorf("the run was canceled: %w", ctx.Err())
+	case e.awaiting != "":
+		res.Status, res.Err = RunWaiting, errors.New(e.awaiting)
 	case e.stop != nil:
 		res.Status = RunFailed
 		res.Err = e.stop
+	case len(waiting) > 0:
+		res.Status, res.Err = RunWaiting, fmt.Errorf("waiting for approval of %s", strings.Join(waiting, ", "))
 	case res.Failed > 0:
 		res.Status = RunPartial
 		res.Err = fmt.Errorf("%d step(s) failed", res.Failed)
@@ -288,6 +391,17 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 		res.Status = RunCompleted
 	}
 	res.Makespan = r.elapsed()
+	r.finishPlan(res)
+	return res
+}
+
+// waitingPlan ends a run whose plan waits for approval before any step
+// runs.
+func (r *runner) waitingPlan(prog *compiler.Program, why string) *Result {
+	res := &Result{Status: RunWaiting, CriticalPath: prog.Analysis.CriticalLatency, State: map[string]any{}, Err: errors.New(why)}
+	for _, s := range prog.Steps {
+		res.Steps = append(res.Steps, &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending})
+	}
 	r.finishPlan(res)
 	return res
 }
@@ -319,9 +433,15 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 		for running < r.opts.MaxParallel && len(ready) > 0 && e.stop == nil && ctx.Err() == nil {
 			i := ready[0]
 			ready = ready[1:]
+			if out, ok := r.restored(e, i); ok {
+				ready = mergeSorted(ready, e.settle(e.finish(i, out)))
+				r.checkJournal(e)
+				continue
+			}
 			spec, serr := e.prepare(i)
 			if serr != nil {
 				ready = mergeSorted(ready, e.settle(e.finish(i, outcome{err: serr, start: r.elapsed()})))
+				r.checkJournal(e)
 				continue
 			}
 			running++
@@ -333,14 +453,21 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 		}
 		c := <-done
 		running--
+		if c.out.waiting {
+			e.res[c.i].Status = StatusWaiting
+			e.waiting++
+			continue
+		}
 		ready = mergeSorted(ready, e.settle(e.finish(c.i, c.out)))
+		r.checkJournal(e)
 		if e.stop != nil && e.replanAt == nil {
 			cancel() // abort: stop the steps still running
 		}
 	}
 	// Steps never reached: skipped when the run stopped or was canceled;
-	// under replan they are left to the new plan.
-	if e.replanAt == nil {
+	// under replan they are left to the new plan, and behind a step that
+	// waits for a decision they wait too.
+	if e.replanAt == nil && (e.waiting == 0 || e.stop != nil || ctx.Err() != nil) {
 		why := "the run was canceled"
 		if e.stop != nil {
 			why = "the run stopped: " + e.stop.Error()
@@ -348,6 +475,37 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 		for _, i := range e.undecided() {
 			e.skip(i, why)
 		}
+	}
+}
+
+// restored returns the outcome an earlier process recorded for a step, if
+// it finished there. A step that was canceled did not finish.
+func (r *runner) restored(e *engine, i int) (outcome, bool) {
+	if r.opts.Restore == nil {
+		return outcome{}, false
+	}
+	sr, ok := r.opts.Restore(e.round, e.prefix+e.prog.Steps[i].ID)
+	if !ok || sr == nil {
+		return outcome{}, false
+	}
+	out := outcome{attempts: sr.Attempts, retries: sr.Retries, start: sr.Start, duration: sr.Duration, restored: true, verdicts: sr.Verdicts}
+	switch {
+	case sr.Status == StatusCompleted:
+		out.value = sr.Result
+	case sr.Status == StatusFailed && sr.Error != nil && sr.Error.Code != runtime.CodeCanceled && sr.Error.Code != codeJournal:
+		se := *sr.Error
+		out.err = &se
+	default:
+		return outcome{}, false
+	}
+	return out, true
+}
+
+// checkJournal stops the run when the journal cannot be written.
+func (r *runner) checkJournal(e *engine) {
+	if err := r.journalFailed(); err != nil && e.stop == nil {
+		e.stop = err
+		e.replanAt = nil
 	}
 }
 
@@ -381,8 +539,12 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
+		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
 		switch {
+		case errors.Is(err, ErrWaiting):
+			return outcome{waiting: true, start: start}
+		case err != nil && ctx.Err() != nil:
+			return fail(runtime.CodeCanceled, fmt.Sprintf("the approval of %s was canceled", s.ID))
 		case err != nil:
 			return fail(runtime.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
 		case !dec.Approved:
@@ -394,6 +556,9 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		}
 	}
 	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	if err := r.journalFailed(); err != nil {
+		return fail(codeJournal, err.Error())
+	}
 	if spec.hasKnown {
 		return r.judged(ctx, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
 	}
@@ -403,6 +568,9 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 			fb = spec.fallback[0]
 		}
 		v, attempts, retries, serr := r.attempts(ctx, e, s, id, spec.args, fb)
+		if serr != nil && serr.Code == codeWaiting {
+			return outcome{waiting: true, start: start}
+		}
 		return r.judged(ctx, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
@@ -410,6 +578,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 	n := len(spec.elems)
 	results := make([]any, n)
 	var firstErr *StepError
+	waiting := false
 	var mu sync.Mutex
 	total, retried := 0, 0
 	ectx, cancel := context.WithCancel(ctx)
@@ -432,6 +601,11 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 			total += attempts
 			retried += retries
 			results[k] = v
+			if serr != nil && serr.Code == codeWaiting {
+				// A sub-plan waits for a decision: the other elements go on.
+				waiting = true
+				return
+			}
 			if serr != nil && firstErr == nil {
 				serr.Message = fmt.Sprintf("element %d: %s", k, serr.Message)
 				firstErr = serr
@@ -440,6 +614,9 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		}()
 	}
 	wg.Wait()
+	if waiting && firstErr == nil {
+		return outcome{waiting: true, start: start}
+	}
 	return r.judged(ctx, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
 }
 
@@ -460,7 +637,7 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 			retries++
 		}
 		calls++
-		v, serr := r.call(ctx, e, s, tool, args, id)
+		v, serr := r.call(ctx, e, s, tool, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -469,10 +646,10 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 			break
 		}
 	}
-	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil {
+	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id)
+		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -482,12 +659,20 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 	return nil, calls, retries, last
 }
 
+// The codes of the step errors the interpreter makes for itself: a step
+// that waits for a decision (never written to a slot), a step whose
+// start could not be journaled.
+const (
+	codeWaiting = "waiting"
+	codeJournal = "journal"
+)
+
 func notRetryable(e *StepError) bool {
 	if e.final {
 		return true
 	}
 	switch e.Code {
-	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, "limit-exceeded":
+	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, "limit-exceeded", codeWaiting, codeJournal:
 		return true
 	}
 	return false
@@ -512,13 +697,21 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string) (any, *StepError) {
+func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = r.opts.StepTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	key := id
+	if r.opts.RunID != "" {
+		key = r.opts.RunID + "/" + id
+	}
+	if tool != s.Tool {
+		key += "/fallback"
+	}
+	cctx = runtime.WithCallInfo(cctx, runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key})
 	type reply struct {
 		v   any
 		err error
@@ -542,6 +735,9 @@ func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *co
 	case rep := <-ch:
 		if rep.err == nil {
 			return rep.v, nil
+		}
+		if errors.Is(rep.err, ErrWaiting) {
+			return nil, &StepError{Code: codeWaiting, Message: rep.err.Error(), Tool: tool.Name, Step: s.ID}
 		}
 		return nil, toStepError(rep.err, cctx, tool.Name, s.ID, timeout)
 	case <-cctx.Done():
@@ -592,9 +788,13 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
 	e.prefix = id + "/"
+	e.round = parent.round
 	r.drive(ctx, e)
 	if e.stop != nil {
 		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
+	}
+	if e.waiting > 0 {
+		return nil, fmt.Errorf("sub-plan %s: %w", tool.Name, ErrWaiting)
 	}
 	return e.output()
 }
@@ -608,6 +808,10 @@ func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, er
 		return Decision{}, err
 	}
 	dec, err := r.opts.Approver.Approve(ctx, req)
+	if errors.Is(err, ErrWaiting) {
+		r.event(Event{Type: StepWaiting, Step: req.Step, Tool: req.Tool, Message: req.Message})
+		return dec, err
+	}
 	verdict := "rejected"
 	if err == nil && dec.Approved {
 		verdict = "approved"

@@ -458,12 +458,8 @@ func (g *goReplanner) Replan(ctx context.Context, req *ReplanRequest) (*lang.Fil
 	return f, nil
 }
 
-// TestRunReplan: a failure under `on failure replan` hands the state to
-// the replanner; completed steps are not run again, and the new steps read
-// their results.
-func TestRunReplan(t *testing.T) {
-	prog := compile(t, `
-on failure replan max 2
+// replanPlan is the plan of the replanning tests, after its settings.
+const replanPlan = `
 tool fetch() -> {url: string} pure
 tool scrape(url: string) -> string idempotent
 tool api(url: string) -> string idempotent
@@ -472,8 +468,12 @@ fetch() -> †state.site
 scrape(url: †state.site.url) -> †state.page
 summarize(text: †state.page) -> †state.summary
 output †state.summary
-`)
-	tools := newFakeTools().
+`
+
+// replanTools are the tools of the replanning tests: scrape fails, api
+// does its work.
+func replanTools() *fakeTools {
+	return newFakeTools().
 		on("fetch", func(ctx context.Context, args map[string]any) (any, error) {
 			return map[string]any{"url": "https://example.test"}, nil
 		}).
@@ -486,6 +486,14 @@ output †state.summary
 		on("summarize", func(ctx context.Context, args map[string]any) (any, error) {
 			return "summary of " + args["text"].(string), nil
 		})
+}
+
+// TestRunReplan: a failure under `on failure replan` hands the state to
+// the replanner; completed steps are not run again, and the new steps read
+// their results.
+func TestRunReplan(t *testing.T) {
+	prog := compile(t, "on failure replan max 2\n"+replanPlan)
+	tools := replanTools()
 	rp := &goReplanner{plan: "api(url: †state.site.url) -> †state.page\nsummarize(text: †state.page) -> †state.summary\n"}
 	rec := &recorder{}
 	o := opts(tools, rec)

@@ -154,7 +154,7 @@ func (h *finishHeap) Pop() any {
 // virtual time and returns its engine and makespan.
 func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[string]any, prefix string) (*engine, time.Duration, error) {
 	var now time.Duration
-	emit := func(ev Event) {
+	emit := func(ev Event, _ *StepResult) {
 		if s.opts.Observer != nil {
 			s.opts.Observer(ev)
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -20,6 +23,9 @@ const (
 	exitOK    = 0 // success
 	exitInput = 1 // the input has errors
 	exitUsage = 2 // usage or I/O error
+	// exitWaiting: the run is journaled and waits for a decision
+	// (obelisk approve, then obelisk resume).
+	exitWaiting = 3
 )
 
 // env is what a command may touch: the standard streams, the logger, and
@@ -27,10 +33,11 @@ const (
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// stdoutTTY reports whether stdout is a terminal (progress display,
-	// colour).
-	stdoutTTY bool
-	log       hclog.Logger
+	// status, when standard output and standard error are terminals, is
+	// stderr itself, able to keep a live status line under what is logged
+	// (the progress of a run); nil otherwise.
+	status *statusWriter
+	log    hclog.Logger
 	// getenv reads the environment (os.Getenv when nil).
 	getenv func(string) string
 }
@@ -55,6 +62,12 @@ func commands() []*command {
 		dryRunCommand(),
 		runCommand(),
 		explainCommand(),
+		resumeCommand(),
+		approveCommand(),
+		runsCommand(),
+		showCommand(),
+		planCommand(),
+		applyCommand(),
 		generateCommand(),
 		agentCommand(),
 	}
@@ -70,7 +83,8 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nA file is a .plan file, a .json plan, or - for standard input.\n")
 	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n")
-	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error.\n")
+	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error,\n")
+	fmt.Fprintf(w, "and OBELISK_STATE_DIR to journal runs elsewhere than in .obelisk.\n")
 }
 
 // run dispatches to a subcommand and returns the exit status.
@@ -174,3 +188,54 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// marshalJSON encodes v for a person or a program to read: indented or
+// not, with <, > and & left as they are (encoding/json escapes them for
+// HTML by default), and without a trailing newline.
+func marshalJSON(v any, indent bool) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// statusWriter writes to a terminal what the program logs, and keeps a
+// status line below it: a write clears the line first, and the next status
+// update draws it again.
+type statusWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool
+}
+
+// Write writes p after clearing the status line.
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clear()
+	return s.w.Write(p)
+}
+
+// Status replaces the status line with line; "" removes it.
+func (s *statusWriter) Status(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clear()
+	if line != "" {
+		io.WriteString(s.w, line)
+		s.shown = true
+	}
+}
+
+func (s *statusWriter) clear() {
+	if s.shown {
+		io.WriteString(s.w, "\r\033[K")
+		s.shown = false
+	}
+}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
@@ -18,17 +18,25 @@ import (
 type checkFlags struct {
 	tools  stringList
 	strict bool
+	mcp    stringList
+	// servers are the MCP servers connect started.
+	servers *mcpServers
+	// read holds the files config's checker configuration read, the
+	// tools files first: what a run records to build its program again.
+	read *readFiles
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
-	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON) whose tools the plan may call; may be repeated")
+	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
 }
 
 // config reads the tools files and builds the checker's configuration for
 // a plan read from src.
 func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
-	cfg := compiler.Config{Strict: cf.strict, ReadFile: os.ReadFile}
+	cf.read = &readFiles{}
+	cfg := compiler.Config{Strict: cf.strict, ReadFile: cf.read.readFile}
 	if src.path != "" {
 		cfg.Dir = filepath.Dir(src.path)
 	}
@@ -43,20 +51,52 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 		decls, d := lang.ParseTools(path, b)
 		diags = append(diags, d...)
 		cfg.Tools = append(cfg.Tools, decls...)
+		cf.read.tools = append(cf.read.tools, planfile.File{Name: path, Text: string(b)})
 	}
-	cfg.Tools = append(cfg.Tools, builtinSignatures()...)
+	cfg.Tools = append(cfg.Tools, cf.mcpDecls()...)
+	if cf.servers != nil {
+		cf.read.tools = append(cf.read.tools, cf.servers.files...)
+	}
+	builtins := builtinToolsJSON()
+	decls, _ := lang.ParseTools(builtinToolsName, builtins)
+	cfg.Tools = append(cfg.Tools, decls...)
+	cf.read.tools = append(cf.read.tools, planfile.File{Name: builtinToolsName, Text: string(builtins)})
 	return cfg, srcs, diags, nil
 }
 
-// builtinSignatures are the signatures of the built-in tools, which every
-// plan may call (the file tools run only when the user gives --files).
-func builtinSignatures() []*lang.ToolDecl {
+// builtinToolsName names the built-in tools' definitions among the tools
+// files a run records.
+const builtinToolsName = "<built-in tools>"
+
+// builtinToolsJSON returns the definitions of the built-in tools, which
+// every plan may call (the file tools run only when the user gives
+// --files).
+func builtinToolsJSON() []byte {
 	reg := runtime.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
-		return nil
+		return []byte(`{"tools": []}`)
 	}
-	decls, _ := lang.ParseTools("<built-in tools>", reg.ToolsJSON())
+	return reg.ToolsJSON()
+}
+
+// builtinSignatures are the signatures of the built-in tools.
+func builtinSignatures() []*lang.ToolDecl {
+	decls, _ := lang.ParseTools(builtinToolsName, builtinToolsJSON())
 	return decls
+}
+
+// readFiles keeps the files a check reads.
+type readFiles struct {
+	tools   []planfile.File
+	imports []planfile.File
+}
+
+func (r *readFiles) readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		r.imports = append(r.imports, planfile.File{Name: path, Text: string(b)})
+	}
+	return b, err
 }
 
 // checked is a plan read, parsed and checked.
@@ -66,6 +106,8 @@ type checked struct {
 	info  *compiler.Info
 	diags lang.Diagnostics
 	srcs  lang.Sources
+	// bound are the tools a tools file says how to call.
+	bound []*boundTool
 }
 
 // load reads, parses and checks one plan. A parse error stops before the
@@ -87,6 +129,9 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if !pd.HasErrors() && !diags.HasErrors() {
 		info, cd := compiler.Check(f, cfg)
 		out.info = info
+		bound, bd := bindTools(sortedTools(info), cfg.Dir)
+		out.bound = bound
+		cd = append(cd, bd...)
 		diags = append(diags, cd...)
 		for _, d := range cd {
 			if d.File != "" && d.File != src.name {
@@ -119,6 +164,11 @@ func checkCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "check", "unknown format %q: use text or json", *format)
 				}
+				stop, st := cf.connect(ctx, e, "check")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				status := exitOK
 				for _, arg := range args {
 					c, err := cf.load(e, arg)
@@ -132,7 +182,7 @@ func checkCommand() *command {
 					}
 					switch *format {
 					case "json":
-						b, _ := json.Marshal(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text})
+						b, _ := marshalJSON(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text}, false)
 						e.stdout.Write(append(b, '\n'))
 					default:
 						lang.WriteText(e.stdout, c.srcs, c.diags, lang.TextOptions{})

@@ -44,6 +44,11 @@ func compileCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "compile", "expected one file, got %d", len(args))
 				}
+				stop, st := cf.connect(ctx, e, "compile")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				_, prog, status := cf.compileOne(e, args[0], compiler.Options{MaxParallel: *maxParallel})
 				if prog == nil {
 					return status
@@ -76,6 +81,11 @@ func graphCommand() *command {
 				if *format != "dot" && *format != "mermaid" {
 					return usageError(e, "graph", "unknown format %q: use dot or mermaid", *format)
 				}
+				stop, st := cf.connect(ctx, e, "graph")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				_, prog, status := cf.compileOne(e, args[0], compiler.Options{})
 				if prog == nil {
 					return status

@@ -12,10 +12,9 @@ import (
 
 func fmtCommand() *command {
 	return &command{
-		name: "fmt",
-		args: "FILE...",
-		summary: "print plans in the canonical layout; a JSON plan is printed as .plan text\n" +
-			"(with -w, .plan files are rewritten in place instead)",
+		name:    "fmt",
+		args:    "FILE...",
+		summary: "print plans in the canonical layout (-w rewrites .plan files in place); a JSON plan is printed as .plan text",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			write := fs.Bool("w", false, "rewrite .plan files in place instead of printing them")
 			list := fs.Bool("l", false, "list the files whose layout differs from the canonical one")

@@ -71,13 +71,29 @@ func (gf *goalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&gf.builtins, "builtins", false, "also offer the built-in tools (echo, json.select, text.format, http.get, …) to the model; they are offered anyway when no tools are given")
 }
 
-// load builds the context and the checker's configuration. It prints
-// problems on stderr and returns the exit status when it cannot go on.
-func (gf *goalFlags) load(e *env, cmd string) (agent.Context, compiler.Config, int) {
-	var c agent.Context
+// load starts the MCP servers and builds the context and the checker's
+// configuration. It prints problems on stderr and returns the exit status
+// when it cannot go on; otherwise the caller stops the servers with stop.
+func (gf *goalFlags) load(ctx context.Context, e *env, cmd string) (c agent.Context, cfg compiler.Config, stop func(), status int) {
+	stop = func() {}
 	if strings.TrimSpace(gf.goal) == "" {
-		return c, compiler.Config{}, usageError(e, cmd, "no goal: give --goal \"what the plan must achieve\"")
+		return c, cfg, stop, usageError(e, cmd, "no goal: give --goal \"what the plan must achieve\"")
 	}
+	servers, st := gf.connect(ctx, e, cmd)
+	if st != exitOK {
+		return c, cfg, stop, st
+	}
+	c, cfg, status = gf.goalContext(e, cmd)
+	if status != exitOK {
+		servers()
+		return c, cfg, stop, status
+	}
+	return c, cfg, servers, exitOK
+}
+
+// goalContext builds the context and the checker's configuration.
+func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Config, int) {
+	var c agent.Context
 	src := &source{}
 	if gf.context != "" {
 		s, err := readSource(e, gf.context)
@@ -107,6 +123,7 @@ func (gf *goalFlags) load(e *env, cmd string) (agent.Context, compiler.Config, i
 		decls, _ := lang.ParseTools(path, b)
 		c.Tools = append(c.Tools, decls...)
 	}
+	c.Tools = append(c.Tools, gf.mcpDecls()...)
 	cfg.Tools = append(cfg.Tools, c.Tools...)
 	if len(c.Tools) == 0 || gf.builtins {
 		for _, d := range builtinSignatures() {
@@ -173,7 +190,8 @@ func generateCommand() *command {
 				if len(args) > 0 {
 					return usageError(e, "generate", "unexpected arguments %q: the goal goes in --goal", args)
 				}
-				c, cfg, status := gf.load(e, "generate")
+				c, cfg, stop, status := gf.load(ctx, e, "generate")
+				defer stop()
 				if status != exitOK {
 					return status
 				}
@@ -274,6 +292,7 @@ func agentCommand() *command {
 			mode := fs.String("mode", agent.Eager, "eager: each step runs as soon as the model has written it; lazy: the whole plan is checked, then run")
 			mocks := fs.String("mocks", "", "a mocks file answering tool calls")
 			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
+			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			approve := fs.Bool("approve", false, "ask on the terminal at each approval gate and each step the evaluator cannot judge")
 			yes := fs.Bool("yes", false, "approve every approval gate and hitl verdict without asking")
 			evaluate := fs.Bool("evaluate", true, "have the evaluator model judge the criteria stated in words (expect \"…\") and extract facts")
@@ -290,7 +309,8 @@ func agentCommand() *command {
 				if *mode != agent.Eager && *mode != agent.Lazy {
 					return usageError(e, "agent", "unknown mode %q: use eager or lazy", *mode)
 				}
-				c, cfg, status := gf.load(e, "agent")
+				c, cfg, stop, status := gf.load(ctx, e, "agent")
+				defer stop()
 				if status != exitOK {
 					return status
 				}
@@ -298,7 +318,11 @@ func agentCommand() *command {
 				if err != nil {
 					return usageError(e, "agent", "%v", err)
 				}
-				reg, err := (&runFlags{files: *files}).registry()
+				rf := &runFlags{checkFlags: gf.checkFlags, files: *files, allowCommands: *allowCommands}
+				reg, err := rf.registry()
+				if err == nil {
+					err = bindContextTools(rf, reg, c.Tools)
+				}
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
 					return exitUsage
@@ -383,6 +407,23 @@ func agentCommand() *command {
 			}
 		},
 	}
+}
+
+// bindContextTools registers the tools whose definitions in a tools file
+// say how to call them (an http or command block).
+func bindContextTools(rf *runFlags, reg *runtime.Registry, decls []*lang.ToolDecl) error {
+	var tools []*compiler.Tool
+	for _, d := range decls {
+		if d.Binding != nil && !reg.Has(d.Name.Name) {
+			tools = append(tools, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
+		}
+	}
+	bound, diags := bindTools(tools, "")
+	if diags.HasErrors() {
+		return diags
+	}
+	_, err := rf.registerBound(reg, bound)
+	return err
 }
 
 // goalLimits reads MAX_GOAL_STEPS and MAX_REPLAN_ATTEMPTS when the flags

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -21,14 +20,13 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		args:    "FILE",
-		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr",
+		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr; the run is journaled in --state-dir",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var rf runFlags
 			rf.register(fs)
-			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream); default: the plan's mode")
-			approve := fs.Bool("approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
-			yes := fs.Bool("yes", false, "approve every approval gate without asking")
-			events := fs.String("events", "", "write the run's events to this file, one JSON object per line")
+			var xf execFlags
+			xf.register(fs, true)
+			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
@@ -37,69 +35,56 @@ func runCommand() *command {
 				if *mode != "" && *mode != "lazy" && *mode != "eager" {
 					return usageError(e, "run", "unknown mode %q: use lazy or eager", *mode)
 				}
+				policy, err := xf.policy()
+				if err != nil {
+					return usageError(e, "run", "%v", err)
+				}
+				stop, st := rf.connect(ctx, e, "run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout}
-				var closers []func() error
-				defer func() {
-					for _, c := range closers {
-						if err := c(); err != nil {
-							fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-						}
-					}
-				}()
-				observers := []vm.Observer{vm.LogEvents(e.log.Named("run"))}
-				if *events != "" {
-					f, err := os.Create(*events)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-						return exitUsage
-					}
-					obs, werr := vm.JSONLEvents(f)
-					observers = append(observers, obs)
-					closers = append(closers, werr, f.Close)
-				}
-				switch {
-				case *yes:
-					opts.Approver = approveAll{}
-				case *approve:
-					opts.Approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
-				}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
-					return runEager(ctx, e, &rf, args[0], opts, observers)
+					return runEager(ctx, e, &rf, &xf, args[0], opts)
 				}
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
 				}
-				if missing := p.missingTools(); len(missing) > 0 {
+				if missing := p.missingTools(); len(missing) > 0 && xf.replay == "" {
 					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
 					return exitInput
 				}
-				progress := newProgress(e, len(p.prog.Steps))
-				observers = append(observers, progress.observe)
-				opts.Observer = vm.Observers(observers...)
-				opts.Tools = runtime.Chain{Mocks: p.mocks, Registry: p.reg}
-				opts.Check = p.cfg
-				res, err := vm.Run(ctx, p.prog, p.input, opts)
-				progress.stop()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-					return exitInput
+				if problems := p.preflight(); len(problems) > 0 && xf.replay == "" {
+					for _, pr := range problems {
+						fmt.Fprintf(e.stderr, "obelisk run: %s\n", pr)
+					}
+					return exitUsage
 				}
-				return report(e, res)
+				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
+				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
+					return status
+				}
+				return x.run(ctx, e)
 			}
 		},
 	}
 }
 
 // report prints a run's output on stdout and its summary on stderr.
-func report(e *env, res *vm.Result) int {
-	b, err := json.MarshalIndent(res.Output, "", "  ")
+// runID, when the run is journaled, names it in the summary.
+func report(e *env, res *vm.Result, runID string) int {
+	b, err := marshalJSON(res.Output, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
 		return exitUsage
 	}
 	e.stdout.Write(append(b, '\n'))
+	if runID != "" {
+		fmt.Fprintf(e.stderr, "run %s ", runID)
+	}
 	fmt.Fprintln(e.stderr, summary(res))
 	printed := false
 	for _, s := range res.Steps {
@@ -161,7 +146,9 @@ type terminalApprover struct {
 func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if req.Step == "" {
+	if req.Diff != "" {
+		fmt.Fprintf(t.out, "\nThe plan was replanned; approve its new and changed steps (%s)?\n\n%s\n", strings.Join(req.Changed, ", "), indentLines(req.Diff))
+	} else if req.Step == "" {
 		fmt.Fprintf(t.out, "\nThe plan asks for approval before it runs")
 		if req.Message != "" {
 			fmt.Fprintf(t.out, ": %s", req.Message)
@@ -226,6 +213,11 @@ func dryRunCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
 				}
+				stop, st := rf.connect(ctx, e, "dry-run")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
@@ -240,7 +232,7 @@ func dryRunCommand() *command {
 						*vm.SimResult
 						Estimate *compiler.Analysis `json:"-"`
 					}{SimResult: res}
-					b, err := json.MarshalIndent(out, "", "  ")
+					b, err := marshalJSON(out, true)
 					if err != nil {
 						fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
 						return exitUsage
@@ -339,17 +331,17 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 }
 
 func jsonText(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := marshalJSON(v, true)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
 }
 
-// progress shows a live line of a run's progress on stderr, when stdout
-// is a terminal.
+// progress shows a live line of a run's progress under what is logged on
+// stderr, when stdout and stderr are terminals.
 type progress struct {
-	e       *env
+	status  *statusWriter
 	total   int
 	mu      sync.Mutex
 	counts  map[vm.EventType]int
@@ -357,12 +349,11 @@ type progress struct {
 	start   time.Time
 	done    chan struct{}
 	stopped sync.WaitGroup
-	active  bool
 }
 
 func newProgress(e *env, total int) *progress {
-	p := &progress{e: e, total: total, counts: map[vm.EventType]int{}, start: time.Now(), done: make(chan struct{}), active: e.stdoutTTY}
-	if !p.active {
+	p := &progress{status: e.status, total: total, counts: map[vm.EventType]int{}, start: time.Now(), done: make(chan struct{})}
+	if p.status == nil {
 		return p
 	}
 	p.stopped.Add(1)
@@ -373,10 +364,10 @@ func newProgress(e *env, total int) *progress {
 		for {
 			select {
 			case <-p.done:
-				fmt.Fprintf(p.e.stderr, "\r\033[K")
+				p.status.Status("")
 				return
 			case <-t.C:
-				fmt.Fprintf(p.e.stderr, "\r\033[K%s", p.line())
+				p.status.Status(p.line())
 			}
 		}
 	}()
@@ -408,7 +399,7 @@ func (p *progress) line() string {
 }
 
 func (p *progress) stop() {
-	if p.active {
+	if p.status != nil {
 		close(p.done)
 		p.stopped.Wait()
 	}

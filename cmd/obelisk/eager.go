@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -14,7 +15,19 @@ import (
 // runEager runs a plan in eager mode: statements are read from the file
 // (or from standard input, as they arrive) and each step runs as soon as
 // it is complete and checked.
-func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Options, observers []vm.Observer) int {
+func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options) int {
+	opts.Approver = xf.approver(e)
+	events, closeEvents, err := xf.eventsFile()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := closeEvents(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		}
+	}()
+	observers := []vm.Observer{vm.LogEvents(e.log.Named("run")), events}
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {
@@ -40,9 +53,23 @@ func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Opt
 		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
 		return exitUsage
 	}
+	// Tools files given with --tools may bind tools; a streamed plan's
+	// imports are read as it arrives, too late to bind theirs.
+	var fromFiles []*compiler.Tool
+	for _, d := range cfg.Tools {
+		if d.Binding != nil {
+			fromFiles = append(fromFiles, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
+		}
+	}
+	bound, bd := bindTools(fromFiles, cfg.Dir)
+	diags = append(diags, bd...)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
 		return exitInput
+	}
+	if _, err := rf.registerBound(reg, bound); err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
 	}
 	var input map[string]any
 	if rf.input != "" {
@@ -63,7 +90,17 @@ func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Opt
 			return exitUsage
 		}
 	}
-	opts.Tools = runtime.Chain{Mocks: mocks, Registry: reg}
+	tools, closeTools, err := xf.wrapTools(runtime.Chain{Mocks: mocks, Registry: reg})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		if err := closeTools(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		}
+	}()
+	opts.Tools = tools
 	opts.Check = cfg
 	progress := newProgress(e, 0)
 	opts.Observer = vm.Observers(append(observers, progress.observe)...)
@@ -78,7 +115,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, arg string, opts vm.Opt
 		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
 		return exitInput
 	}
-	status := report(e, res)
+	status := report(e, res, "")
 	if rejected.HasErrors() {
 		status = exitInput
 	}

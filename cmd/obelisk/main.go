@@ -15,11 +15,18 @@ import (
 	"context"
 	"os"
 	"os/signal"
+
+	"golang.org/x/term"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
+		e.status = &statusWriter{w: os.Stderr}
+		e.stderr = e.status
+	}
+	code := run(ctx, os.Args[1:], e)
 	stop()
 	os.Exit(code)
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 )
 
-// obelisk runs the command line with the given environment and returns
+// withEnv runs the command line with the given environment and returns
 // the exit status, stdout and stderr.
-func obelisk(t *testing.T, environ map[string]string, args ...string) (int, string, string) {
+func withEnv(t *testing.T, environ map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return environ[k] }}
@@ -50,17 +50,8 @@ c: notify(name: †state.customer.name, score: †state.score) -> †state.sent
 output {sent: †state.sent.sent}
 `
 
-func writeFile(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestGenerateWithoutProvider(t *testing.T) {
-	code, stdout, stderr := obelisk(t, nil, "generate", "--goal", "Refund order 7.")
+	code, stdout, stderr := withEnv(t, nil, "generate", "--goal", "Refund order 7.")
 	if code != exitUsage || stdout != "" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
@@ -80,9 +71,10 @@ func TestGenerateCommand(t *testing.T) {
 	))
 	defer srv.Close()
 	dir := t.TempDir()
-	tools := writeFile(t, dir, "tools.json", toolsJSON)
+	tools := filepath.Join(dir, "tools.json")
+	writeFile(t, tools, toolsJSON)
 	out := filepath.Join(dir, "score.plan")
-	code, stdout, stderr := obelisk(t, map[string]string{"OPENAI_API_KEY": "test"}, "generate",
+	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_API_KEY": "test"}, "generate",
 		"--goal", "Score customer c-1 and tell them.", "--tools", tools, "--input", `{"id": "c-1"}`,
 		"--base-url", srv.URL+"/v1", "--model", "planner", "-o", out)
 	if code != exitOK {
@@ -94,7 +86,7 @@ func TestGenerateCommand(t *testing.T) {
 	if reqs := srv.Requests(); len(reqs) != 2 || reqs[0].Model != "planner" {
 		t.Fatalf("requests %+v", reqs)
 	}
-	code, _, stderr = obelisk(t, nil, "check", out)
+	code, _, stderr = withEnv(t, nil, "check", out)
 	if code != exitOK {
 		t.Errorf("the written plan does not check:\n%s", stderr)
 	}
@@ -113,9 +105,10 @@ func TestGenerateNeverRepairs(t *testing.T) {
 	))
 	defer srv.Close()
 	dir := t.TempDir()
-	tools := writeFile(t, dir, "tools.json", toolsJSON)
+	tools := filepath.Join(dir, "tools.json")
+	writeFile(t, tools, toolsJSON)
 	out := filepath.Join(dir, "score.plan")
-	code, _, stderr := obelisk(t, map[string]string{"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": srv.URL}, "generate",
+	code, _, stderr := withEnv(t, map[string]string{"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": srv.URL}, "generate",
 		"--goal", "Score c-1.", "--tools", tools, "--input", `{"id": "c-1"}`, "--max-repairs", "1", "-o", out)
 	if code != exitInput {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -140,16 +133,18 @@ func TestAgentCommand(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	ctxPlan := writeFile(t, dir, "customer.plan", `tool lookup(id: string) -> {name: string, orders: int} pure
+	ctxPlan := filepath.Join(dir, "customer.plan")
+	writeFile(t, ctxPlan, `tool lookup(id: string) -> {name: string, orders: int} pure
 tool score(orders: int) -> number pure
 
 input {
   id: string = "c-1"
 }
 `)
-	mocks := writeFile(t, dir, "mocks.json", `{"lookup": {"result": {"name": "Ada", "orders": 7}}, "score": {"result": 10.5}}`)
+	mocks := filepath.Join(dir, "mocks.json")
+	writeFile(t, mocks, `{"lookup": {"result": {"name": "Ada", "orders": 7}}, "score": {"result": 10.5}}`)
 	events := filepath.Join(dir, "events.jsonl")
-	code, stdout, stderr := obelisk(t, map[string]string{"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": srv.URL, "OBELISK_MODEL": "planner", "OBELISK_EVAL_MODEL": "judge", "MAX_GOAL_STEPS": "12"},
+	code, stdout, stderr := withEnv(t, map[string]string{"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": srv.URL, "OBELISK_MODEL": "planner", "OBELISK_EVAL_MODEL": "judge", "MAX_GOAL_STEPS": "12"},
 		"agent", "--goal", "Score customer c-1.", "--context", ctxPlan, "--mocks", mocks, "--events", events)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
@@ -184,7 +179,7 @@ input {
 		}
 	}
 	// Without an implementation for a tool, the command says so first.
-	code, _, stderr = obelisk(t, map[string]string{"ANTHROPIC_API_KEY": "test"}, "agent", "--goal", "x", "--context", ctxPlan)
+	code, _, stderr = withEnv(t, map[string]string{"ANTHROPIC_API_KEY": "test"}, "agent", "--goal", "x", "--context", ctxPlan)
 	if code != exitUsage || !strings.Contains(stderr, "no implementation for lookup, score") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
@@ -202,7 +197,7 @@ refund: issueRefund(customerId: †input.customerId, amount: †input.amount) ->
 output {confirmationId: †state.refund.confirmationId}
 `, llm.Usage{Input: 1500, Output: 70})))
 	defer srv.Close()
-	code, stdout, stderr := obelisk(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
+	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
 		"agent", "--goal", "Refund the customer's last order if their billing history allows it.",
 		"--context", "../../examples/refund.json", "--mocks", "../../examples/refund.mocks.json", "--yes", "--evaluate=false")
 	if code != exitOK || !strings.Contains(stdout, `"confirmationId": "RF-2025-0611-48213"`) {

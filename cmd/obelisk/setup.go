@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
 )
@@ -22,6 +23,9 @@ type runFlags struct {
 	noMocks     bool
 	files       string
 	maxParallel int
+	// allowCommands lets command tools (a "command" block in a tools
+	// file) run programs.
+	allowCommands bool
 }
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
@@ -31,12 +35,16 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&rf.noMocks, "no-mocks", false, "do not pick up NAME.mocks.json")
 	fs.StringVar(&rf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
 	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
+	fs.BoolVar(&rf.allowCommands, "allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 }
 
-// registry returns the built-in tools.
+// registry returns the built-in tools and the MCP servers' tools.
 func (rf *runFlags) registry() (*runtime.Registry, error) {
 	reg := runtime.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files}); err != nil {
+		return nil, err
+	}
+	if err := rf.registerMCP(reg); err != nil {
 		return nil, err
 	}
 	return reg, nil
@@ -50,6 +58,13 @@ type prepared struct {
 	mocks *runtime.Mocks
 	reg   *runtime.Registry
 	cfg   compiler.Config
+	// commandsOff is set when the plan's command tools may not run.
+	commandsOff bool
+	// source is what the program was compiled from, to build it again;
+	// mocksText is the mocks file's text.
+	source    *planfile.Source
+	mocksPath string
+	mocksText []byte
 }
 
 // prepare reads, checks and compiles a plan, with the built-in tools'
@@ -66,24 +81,31 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		return nil, status
 	}
 	p := &prepared{checked: c, prog: prog, reg: reg}
+	p.source = rf.source(c)
+	off, err := rf.registerBound(reg, c.bound)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		return nil, exitUsage
+	}
+	p.commandsOff = len(off) > 0
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
 	if p.input, err = rf.readInput(c, base); err != nil {
 		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
 		return nil, exitUsage
 	}
-	mocksPath := rf.mocks
-	if mocksPath == "" && !rf.noMocks && c.src.path != "" {
-		if _, err := os.Stat(base + ".mocks.json"); err == nil {
-			mocksPath = base + ".mocks.json"
-		}
+	mocksBase := base
+	if c.src.path == "" {
+		mocksBase = ""
 	}
+	mocksPath := mocksFile(rf.mocks, rf.noMocks, mocksBase)
 	if mocksPath != "" {
 		b, err := os.ReadFile(mocksPath)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "obelisk: reading mocks: %v\n", err)
 			return nil, exitUsage
 		}
+		p.mocksPath, p.mocksText = mocksPath, b
 		if p.mocks, err = runtime.ParseMocks(b); err != nil {
 			fmt.Fprintf(e.stderr, "obelisk: %s: %v\n", mocksPath, err)
 			return nil, exitUsage
@@ -127,9 +149,21 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 	return m, nil
 }
 
-// missingTools lists the tools the plan calls that neither the built-in
-// tools nor the mocks answer.
+// missingTools lists the tools the plan calls that neither the registry
+// nor the mocks answer.
 func (p *prepared) missingTools() []string {
+	var out []string
+	for _, name := range p.calledTools() {
+		if !p.reg.Has(name) && !p.mocks.Has(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// calledTools lists the tools the plan and its sub-plans call (not the
+// sub-plans), in the order of their first call.
+func (p *prepared) calledTools() []string {
 	seen := map[string]bool{}
 	visited := map[*compiler.Program]bool{}
 	var out []string
@@ -145,9 +179,7 @@ func (p *prepared) missingTools() []string {
 					continue
 				}
 				seen[t.Name] = true
-				if !p.reg.Has(t.Name) && !p.mocks.Has(t.Name) {
-					out = append(out, t.Name)
-				}
+				out = append(out, t.Name)
 			}
 		}
 		for _, name := range sortedSubs(prog.Sub) {

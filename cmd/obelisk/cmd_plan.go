@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+func planCommand() *command {
+	return &command{
+		name:    "plan",
+		args:    "FILE",
+		summary: "check and compile a plan with its input, show what it will do, and with -o write it as a planfile for obelisk apply",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var rf runFlags
+			rf.register(fs)
+			out := fs.String("o", "", "write the planfile to this file")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "plan", "expected one file, got %d", len(args))
+				}
+				p, status := rf.prepare(e, args[0])
+				if p == nil {
+					return status
+				}
+				pf, err := planfile.New(p.source, p.prog, p.input)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk plan: %v\n", err)
+					return exitUsage
+				}
+				writePlan(e, p, pf)
+				if *out == "" {
+					return exitOK
+				}
+				b, err := pf.Marshal()
+				if err == nil {
+					err = os.WriteFile(*out, b, 0o644)
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk plan: %v\n", err)
+					return exitUsage
+				}
+				fmt.Fprintf(e.stderr, "wrote %s; run exactly this plan with: obelisk apply %s\n", *out, shellQuote(*out))
+				return exitOK
+			}
+		},
+	}
+}
+
+// writePlan prints what a planfile will do.
+func writePlan(e *env, p *prepared, pf *planfile.Planfile) {
+	w := e.stdout
+	fmt.Fprintf(w, "plan %s\nhash %s\n", pf.Source.Name, pf.Hash)
+	fmt.Fprintf(w, "\ninput:\n%s\n", indentLines(jsonText(pf.Input)))
+	fmt.Fprintf(w, "\nsteps, in the order they are declared:\n")
+	for _, s := range p.prog.Steps {
+		fmt.Fprintf(w, "%s\n", indentLines(strings.TrimRight(lang.FormatItem(s.Node), "\n")))
+	}
+	fmt.Fprintf(w, "\ntools it relies on:\n")
+	tw := newTable(w)
+	for _, t := range pf.Tools {
+		tw.row("  "+t.Name, t.Signature)
+	}
+	tw.flush()
+	var gates []string
+	if p.prog.Plan.Approve {
+		gates = append(gates, "the whole plan, before any step (applying the planfile approves it)")
+	}
+	for _, s := range p.prog.Steps {
+		if s.Approve {
+			gates = append(gates, "step "+s.ID)
+		}
+	}
+	if len(gates) > 0 {
+		fmt.Fprintf(w, "\napproval gates:\n")
+		for _, g := range gates {
+			fmt.Fprintf(w, "  %s\n", g)
+		}
+	}
+	a := p.prog.Analysis
+	fmt.Fprintf(w, "\nestimate: %g tool calls, critical path %s\n", a.Calls.Total, round(a.CriticalLatency))
+}
+
+func applyCommand() *command {
+	return &command{
+		name:    "apply",
+		args:    "PLANFILE",
+		summary: "run exactly the plan of a planfile (made with obelisk plan -o), refusing it if a tool it calls has changed since",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var xf execFlags
+			xf.register(fs, true)
+			mocks := fs.String("mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
+			noMocks := fs.Bool("no-mocks", false, "do not pick up NAME.mocks.json")
+			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			var mcpSpecs stringList
+			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
+			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "apply", "expected one planfile, got %d", len(args))
+				}
+				policy, err := xf.policy()
+				if err != nil {
+					return usageError(e, "apply", "%v", err)
+				}
+				b, err := os.ReadFile(args[0])
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					return exitUsage
+				}
+				pf, err := planfile.Read(b)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					return exitInput
+				}
+				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands}
+				rf, stop, status := s.connect(ctx, e, "apply")
+				if rf == nil {
+					return status
+				}
+				defer stop()
+				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, name) })
+				if err == nil {
+					err = pf.Stale(now)
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					var stale *planfile.StaleError
+					if errors.As(err, &stale) {
+						fmt.Fprintf(e.stderr, "The plan was made against other tools: check it, and make it again with obelisk plan.\n")
+					}
+					return exitInput
+				}
+				prog, diags, err := pf.Compile()
+				if err != nil {
+					lang.WriteText(e.stderr, sourcesOf(&pf.Source), diags, lang.TextOptions{})
+					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					return exitInput
+				}
+				if *files != "" {
+					if s.Files, err = filepath.Abs(*files); err != nil {
+						fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+						return exitUsage
+					}
+				}
+				mocksPath := mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Name, ".plan"), ".json"))
+				if mocksPath != "" {
+					b, err := os.ReadFile(mocksPath)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk apply: reading mocks: %v\n", err)
+						return exitUsage
+					}
+					s.Mocks, s.MocksFile = string(b), mocksPath
+				}
+				rf.files = s.Files
+				tools, err := s.tools(rf, prog, pf.Source.Dir)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					return exitUsage
+				}
+				check, _ := pf.Source.Config()
+				x := &execution{cmd: "apply", flags: &xf, prog: prog, input: pf.Input, tools: tools, check: check, policy: policy,
+					opts:       vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout},
+					approvedAs: "approved as planfile " + pf.Hash}
+				if status := x.start(e, &pf.Source, s, pf.Hash); status != exitOK {
+					return status
+				}
+				return x.run(ctx, e)
+			}
+		},
+	}
+}
+
+// readCurrent reads a tools file or an import as it is now: the built-in
+// tools are this program's, an MCP server's tools those it lists now.
+func readCurrent(rf *runFlags, name string) ([]byte, error) {
+	if name == builtinToolsName {
+		return builtinToolsJSON(), nil
+	}
+	if strings.HasPrefix(name, "<") {
+		if rf.servers != nil {
+			for _, f := range rf.servers.files {
+				if f.Name == name {
+					return []byte(f.Text), nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("the plan was made with the tools of the MCP server %s: give it with --mcp", strings.Trim(name, "<>"))
+	}
+	return os.ReadFile(name)
+}

@@ -1,0 +1,875 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/replay"
+	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/journal"
+)
+
+// defaultStateDir is where runs are journaled unless OBELISK_STATE_DIR or
+// --state-dir says otherwise.
+func defaultStateDir() string {
+	if d := os.Getenv("OBELISK_STATE_DIR"); d != "" {
+		return d
+	}
+	return ".obelisk"
+}
+
+// stateFlags name the journal.
+type stateFlags struct {
+	dir string
+}
+
+func (sf *stateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&sf.dir, "state-dir", defaultStateDir(), "the directory of the run journal (journal.db); OBELISK_STATE_DIR sets the default")
+}
+
+// open opens the journal.
+func (sf *stateFlags) open() (*journal.DB, error) {
+	return journal.Open(sf.dir, journal.Options{})
+}
+
+// also returns the flag to repeat in a suggested command.
+func (sf *stateFlags) also() string {
+	if sf.dir == defaultStateDir() {
+		return ""
+	}
+	return " --state-dir " + shellQuote(sf.dir)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// execFlags are the flags of the commands that start or resume a run.
+type execFlags struct {
+	stateFlags
+	noJournal       bool
+	runID           string
+	approve, yes    bool
+	events          string
+	record, replay  string
+	approvalTimeout time.Duration
+	approvalDefault string
+}
+
+func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
+	xf.stateFlags.register(fs)
+	fs.BoolVar(&xf.approve, "approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
+	fs.BoolVar(&xf.yes, "yes", false, "approve every approval gate without asking")
+	fs.StringVar(&xf.events, "events", "", "write the run's events to this file, one JSON object per line")
+	fs.StringVar(&xf.record, "record", "", "record every tool call and its result to this file (JSON lines)")
+	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
+	if starts {
+		fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
+		fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
+		fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
+		fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
+	}
+}
+
+func (xf *execFlags) policy() (journal.ApprovalPolicy, error) {
+	switch xf.approvalDefault {
+	case "reject", "approve":
+	default:
+		return journal.ApprovalPolicy{}, fmt.Errorf("unknown --approval-default %q: use reject or approve", xf.approvalDefault)
+	}
+	if xf.approvalTimeout < 0 {
+		return journal.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
+	}
+	return journal.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
+}
+
+// approver returns the interactive approver the flags ask for, or nil.
+func (xf *execFlags) approver(e *env) vm.Approver {
+	switch {
+	case xf.yes:
+		return approveAll{}
+	case xf.approve:
+		return &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+	}
+	return nil
+}
+
+// wrapTools puts the recorder of --record in front of the tools, or the
+// recording of --replay in their place. close finishes the recording.
+func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error) {
+	if xf.replay != "" {
+		p, err := replay.Load(xf.replay)
+		if err != nil {
+			return nil, nil, err
+		}
+		tools = p
+	}
+	if xf.record != "" {
+		rec, err := replay.NewRecorder(tools, xf.record)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rec, rec.Close, nil
+	}
+	return tools, func() error { return nil }, nil
+}
+
+// eventsFile returns the observer that writes the events to the file of
+// --events (nil without it) and the function that closes the file.
+func (xf *execFlags) eventsFile() (vm.Observer, func() error, error) {
+	if xf.events == "" {
+		return nil, func() error { return nil }, nil
+	}
+	f, err := os.Create(xf.events)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs, werr := vm.JSONLEvents(f)
+	return obs, func() error { return errors.Join(werr(), f.Close()) }, nil
+}
+
+// mocksFile returns the mocks file to use: the one given, else
+// NAME.mocks.json beside the plan (base is the plan's path without its
+// extension) unless off; "" for none.
+func mocksFile(given string, off bool, base string) string {
+	if given != "" || off || base == "" {
+		return given
+	}
+	if _, err := os.Stat(base + ".mocks.json"); err == nil {
+		return base + ".mocks.json"
+	}
+	return ""
+}
+
+// settings are what a journaled run records to be resumed with: its
+// tools and its approval policy.
+type settings struct {
+	Mocks         string                 `json:"mocks,omitempty"`
+	MocksFile     string                 `json:"mocksFile,omitempty"`
+	Files         string                 `json:"files,omitempty"`
+	MCP           []string               `json:"mcp,omitempty"`
+	AllowCommands bool                   `json:"allowCommands,omitempty"`
+	MaxParallel   int                    `json:"maxParallel,omitempty"`
+	StepTimeout   time.Duration          `json:"stepTimeout,omitempty"`
+	Approval      journal.ApprovalPolicy `json:"approval"`
+}
+
+// source returns what a checked plan was compiled from.
+func (rf *runFlags) source(c *checked) *planfile.Source {
+	src := &planfile.Source{Name: c.src.name, JSON: c.src.json, Text: string(c.src.text), Strict: rf.strict, MaxParallel: rf.maxParallel}
+	if c.src.path != "" {
+		src.Dir = filepath.Dir(c.src.path)
+	}
+	if rf.read != nil {
+		src.Tools = rf.read.tools
+		src.Imports = rf.read.imports
+	}
+	return src
+}
+
+// connect starts the MCP servers of the settings. It returns the flags
+// that hold them and the function that stops them, or nil and the exit
+// status.
+func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
+	rf := &runFlags{files: s.Files, allowCommands: s.AllowCommands}
+	rf.mcp = stringList(s.MCP)
+	stop, status := rf.connect(ctx, e, cmd)
+	if stop == nil {
+		return nil, nil, status
+	}
+	return rf, stop, exitOK
+}
+
+// tools builds the tools of a program from the settings: the built-in
+// tools, the MCP servers' (started by connect), the tools its tools files
+// say how to call, and the mocks.
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, error) {
+	reg, err := rf.registry()
+	if err != nil {
+		return nil, err
+	}
+	bound, diags := bindTools(sortedTools(prog.Info), dir)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if _, err := rf.registerBound(reg, bound); err != nil {
+		return nil, err
+	}
+	var mocks *runtime.Mocks
+	if s.Mocks != "" {
+		if mocks, err = runtime.ParseMocks([]byte(s.Mocks)); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.MocksFile, err)
+		}
+	}
+	return runtime.Chain{Mocks: mocks, Registry: reg}, nil
+}
+
+// execution is a run about to start or resume.
+type execution struct {
+	cmd   string
+	flags *execFlags
+	prog  *compiler.Program
+	input map[string]any
+	tools vm.Caller
+	check compiler.Config
+	opts  vm.Options
+	// db and jr are the journal and the run's record; nil when the run
+	// is not journaled.
+	db     *journal.DB
+	jr     *journal.Run
+	policy journal.ApprovalPolicy
+	// approvedAs grants the plan's own approval: the plan was approved
+	// as a planfile.
+	approvedAs string
+}
+
+// start journals a new run of a prepared plan, unless --no-journal.
+func (x *execution) start(e *env, src *planfile.Source, s settings, hash string) int {
+	if x.flags.noJournal {
+		return exitOK
+	}
+	db, err := x.flags.open()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		db.Close()
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
+	}
+	jr, err := db.Create(journal.NewRun{ID: x.flags.runID, Source: src, Input: x.input, Settings: b, Hash: hash})
+	if err != nil {
+		db.Close()
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
+	}
+	x.db, x.jr = db, jr
+	e.log.Info("journaling the run", "run", jr.ID, "journal", db.Path())
+	return exitOK
+}
+
+// run runs the program and reports how it went.
+func (x *execution) run(ctx context.Context, e *env) int {
+	if x.db != nil {
+		defer x.db.Close()
+	}
+	opts := x.opts
+	opts.Check = x.check
+	tools, closeTools, err := x.flags.wrapTools(x.tools)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
+	}
+	defer func() {
+		if err := closeTools(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		}
+	}()
+	opts.Tools = tools
+	events, closeEvents, err := x.flags.eventsFile()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitUsage
+	}
+	defer func() {
+		if err := closeEvents(); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		}
+	}()
+	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e), events}
+	approver := x.flags.approver(e)
+	if x.approvedAs != "" {
+		approver = planApproved{next: approver, note: x.approvedAs}
+	}
+	opts.Approver = approver
+	if x.jr != nil {
+		opts.Journal, opts.RunID, opts.Restore = x.jr, x.jr.ID, x.jr.Restore
+		opts.Approver = x.jr.Approver(approver, x.policy)
+		if rp := x.jr.Replanner(opts.Replanner); rp != nil {
+			opts.Replanner = rp
+		}
+	}
+	progress := newProgress(e, len(x.prog.Steps))
+	opts.Observer = vm.Observers(append(observers, progress.observe)...)
+	res, err := vm.Run(ctx, x.prog, x.input, opts)
+	progress.stop()
+	if err != nil {
+		if x.jr != nil {
+			x.jr.Finish(&vm.Result{Status: vm.RunFailed, Err: err})
+		}
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		return exitInput
+	}
+	if x.jr != nil {
+		if err := x.jr.Finish(res); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		}
+	}
+	if res.Status == vm.RunWaiting && x.jr != nil {
+		return x.waiting(e, res)
+	}
+	runID := ""
+	if x.jr != nil {
+		runID = x.jr.ID
+	}
+	return report(e, res, runID)
+}
+
+// showReplans prints the diff of each replan on stderr.
+func showReplans(e *env) vm.Observer {
+	return func(ev vm.Event) {
+		if ev.Type == vm.Replanned && ev.Diff != "" {
+			fmt.Fprintf(e.stderr, "replanned (%s): %s\n%s\n", ev.Message, ev.Reason, indentLines(ev.Diff))
+		}
+	}
+}
+
+// waiting tells the user what to run next for a run that waits.
+func (x *execution) waiting(e *env, res *vm.Result) int {
+	fmt.Fprintln(e.stderr, summary(res))
+	pending, err := x.db.Pending(x.jr.ID)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+	}
+	for _, p := range pending {
+		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", describeApproval(p))
+	}
+	id, also := x.jr.ID, x.flags.also()
+	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the run with\n  obelisk resume%s %s\n", id, also, id, also, id)
+	if x.policy.Timeout > 0 {
+		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", x.policy.Timeout, x.policy)
+	}
+	return exitWaiting
+}
+
+func describeApproval(a *journal.Approval) string {
+	var b strings.Builder
+	switch {
+	case a.Step == "" && a.Round > 0:
+		fmt.Fprintf(&b, "the steps replan %d changes", a.Round)
+	case a.Step == "":
+		b.WriteString("the plan")
+	default:
+		fmt.Fprintf(&b, "step %s (%s)", a.Step, a.Tool)
+	}
+	if a.Message != "" {
+		fmt.Fprintf(&b, " %q", a.Message)
+	}
+	return b.String()
+}
+
+// planApproved grants the plan-level approval of a plan applied from a
+// planfile, and asks next for the rest.
+type planApproved struct {
+	next vm.Approver
+	note string
+}
+
+func (p planApproved) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
+	if req.Step == "" && req.Round == 0 {
+		return vm.Decision{Approved: true, Note: p.note}, nil
+	}
+	if p.next == nil {
+		return vm.Decision{}, errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
+	}
+	return p.next.Approve(ctx, req)
+}
+
+func resumeCommand() *command {
+	return &command{
+		name:    "resume",
+		args:    "RUN",
+		summary: "continue a run from its journal (stopped, crashed, or waiting for a decision); steps that finished are not run again",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var xf execFlags
+			xf.register(fs, false)
+			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "resume", "expected one run, got %d", len(args))
+				}
+				db, err := xf.open()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
+					return exitUsage
+				}
+				id, err := db.Lookup(args[0])
+				if err != nil {
+					db.Close()
+					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
+					return exitInput
+				}
+				jr, st, err := db.Resume(id, *force)
+				if err != nil {
+					db.Close()
+					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
+					return exitInput
+				}
+				x := &execution{cmd: "resume", flags: &xf, input: st.Input, db: db, jr: jr}
+				fail := func(format string, args ...any) int {
+					jr.Finish(&vm.Result{Status: vm.RunFailed, Err: fmt.Errorf(format, args...)})
+					db.Close()
+					fmt.Fprintf(e.stderr, "obelisk resume: "+format+"\n", args...)
+					return exitInput
+				}
+				prog, diags, err := st.Source.Compile()
+				if err != nil {
+					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, lang.TextOptions{})
+					return fail("run %s: the recorded plan does not compile: %v", id, err)
+				}
+				var s settings
+				if err := json.Unmarshal(st.Settings, &s); err != nil {
+					return fail("run %s: the recorded settings: %v", id, err)
+				}
+				rf, stop, status := s.connect(ctx, e, "resume")
+				if rf == nil {
+					jr.Finish(&vm.Result{Status: vm.RunCanceled, Err: errors.New("its tools could not be started")})
+					db.Close()
+					return status
+				}
+				defer stop()
+				if x.tools, err = s.tools(rf, prog, st.Source.Dir); err != nil {
+					return fail("run %s: %v", id, err)
+				}
+				x.prog, x.policy = prog, s.Approval
+				x.check, _ = st.Source.Config()
+				x.opts = vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout}
+				if st.Hash != "" {
+					x.approvedAs = "approved as planfile " + st.Hash
+				}
+				return x.run(ctx, e)
+			}
+		},
+	}
+}
+
+// sourcesOf returns the texts of a source, for diagnostics.
+func sourcesOf(src *planfile.Source) lang.Sources {
+	srcs := lang.Sources{src.Name: []byte(src.Text)}
+	for _, f := range append(append([]planfile.File(nil), src.Tools...), src.Imports...) {
+		srcs[f.Name] = []byte(f.Text)
+	}
+	return srcs
+}
+
+func approveCommand() *command {
+	return &command{
+		name:    "approve",
+		args:    "RUN [STEP]",
+		summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var sf stateFlags
+			sf.register(fs)
+			reject := fs.Bool("reject", false, "reject instead of approving")
+			note := fs.String("note", "", "a note kept with the decision (a rejected step's error message carries it)")
+			edit := fs.String("edit", "", "approve the plan as edited in this file (plan text) instead, for an approval of the whole plan")
+			return func(ctx context.Context, args []string) int {
+				if len(args) < 1 || len(args) > 2 {
+					return usageError(e, "approve", "expected a run and at most one step, got %d arguments", len(args))
+				}
+				if *edit != "" && *reject {
+					return usageError(e, "approve", "--edit approves an edited plan; it cannot go with --reject")
+				}
+				db, err := sf.open()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					return exitUsage
+				}
+				defer db.Close()
+				id, err := db.Lookup(args[0])
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					return exitInput
+				}
+				pending, err := db.Pending(id)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					return exitUsage
+				}
+				var chosen []*journal.Approval
+				for _, p := range pending {
+					if len(args) == 1 || p.Step == args[1] || (args[1] == "plan" && p.Step == "") {
+						chosen = append(chosen, p)
+					}
+				}
+				switch {
+				case len(chosen) == 0 && len(args) == 2:
+					fmt.Fprintf(e.stderr, "obelisk approve: run %s has no approval of %s waiting for a decision\n", id, args[1])
+					listPending(e, pending)
+					return exitInput
+				case len(chosen) == 0:
+					fmt.Fprintf(e.stderr, "obelisk approve: run %s waits for no decision\n", id)
+					return exitInput
+				case len(chosen) > 1:
+					fmt.Fprintf(e.stderr, "obelisk approve: run %s waits for %d decisions: name the step\n", id, len(chosen))
+					listPending(e, chosen)
+					return exitUsage
+				}
+				ap := chosen[0]
+				dec := journal.Decision{Approved: !*reject, Note: *note, By: "obelisk approve"}
+				if *edit != "" {
+					if ap.Step != "" || ap.Round != 0 {
+						return usageError(e, "approve", "--edit replaces the whole plan: it applies to an approval of the plan, and %s is a step", ap.Step)
+					}
+					text, err := os.ReadFile(*edit)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+						return exitUsage
+					}
+					st, err := db.Stored(id)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+						return exitUsage
+					}
+					cfg, _ := st.Source.Config()
+					f, diags := lang.Parse(*edit, text)
+					if !diags.HasErrors() {
+						_, cd := compiler.Check(f, cfg)
+						diags = append(diags, cd...)
+					}
+					if diags.HasErrors() {
+						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, lang.TextOptions{})
+						fmt.Fprintf(e.stderr, "obelisk approve: the edited plan does not check; nothing was recorded\n")
+						return exitInput
+					}
+					dec.Plan = text
+				}
+				if dec.Note == "" {
+					dec.Note = "approved with obelisk approve"
+					if *reject {
+						dec.Note = "rejected with obelisk approve"
+					}
+				}
+				if err := db.Decide(id, ap.Round, ap.Step, dec); err != nil {
+					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					return exitInput
+				}
+				verb := "approved"
+				if *reject {
+					verb = "rejected"
+				}
+				fmt.Fprintf(e.stdout, "%s %s of run %s\n", verb, describeApproval(ap), id)
+				fmt.Fprintf(e.stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
+				return exitOK
+			}
+		},
+	}
+}
+
+func listPending(e *env, list []*journal.Approval) {
+	for _, p := range list {
+		step := p.Step
+		if step == "" {
+			step = "plan"
+		}
+		fmt.Fprintf(e.stderr, "  %-20s %s\n", step, describeApproval(p))
+	}
+}
+
+func runsCommand() *command {
+	return &command{
+		name:    "runs",
+		args:    "",
+		summary: "list the journaled runs, the newest first",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var sf stateFlags
+			sf.register(fs)
+			format := fs.String("format", "text", "text or json")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 0 {
+					return usageError(e, "runs", "expected no arguments, got %d", len(args))
+				}
+				if *format != "text" && *format != "json" {
+					return usageError(e, "runs", "unknown format %q: use text or json", *format)
+				}
+				if _, err := os.Stat(filepath.Join(sf.dir, journal.FileName)); errors.Is(err, os.ErrNotExist) {
+					if *format == "json" {
+						fmt.Fprintln(e.stdout, "[]")
+					}
+					return exitOK
+				}
+				db, err := sf.open()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk runs: %v\n", err)
+					return exitUsage
+				}
+				defer db.Close()
+				runs, err := db.Runs()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk runs: %v\n", err)
+					return exitUsage
+				}
+				if *format == "json" {
+					if runs == nil {
+						runs = []*journal.Summary{}
+					}
+					e.stdout.Write(append(jsonIndent(runs), '\n'))
+					return exitOK
+				}
+				tw := newTable(e.stdout)
+				tw.row("RUN", "STATUS", "PLAN", "STEPS", "CREATED", "UPDATED")
+				for _, r := range runs {
+					tw.row(r.ID, string(r.Status), r.Plan, stepCounts(r.Steps), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
+				}
+				tw.flush()
+				return exitOK
+			}
+		},
+	}
+}
+
+// stepCounts says how many steps are in each status: "2 completed, 1 waiting".
+func stepCounts(m map[vm.Status]int) string {
+	order := []vm.Status{vm.StatusCompleted, vm.StatusFailed, vm.StatusSkipped, vm.StatusWaiting, vm.StatusRunning}
+	var parts []string
+	for _, s := range order {
+		if m[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[s], s))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func jsonIndent(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return []byte(fmt.Sprintf("%q", err.Error()))
+	}
+	return b
+}
+
+func showCommand() *command {
+	return &command{
+		name:    "show",
+		args:    "RUN",
+		summary: "print a journaled run: its status, steps (results, errors, timings), approvals and output",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var sf stateFlags
+			sf.register(fs)
+			format := fs.String("format", "text", "text or json")
+			events := fs.Bool("events", false, "print the run's event log too (with -format json: the events, one per line)")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return usageError(e, "show", "expected one run, got %d", len(args))
+				}
+				if *format != "text" && *format != "json" {
+					return usageError(e, "show", "unknown format %q: use text or json", *format)
+				}
+				db, err := sf.open()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					return exitUsage
+				}
+				defer db.Close()
+				id, err := db.Lookup(args[0])
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					return exitInput
+				}
+				det, err := db.Show(id)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					return exitUsage
+				}
+				var evs []vm.Event
+				if *events {
+					if evs, err = db.Events(id); err != nil {
+						fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+						return exitUsage
+					}
+				}
+				if *format == "json" {
+					if *events {
+						obs, _ := vm.JSONLEvents(e.stdout)
+						for _, ev := range evs {
+							obs(ev)
+						}
+						return exitOK
+					}
+					e.stdout.Write(append(jsonIndent(det), '\n'))
+					return exitOK
+				}
+				writeRun(e, det, sf.also())
+				if *events {
+					fmt.Fprintf(e.stdout, "\nevents:\n")
+					for _, ev := range evs {
+						fmt.Fprintf(e.stdout, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
+					}
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+func eventText(ev vm.Event) string {
+	var parts []string
+	if ev.Step != "" {
+		parts = append(parts, ev.Step)
+	}
+	if ev.Tool != "" {
+		parts = append(parts, "("+ev.Tool+")")
+	}
+	if ev.Verdict != "" {
+		parts = append(parts, ev.Verdict)
+	}
+	if ev.Error != nil {
+		parts = append(parts, fmt.Sprintf("%s [%s]", ev.Error.Message, ev.Error.Code))
+	}
+	if ev.Reason != "" {
+		parts = append(parts, ev.Reason)
+	}
+	if ev.Message != "" {
+		parts = append(parts, ev.Message)
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeRun prints a run for people.
+func writeRun(e *env, det *journal.Detail, also string) {
+	w := e.stdout
+	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
+	fmt.Fprintf(w, "plan:      %s\n", det.Plan)
+	if det.Hash != "" {
+		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
+	}
+	fmt.Fprintf(w, "created:   %s\n", det.Created.Local().Format(time.DateTime))
+	if !det.Finished.IsZero() {
+		fmt.Fprintf(w, "finished:  %s (%s after it was created)\n", det.Finished.Local().Format(time.DateTime), round(det.Finished.Sub(det.Created)))
+	}
+	fmt.Fprintf(w, "processes: %d\n", det.Processes)
+	if det.Error != "" {
+		fmt.Fprintf(w, "error:     %s\n", det.Error)
+	}
+	fmt.Fprintf(w, "input:\n%s\n", indentLines(jsonText(det.Input)))
+	fmt.Fprintf(w, "\nsteps:\n")
+	tw := newTable(w)
+	tw.row("  STEP", "STATUS", "ATTEMPTS", "DURATION", "RESULT")
+	for _, s := range det.Steps {
+		id := s.ID
+		if s.Round > 0 {
+			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
+		}
+		what := ""
+		switch {
+		case s.Error != nil:
+			what = fmt.Sprintf("%s [%s]", s.Error.Message, s.Error.Code)
+			if s.Handled {
+				what += " (to its || slot)"
+			}
+		case s.Status == vm.StatusSkipped:
+			what = s.Reason
+		case s.Status == vm.StatusCompleted:
+			what = oneLine(s.Result, 60)
+		case s.Status == vm.StatusRunning:
+			what = "started, did not finish: it runs again when the run is resumed"
+		}
+		dur := "-"
+		if s.Duration > 0 {
+			dur = round(s.Duration).String()
+		}
+		tw.row("  "+id, string(s.Status), fmt.Sprint(s.Attempts), dur, what)
+	}
+	tw.flush()
+	if len(det.Approvals) > 0 {
+		fmt.Fprintf(w, "\napprovals:\n")
+		for _, a := range det.Approvals {
+			state := "waiting"
+			if a.Decided() {
+				state = "rejected"
+				if a.Approved {
+					state = "approved"
+				}
+				state += " by " + a.By
+				if a.Note != "" {
+					state += ": " + a.Note
+				}
+			}
+			fmt.Fprintf(w, "  %s: %s\n", describeApproval(a), state)
+			if !a.Decided() && a.Args != nil {
+				fmt.Fprintf(w, "    arguments: %s\n", oneLine(a.Args, 200))
+			}
+			if a.Diff != "" {
+				fmt.Fprintf(w, "%s\n", indentLines(indentLines(a.Diff)))
+			}
+		}
+	}
+	rounds := make([]int, 0, len(det.Replans))
+	for r := range det.Replans {
+		rounds = append(rounds, r)
+	}
+	sort.Ints(rounds)
+	for _, r := range rounds {
+		fmt.Fprintf(w, "\nplan of replan %d:\n%s\n", r, indentLines(det.Replans[r]))
+	}
+	if det.Output != nil && !det.Finished.IsZero() {
+		fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(det.Output)))
+	}
+	switch det.Status {
+	case vm.RunWaiting:
+		fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
+	case "running", vm.RunCanceled:
+		fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
+	}
+}
+
+func oneLine(v any, max int) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len([]rune(s)) > max {
+		s = string([]rune(s)[:max-1]) + "…"
+	}
+	return s
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer) *table { return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)} }
+
+func (t *table) row(cells ...string) {
+	fmt.Fprintln(t.tw, strings.TrimRight(strings.Join(cells, "\t"), "\t"))
+}
+
+func (t *table) flush() { t.tw.Flush() }
+
+// settings returns what a run of the prepared plan records to be resumed
+// with.
+func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy) settings {
+	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands,
+		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, Approval: policy}
+	if rf.files != "" {
+		if abs, err := filepath.Abs(rf.files); err == nil {
+			s.Files = abs
+		}
+	}
+	return s
+}

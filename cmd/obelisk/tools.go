@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/cmdtool"
+	"github.com/obelisk-plan/obelisk/runtime/httptool"
+	"github.com/obelisk-plan/obelisk/runtime/mcp"
+)
+
+// Tools from outside the plan: MCP servers (--mcp), and tools files whose
+// definitions say how a tool is called (an "http" or "command" block).
+
+// mcpServers are the MCP servers a command started, and their tools under
+// the names plans call them by.
+type mcpServers struct {
+	servers  []*mcp.Server
+	bindings []mcp.Binding
+	decls    []*lang.ToolDecl // the tools' signatures, for the checker
+	// files are the servers' tools as tools files, which a run records.
+	files []planfile.File
+}
+
+// connect starts the servers --mcp names and lists their tools. It
+// returns the function that stops them, or nil and the exit status when
+// one cannot be started or listed.
+func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), int) {
+	ms := &mcpServers{}
+	stop := func() {
+		for _, s := range ms.servers {
+			if err := s.Close(); err != nil {
+				e.log.Warn("stopping an MCP server", "error", err)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, spec := range cf.mcp {
+		name, argv, err := mcp.ParseSpec(spec)
+		if err == nil && names[name] {
+			err = fmt.Errorf("two servers are named %s", name)
+		}
+		if err != nil {
+			stop()
+			return nil, usageError(e, cmd, "--mcp %v", err)
+		}
+		names[name] = true
+		log := e.log.Named("mcp").With("server", name)
+		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})})
+		if err != nil {
+			stop()
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+			return nil, exitUsage
+		}
+		log.Info("started", "tools", len(s.Tools()))
+		ms.servers = append(ms.servers, s)
+	}
+	builtin := map[string]bool{}
+	for _, d := range builtinSignatures() {
+		builtin[d.Name.Name] = true
+	}
+	byServer := map[*mcp.Server][]runtime.Definition{}
+	for _, b := range mcp.Bind(ms.servers, func(name string) bool { return builtin[name] }) {
+		if !lang.IsToolName(b.Definition.Name) {
+			if b.Definition.Name == b.Tool { // said once, for the bare name
+				e.log.Warn("skipping a tool whose name a plan cannot call (identifiers joined by . or -)", "server", b.Server.Name(), "tool", b.Tool)
+			}
+			continue
+		}
+		ms.bindings = append(ms.bindings, b)
+		byServer[b.Server] = append(byServer[b.Server], b.Definition)
+	}
+	for _, s := range ms.servers {
+		b, _ := json.Marshal(map[string]any{"tools": byServer[s]})
+		decls, diags := lang.ParseTools("<"+s.String()+">", b)
+		ms.files = append(ms.files, planfile.File{Name: "<" + s.String() + ">", Text: string(b)})
+		if diags.HasErrors() {
+			stop()
+			fmt.Fprintf(e.stderr, "obelisk %s: %s lists tools Obelisk cannot read: %v\n", cmd, s, diags)
+			return nil, exitUsage
+		}
+		ms.decls = append(ms.decls, decls...)
+	}
+	cf.servers = ms
+	return stop, exitOK
+}
+
+// registerMCP adds the MCP servers' tools to a registry.
+func (cf *checkFlags) registerMCP(reg *runtime.Registry) error {
+	if cf.servers == nil {
+		return nil
+	}
+	for _, b := range cf.servers.bindings {
+		if err := reg.Register(b.Definition, b); err != nil {
+			return fmt.Errorf("%s: %w", b.Server, err)
+		}
+	}
+	return nil
+}
+
+// mcpDecls returns the signatures of the MCP servers' tools.
+func (cf *checkFlags) mcpDecls() []*lang.ToolDecl {
+	if cf.servers == nil {
+		return nil
+	}
+	return cf.servers.decls
+}
+
+// boundTool is a tool a tools file says how to call.
+type boundTool struct {
+	def  runtime.Definition
+	kind string // "http" or "command"
+	impl runtime.Tool
+	file string
+}
+
+// bindTools makes the tools whose declarations have an "http" or
+// "command" block. dir is the directory relative imports are read from
+// (the plan's); a tool from an import (file != "") was read from there, the
+// others from the path their binding names. A block that is wrong is a
+// diagnostic at the block.
+func bindTools(tools []*compiler.Tool, dir string) ([]*boundTool, lang.Diagnostics) {
+	var out []*boundTool
+	var diags lang.Diagnostics
+	for _, t := range tools {
+		d := t.Decl
+		if d == nil || d.Binding == nil {
+			continue
+		}
+		b := d.Binding
+		fileDir := filepath.Dir(b.File)
+		if t.File != "" && !filepath.IsAbs(b.File) {
+			fileDir = filepath.Join(dir, fileDir)
+		}
+		def := runtime.Definition{Name: t.Name, Description: t.Doc, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		bt := &boundTool{def: def, kind: b.Kind, file: b.File}
+		var err error
+		switch b.Kind {
+		case "http":
+			bt.impl, err = httptool.New(def, b.JSON, httptool.Options{})
+		case "command":
+			bt.impl, err = cmdtool.New(def, b.JSON, cmdtool.Options{Dir: fileDir})
+		}
+		if err != nil {
+			diags = append(diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ImportError, File: b.File, Span: b.Span,
+				Message: fmt.Sprintf("the %s block of %s: %v", b.Kind, t.Name, err)})
+			continue
+		}
+		out = append(out, bt)
+	}
+	return out, diags
+}
+
+// sortedTools returns the tools of a checked plan, sorted by name.
+func sortedTools(info *compiler.Info) []*compiler.Tool {
+	if info == nil {
+		return nil
+	}
+	out := make([]*compiler.Tool, 0, len(info.Tools))
+	for _, t := range info.Tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// registerBound adds bound tools to a registry. Command tools run only
+// with --allow-commands; without it they are registered to fail with a
+// message that says so, and their names are returned.
+func (rf *runFlags) registerBound(reg *runtime.Registry, bound []*boundTool) (off []string, err error) {
+	for _, bt := range bound {
+		impl := bt.impl
+		if bt.kind == "command" && !rf.allowCommands {
+			impl = runtime.ToolFunc(func(context.Context, map[string]any) (any, error) {
+				return nil, &runtime.Error{Code: runtime.CodeToolError, Message: commandsOff(bt), NotRetryable: true}
+			})
+			off = append(off, bt.def.Name)
+		}
+		if err := reg.Register(bt.def, impl); err != nil {
+			return nil, fmt.Errorf("tool %s of %s: a built-in tool or an MCP server's tool has that name: rename one", bt.def.Name, bt.file)
+		}
+	}
+	return off, nil
+}
+
+func commandsOff(bt *boundTool) string {
+	return fmt.Sprintf("%s runs a program (its command block in %s); command tools are off: run again with --allow-commands to let them run", bt.def.Name, bt.file)
+}
+
+// preflight says what keeps the tools the plan calls from running, before
+// anything runs: a command tool while command tools are off, an HTTP tool
+// whose environment variables are not set. Tools the mocks answer are not
+// called, so nothing keeps them.
+func (p *prepared) preflight() []string {
+	bound := map[string]*boundTool{}
+	for _, bt := range p.bound {
+		bound[bt.def.Name] = bt
+	}
+	var out []string
+	for _, name := range p.calledTools() {
+		bt := bound[name]
+		if bt == nil || p.mocks.Has(name) {
+			continue
+		}
+		switch impl := bt.impl.(type) {
+		case *cmdtool.Tool:
+			if p.commandsOff {
+				out = append(out, commandsOff(bt))
+			}
+		case *httptool.Tool:
+			if missing := impl.MissingEnv(); len(missing) > 0 {
+				out = append(out, fmt.Sprintf("%s needs the environment variable %s (its http block in %s): set it, or answer the tool in a mocks file", bt.def.Name, strings.Join(missing, ", "), bt.file))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+// Package cmdtool calls tools that are programs, as a tools file declares
+// them: an MCP-shaped tool definition with a "command" block.
+//
+//	{
+//	  "name": "packing.list",
+//	  "inputSchema": {"type": "object", "properties": {"highs": {"type": "array", "items": {"type": "number"}}}},
+//	  "command": {"argv": ["./bin/packing", "--metric"], "dir": ".", "timeout": "30s"}
+//	}
+//
+// The program runs with the arguments of argv, without a shell, in dir
+// (relative to the tools file's directory, which is also the default). A
+// program named by a relative path with a slash is found from the tools
+// file's directory, one without a slash on PATH. The tool's arguments are
+// written to its standard input as one JSON object; its standard output is
+// the result (JSON decoded, else text, null when empty). An exit status
+// other than 0 is an error with code command-failed whose message holds
+// the status and the end of the program's standard error. "timeout" bounds
+// the call; the program is killed when it runs out or the step is
+// canceled.
+//
+// Running programs is a decision for the user, not for a plan: the command
+// line enables command tools explicitly.
+package cmdtool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// Options configure command tools.
+type Options struct {
+	// Dir is the directory of the tools file the tool is declared in.
+	Dir string
+	// MaxOutputBytes bounds the program's standard output (default 10 MiB).
+	MaxOutputBytes int64
+}
+
+// spec is a "command" block.
+type spec struct {
+	Argv    []string `json:"argv"`
+	Dir     string   `json:"dir"`
+	Timeout string   `json:"timeout"`
+}
+
+var specKeys = []string{"argv", "dir", "timeout"}
+
+// Tool is a command tool; it implements runtime.Tool.
+type Tool struct {
+	name    string
+	argv    []string
+	dir     string
+	timeout time.Duration
+	max     int64
+}
+
+// New makes the tool def describes from its "command" block.
+func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
+	var sp spec
+	dec := json.NewDecoder(bytes.NewReader(block))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Errorf("unknown key %s in the command block; known keys: %s", name, strings.Join(specKeys, ", "))
+		}
+		return nil, fmt.Errorf("the command block: %w", err)
+	}
+	if len(sp.Argv) == 0 || sp.Argv[0] == "" {
+		return nil, errors.New("the command block has no \"argv\": the program and its arguments, such as [\"./bin/score\", \"--json\"]")
+	}
+	t := &Tool{name: def.Name, argv: append([]string(nil), sp.Argv...), dir: filepath.Join(opts.Dir, sp.Dir), max: opts.MaxOutputBytes}
+	if t.max <= 0 {
+		t.max = 10 << 20
+	}
+	if p := t.argv[0]; !filepath.IsAbs(p) && strings.ContainsRune(p, filepath.Separator) {
+		t.argv[0] = filepath.Join(opts.Dir, p)
+	}
+	if sp.Timeout != "" {
+		d, err := time.ParseDuration(sp.Timeout)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("timeout: %q is not a duration such as 30s", sp.Timeout)
+		}
+		t.timeout = d
+	}
+	return t, nil
+}
+
+// Call runs the program with the arguments as JSON on its standard input.
+func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
+	in, err := json.Marshal(args)
+	if err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: %v", t.name, err), NotRetryable: true}
+	}
+	runCtx := ctx
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(runCtx, t.argv[0], t.argv[1:]...)
+	cmd.Dir = t.dir
+	cmd.Stdin = bytes.NewReader(in)
+	stdout := &limitedBuffer{max: t.max}
+	stderr := &runtime.TailWriter{Max: 4096}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second // a child that keeps the pipes open does not hold the call
+	prog := filepath.Base(t.argv[0])
+	err = cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the step's own deadline or cancellation
+	case runCtx.Err() != nil:
+		return nil, &runtime.Error{Code: runtime.CodeTimeout, Message: fmt.Sprintf("%s: %s did not finish within %s", t.name, prog, t.timeout)}
+	case stdout.over:
+		return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("%s: %s wrote more than %d bytes", t.name, prog, t.max), NotRetryable: true}
+	case err != nil:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, &runtime.Error{Code: "command-failed", Message: fmt.Sprintf("%s: cannot run %s: %v", t.name, t.argv[0], err), NotRetryable: true}
+		}
+		msg := fmt.Sprintf("%s: %s %s", t.name, prog, ee.ProcessState)
+		if ex := runtime.Excerpt(stderr.Bytes(), 300); ex != "" {
+			msg += ": " + ex
+		}
+		return nil, &runtime.Error{Code: "command-failed", Message: msg}
+	}
+	return runtime.DecodeJSONOrText(stdout.buf.Bytes()), nil
+}
+
+// limitedBuffer keeps up to max bytes and notes that more came.
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int64
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.max - int64(b.buf.Len()); int64(len(p)) > room {
+		b.over = true
+		p = p[:max(room, 0)]
+	}
+	b.buf.Write(p)
+	return n, nil
+}
