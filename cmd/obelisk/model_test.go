@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
@@ -213,5 +217,31 @@ output {confirmationId: †state.refund.confirmationId}
 		if !strings.Contains(prompt, want) {
 			t.Errorf("the prompt lacks %q:\n%s", want, prompt)
 		}
+	}
+}
+
+// TestAgentHTTPTool: a tool whose definition in a tools file has an http
+// block is called over HTTP by the agent's runs.
+func TestAgentHTTPTool(t *testing.T) {
+	var calls atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"city": %q, "high": 21.5}`, strings.TrimPrefix(r.URL.Path, "/forecast/"))
+	}))
+	defer api.Close()
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text("f: forecast(city: \"Lyon\") -> †state.f\noutput †state.f.high\n", llm.Usage{})))
+	defer srv.Close()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
+	writeFile(t, tools, `{"tools": [{"name": "forecast",
+  "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+  "outputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "high": {"type": "number"}}, "required": ["city", "high"]},
+  "annotations": {"readOnlyHint": true},
+  "http": {"url": "`+api.URL+`/forecast/{city}"}}]}`)
+	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
+		"agent", "--goal", "How warm is Lyon?", "--tools", tools)
+	if code != exitOK || !strings.Contains(stdout, `"output": 21.5`) || calls.Load() != 1 {
+		t.Fatalf("exit %d, calls %d\nstdout %s\nstderr %s", code, calls.Load(), stdout, stderr)
 	}
 }
