@@ -37,7 +37,7 @@ const (
 // a result. A hitl verdict asks the approver; an approval makes it a pass
 // and a rejection a fail, with the person's note. An evaluator error
 // fails the step: there is no default verdict.
-func (r *runner) evaluate(ctx context.Context, s *compiler.Step, id string, args map[string]any, value any) ([]Verdict, *StepError) {
+func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id string, args map[string]any, value any) ([]Verdict, *StepError) {
 	if r.opts.Evaluator == nil || len(s.Criteria) == 0 {
 		return nil, nil
 	}
@@ -56,7 +56,7 @@ func (r *runner) evaluate(ctx context.Context, s *compiler.Step, id string, args
 			if v.Note != "" {
 				msg += " (" + v.Note + ")"
 			}
-			dec, err := r.approve(ctx, ApprovalRequest{Step: id, Tool: tool, Message: msg, Args: map[string]any{"result": value}})
+			dec, err := r.approve(ctx, ApprovalRequest{Round: round, Step: id, Tool: tool, Message: msg, Args: map[string]any{"result": value}})
 			switch {
 			case err != nil:
 				return nil, &StepError{Code: runtime.CodeRejected, Message: fmt.Sprintf("%s: %v", msg, err), Tool: tool, Step: s.ID, final: true}
@@ -82,11 +82,11 @@ func joinNote(a, b string) string {
 
 // judged adds the evaluator's verdicts to the outcome of a step that
 // returned a result.
-func (r *runner) judged(ctx context.Context, s *compiler.Step, id string, args map[string]any, out outcome) outcome {
+func (r *runner) judged(ctx context.Context, e *engine, s *compiler.Step, id string, args map[string]any, out outcome) outcome {
 	if out.err != nil {
 		return out
 	}
-	verdicts, serr := r.evaluate(ctx, s, id, args, out.value)
+	verdicts, serr := r.evaluate(ctx, e.round, s, id, args, out.value)
 	if serr != nil {
 		out.err = serr
 	}

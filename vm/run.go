@@ -560,7 +560,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		return fail(codeJournal, err.Error())
 	}
 	if spec.hasKnown {
-		return r.judged(ctx, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
 	}
 	if s.Each == nil {
 		var fb map[string]any
@@ -571,7 +571,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return r.judged(ctx, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -617,7 +617,7 @@ func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
 	if waiting && firstErr == nil {
 		return outcome{waiting: true, start: start}
 	}
-	return r.judged(ctx, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
+	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
 }
 
 // attempts calls a step's tool with its retries and backoff, then its

@@ -23,7 +23,7 @@ tool notify(name: string, score: number) -> {sent: bool} idempotent
 
 // testContext returns a context with the given tools and input, and the
 // checker configuration that knows the tools.
-func testContext(t *testing.T, tools string, input map[string]any) (Context, compiler.Config) {
+func testContext(t testing.TB, tools string, input map[string]any) (Context, compiler.Config) {
 	t.Helper()
 	f, diags := lang.Parse("tools.plan", []byte(tools))
 	if diags.HasErrors() {
