@@ -15,7 +15,9 @@ import (
 func BenchmarkEagerTurn(b *testing.B) {
 	pieces := []string{"fetch: lookup(id: ", "†input.id) -> †state.customer\n", "sc: score(orders: †state.customer.orders)",
 		" -> †state.score\n", "tell: notify(name: †state.customer.name, score: †state.score) -> †state.sent\n", "output {sent: †state.sent.sent}\n"}
-	srv := llmtest.NewOpenAI(func(*llmtest.Request) llmtest.Reply { return llmtest.Reply{Pieces: pieces, Usage: llm.Usage{Input: 1, Output: 1}} })
+	srv := llmtest.NewOpenAI(func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Pieces: pieces, Usage: llm.Usage{Input: 1, Output: 1}}
+	})
 	defer srv.Close()
 	c, cfg := testContext(b, customerTools, map[string]any{"id": "c-1"})
 	planner := fakeProviders[0].open(srv.Settings("planner", "judge"))
