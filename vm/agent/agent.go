@@ -146,7 +146,7 @@ type goal struct {
 	ctx       Context // the context, with the declarations the model adds
 	planner   *llm.Meter
 	evaluator *llm.Meter
-	facts     *Facts
+	facts     *truthStore
 	state     map[string]any
 	start     time.Time
 	turns     []*Turn
@@ -183,7 +183,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.MaxRepairs <= 0 {
 		opts.MaxRepairs = DefaultMaxRepairs
 	}
-	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &Facts{}, state: map[string]any{}, start: time.Now()}
+	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{}, start: time.Now()}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
@@ -247,7 +247,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		}
 		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, plan: annotate(items, results)}
 		if t.Rejected.HasErrors() {
-			info.rejected = report(t.Name(), t.Answer, t.Rejected)
+			info.rejected = report(t.name(), t.Answer, t.Rejected)
 		}
 		failed := ""
 		if s := firstFailure(t.Steps); s != nil {
@@ -305,7 +305,7 @@ func (g *goal) finish(status string, output any, err error) *Result {
 	res := &Result{Status: status, Output: output, State: g.state, Turns: g.turns, Err: err}
 	res.GoalExecution = Summary{
 		Goal: g.opts.Goal, Mode: g.opts.Mode, Status: status, Turns: len(g.turns), StepsRun: g.stepsRun,
-		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.List(),
+		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(),
 		Tokens:  map[string]llm.Usage{"planner": g.planner.Usage()},
 		Elapsed: time.Since(g.start),
 	}
@@ -368,8 +368,8 @@ func (g *goal) keep(state map[string]any, items []lang.Item) {
 	}
 }
 
-// Name is the file name of the turn's answer in its diagnostics.
-func (t *Turn) Name() string { return fmt.Sprintf("turn%d.plan", t.N) }
+// name is the file name of the turn's answer in its diagnostics.
+func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
 
 // eagerTurn streams the planner's answer into an eager run: each step is
 // dispatched as soon as it is complete and checked.
@@ -394,7 +394,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 		if err != nil {
 			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
 		}
-		f, diags := lang.ParseJSON(t.Name(), all)
+		f, diags := lang.ParseJSON(t.name(), all)
 		if diags.HasErrors() {
 			t.Answer, t.Rejected = string(all), diags
 			return t, nil, nil
@@ -402,7 +402,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
 	}
 	prelude := g.ctx.prelude(g.state, g.settings()...)
-	sp := lang.NewStreamParser(t.Name(), io.MultiReader(strings.NewReader(prelude), src))
+	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
 	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
 	stream.Close()
 	t.Usage = stream.Usage()
@@ -414,8 +414,8 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", rerr)
 	}
 	t.Steps = res.Steps
-	t.Rejected = shift(rejected, t.Name(), len(prelude), strings.Count(prelude, "\n"))
-	f, _ := lang.Parse(t.Name(), []byte(t.Answer))
+	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
+	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
 	for _, it := range f.Items {
 		if _, ok := it.(*lang.OutputDecl); ok {
@@ -440,7 +440,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
 		t.Answer = unfence(text)
-		ch := checkAnswer(strings.TrimSuffix(t.Name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
+		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
 			if err != nil {

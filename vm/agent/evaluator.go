@@ -21,16 +21,16 @@ type Fact struct {
 	Step string `json:"step"`
 }
 
-// Facts is the truth store of seed 000: the facts extracted from step
+// truthStore is the truth store of seed 000: the facts extracted from step
 // results, which go into every later prompt. A key is recorded once: the
 // first value stays. It is safe for concurrent use.
-type Facts struct {
+type truthStore struct {
 	mu    sync.Mutex
 	facts map[string]Fact
 }
 
-// Add records a fact unless its key is known; it reports whether it did.
-func (f *Facts) Add(key string, value any, step string) bool {
+// add records a fact unless its key is known; it reports whether it did.
+func (f *truthStore) add(key string, value any, step string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.facts == nil {
@@ -43,8 +43,8 @@ func (f *Facts) Add(key string, value any, step string) bool {
 	return true
 }
 
-// List returns the facts sorted by key.
-func (f *Facts) List() []Fact {
+// list returns the facts sorted by key.
+func (f *truthStore) list() []Fact {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]Fact, 0, len(f.facts))
@@ -55,9 +55,9 @@ func (f *Facts) List() []Fact {
 }
 
 // text renders the facts for a prompt, one per line.
-func (f *Facts) text() string {
+func (f *truthStore) text() string {
 	var b strings.Builder
-	for _, fact := range f.List() {
+	for _, fact := range f.list() {
 		v, _ := json.Marshal(fact.Value)
 		fmt.Fprintf(&b, "%s = %s  (from step %s)\n", fact.Key, v, fact.Step)
 	}
@@ -70,7 +70,7 @@ func (f *Facts) text() string {
 type evaluator struct {
 	model llm.Model
 	goal  string
-	facts *Facts
+	facts *truthStore
 	// maxResult bounds the JSON of a result shown to the model, in bytes.
 	maxResult int
 }
@@ -129,11 +129,11 @@ func (e *evaluator) Evaluate(ctx context.Context, req vm.EvaluationRequest) (vm.
 	sort.Strings(keys)
 	for _, k := range keys {
 		if factKey.MatchString(k) {
-			e.facts.Add(k, normalizeNumbers(answer.Facts[k]), req.Step)
+			e.facts.add(k, normalizeNumbers(answer.Facts[k]), req.Step)
 		}
 	}
 	if answer.Verdict == vm.VerdictPartial && answer.Note != "" {
-		e.facts.Add(req.Step+".shortfall", answer.Note, req.Step)
+		e.facts.add(req.Step+".shortfall", answer.Note, req.Step)
 	}
 	return vm.Verdict{Verdict: answer.Verdict, Note: answer.Note}, nil
 }

@@ -81,7 +81,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	out := &Generated{}
 	c := &opts.Context
 	prelude := c.prelude(nil)
-	info := &turnInfo{goal: opts.Goal, facts: &Facts{}}
+	info := &turnInfo{goal: opts.Goal, facts: &truthStore{}}
 	if len(c.Plan) > 0 {
 		info.plan = annotate(c.Plan, nil)
 	}

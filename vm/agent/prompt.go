@@ -68,7 +68,7 @@ type turnInfo struct {
 	// each step, or the context's plan.
 	plan string
 	// facts is the truth store.
-	facts *Facts
+	facts *truthStore
 	// failure, when set, asks for a replan.
 	failure *failure
 	// rejected is the report of statements that did not check.
