@@ -249,9 +249,13 @@ func usageText(u llm.Usage) string {
 	return fmt.Sprintf("%d in, %d out, %s", u.Input, u.Output, plural(u.Requests, "request"))
 }
 
+// plural writes a count with its noun: 1 step, 2 steps, 3 retries.
 func plural(n int, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return "1 " + word
+	case strings.HasSuffix(word, "y") && !strings.HasSuffix(word, "ey"):
+		return strconv.Itoa(n) + " " + word[:len(word)-1] + "ies"
 	}
 	return strconv.Itoa(n) + " " + word + "s"
 }
