@@ -75,7 +75,9 @@ type bailout struct{}
 type needMore struct{}
 
 func newParser(name string, src []byte, partial bool) *parser {
-	p := &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial)}
+	// Room for the tokens of a few items: compact keeps the window small,
+	// so it rarely has to grow.
+	p := &parser{name: name, src: src, sc: newScanner(src, 0, 1, partial), toks: make([]token, 0, 256)}
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		// A UTF-8 byte order mark: skipped, and it takes no column.
 		p.sc.off = 3
@@ -143,7 +145,7 @@ func (p *parser) advance() *token {
 
 // compact drops consumed tokens, so memory stays bounded by one item.
 func (p *parser) compact() {
-	if p.i > 256 {
+	if p.i > 128 {
 		n := copy(p.toks, p.toks[p.i:])
 		p.toks = p.toks[:n]
 		p.i = 0

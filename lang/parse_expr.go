@@ -287,15 +287,28 @@ func (p *parser) tryObject() (Expr, bool) {
 // parseRef parses a reference: † (or $) directly followed by a root name
 // and a path of .field, ["field"] and [index] elements, written without
 // spaces.
+// refBlock holds the nodes of a short reference in one allocation.
+type refBlock struct {
+	ref   Ref
+	root  Ident
+	first PathElem
+	path  [1]*PathElem
+}
+
 func (p *parser) parseRef() *Ref {
 	d := p.advance()
-	r := &Ref{ASCII: d.Text == "$", Span: d.Span}
+	// Most references are a root and one field (†state.x): their nodes
+	// are allocated together.
+	b := &refBlock{}
+	r := &b.ref
+	r.ASCII, r.Span = d.Text == "$", d.Span
 	id := p.tok()
 	if id.Kind != tokIdent || !adjacent(d, id) {
 		p.errorf(d.Span.Join(id.Span), "expected a name right after '%s', such as %sstate.x or %sinput.x, found %s", d.Text, d.Text, d.Text, describe(id))
 	}
 	p.advance()
-	r.Root = &Ident{Span: id.Span, Name: id.Text}
+	b.root = Ident{Span: id.Span, Name: id.Text}
+	r.Root = &b.root
 	r.Span = r.Span.Join(id.Span)
 	last := id
 	for {
@@ -314,7 +327,13 @@ func (p *parser) parseRef() *Ref {
 			}
 			p.advance()
 			p.advance()
-			r.Path = append(r.Path, &PathElem{Span: t.Span.Join(n.Span), Field: n.Text})
+			if r.Path == nil {
+				b.first = PathElem{Span: t.Span.Join(n.Span), Field: n.Text}
+				b.path[0] = &b.first
+				r.Path = b.path[:1:1]
+			} else {
+				r.Path = append(r.Path, &PathElem{Span: t.Span.Join(n.Span), Field: n.Text})
+			}
 			r.Span = r.Span.Join(n.Span)
 			last = n
 			continue

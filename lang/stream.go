@@ -31,6 +31,9 @@ func NewStreamParser(name string, r io.Reader) *StreamParser {
 	return s
 }
 
+// Name returns the name diagnostics give the stream's text.
+func (s *StreamParser) Name() string { return s.p.name }
+
 // Source returns the text read so far; the spans of returned items and
 // diagnostics point into it.
 func (s *StreamParser) Source() []byte { return s.buf }

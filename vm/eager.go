@@ -29,7 +29,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 		return nil, nil, errors.New("running a plan: no tools are configured")
 	}
 	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}}
-	s := &stream{r: r, input: input, file: &lang.File{Name: "stream"}, labels: map[string]bool{}}
+	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
 	return s.run(ctx, sp)
 }
 
@@ -112,7 +112,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			if p.err != nil {
 				streaming = false
 				if !errors.Is(p.err, io.EOF) {
-					s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ParseError, Message: p.err.Error(), File: "stream"})
+					s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ParseError, Message: p.err.Error(), File: s.file.Name})
 				}
 				ready = mergeSorted(ready, s.finishStream())
 				continue
@@ -147,6 +147,18 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 
 // add takes one item of the stream and returns the steps it makes ready.
 func (s *stream) add(it lang.Item) []int {
+	switch d := it.(type) {
+	case *lang.ApproveDecl:
+		s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.InvalidOption, File: s.file.Name, Span: d.Span,
+			Message: "a plan run in eager mode cannot be approved as a whole: its steps run as they arrive; mark the steps that need it with approve, or run the plan in lazy mode"})
+		return nil
+	case *lang.ModeDecl:
+		if d.Mode != nil && d.Mode.Name != "eager" {
+			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.InvalidOption, File: s.file.Name, Span: d.Span,
+				Message: fmt.Sprintf("the plan says mode %s, but it is being run in eager mode, statement by statement; run it in lazy mode instead", d.Mode.Name)})
+			return nil
+		}
+	}
 	st, ok := it.(*lang.Step)
 	if !ok {
 		s.decls = append(s.decls, it)

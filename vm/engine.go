@@ -407,7 +407,8 @@ type outcome struct {
 	duration time.Duration
 	// restored is set for the outcome of a step that finished in an
 	// earlier process of the run: it was checked then, and comes with
-	// its verdicts.
+	// its verdicts. Otherwise verdicts are the evaluator's, for the
+	// step's criteria in words.
 	restored bool
 	verdicts []Verdict
 	// waiting is set when the step waits for a decision that another
@@ -435,7 +436,7 @@ func (e *engine) finish(i int, out outcome) []int {
 		}
 	}
 	if out.err == nil && !out.restored {
-		out.err = e.expect(s, r, out.value)
+		out.err = e.expect(s, r, out.value, out.verdicts)
 	}
 	if out.err == nil {
 		r.Status, r.Result = StatusCompleted, out.value
@@ -488,8 +489,9 @@ func (e *engine) finish(i int, out outcome) []int {
 }
 
 // expect evaluates a step's expectations on its result. A false one fails
-// the step; criteria for an evaluator are recorded as unjudged.
-func (e *engine) expect(s *compiler.Step, r *StepResult, value any) *StepError {
+// the step; criteria for an evaluator take the evaluator's verdicts, or
+// are recorded as unjudged when there are none.
+func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Verdict) *StepError {
 	if len(s.Expects) == 0 && len(s.Criteria) == 0 {
 		return nil
 	}
@@ -529,6 +531,22 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any) *StepError {
 			}
 			return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
 		}
+	}
+	if len(judged) > 0 {
+		for _, v := range judged {
+			r.Verdicts = append(r.Verdicts, v)
+			e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: v.Verdict, Message: v.Criterion, Reason: v.Note})
+		}
+		for _, v := range judged {
+			if v.Verdict == VerdictFail {
+				msg := "the evaluator judges that the result does not meet: " + v.Criterion
+				if v.Note != "" {
+					msg += " (" + v.Note + ")"
+				}
+				return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
+			}
+		}
+		return nil
 	}
 	for _, c := range s.Criteria {
 		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: "unjudged", Note: "no evaluator is configured"})

@@ -107,6 +107,9 @@ type Options struct {
 	// 3).
 	Replanner  Replanner
 	MaxReplans int
+	// Evaluator judges the criteria stated in words (`expect "…"`) of
+	// each step that returns a result; without one they stay unjudged.
+	Evaluator Evaluator
 	// Check configures the checking of replanned and edited plans.
 	Check compiler.Config
 	// Observer receives the run's events.
@@ -627,11 +630,12 @@ func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 }
 
 // plain reports whether a step is one call of a tool and nothing else:
-// no approval, no known result, no for each, no retries, no fallback, not
-// a sub-plan. Most steps are; callPlain runs them.
+// no approval, no known result, no for each, no retries, no fallback, no
+// criterion for an evaluator, not a sub-plan. Most steps are; callPlain
+// runs them.
 func (r *runner) plain(spec *callSpec) bool {
 	s := spec.step
-	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && s.Tool != nil && s.Tool.Plan == nil
+	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && len(s.Criteria) == 0 && s.Tool != nil && s.Tool.Plan == nil
 }
 
 // callPlain runs a plain step: what runStep does for it, with the tool
@@ -717,7 +721,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 		return fail(codeJournal, err.Error())
 	}
 	if spec.hasKnown {
-		return outcome{value: spec.known, start: start, duration: r.elapsed() - start}
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
 	}
 	if s.Each == nil {
 		var fb map[string]any
@@ -728,7 +732,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start}
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -774,7 +778,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 	if waiting && firstErr == nil {
 		return outcome{waiting: true, start: start}
 	}
-	return outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}
+	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
 }
 
 // attempts calls a step's tool with its retries and backoff, then its

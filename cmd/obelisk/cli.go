@@ -38,6 +38,8 @@ type env struct {
 	// (the progress of a run); nil otherwise.
 	status *statusWriter
 	log    hclog.Logger
+	// getenv reads the environment (os.Getenv when nil).
+	getenv func(string) string
 }
 
 // command is one subcommand.
@@ -66,6 +68,8 @@ func commands() []*command {
 		showCommand(),
 		planCommand(),
 		applyCommand(),
+		generateCommand(),
+		agentCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds
@@ -85,8 +89,11 @@ func usage(w io.Writer) {
 
 // run dispatches to a subcommand and returns the exit status.
 func run(ctx context.Context, args []string, e *env) int {
+	if e.getenv == nil {
+		e.getenv = os.Getenv
+	}
 	if e.log == nil {
-		level := hclog.LevelFromString(os.Getenv("OBELISK_LOG"))
+		level := hclog.LevelFromString(e.getenv("OBELISK_LOG"))
 		if level == hclog.NoLevel {
 			level = hclog.Warn
 		}

@@ -31,6 +31,10 @@ func (cf *checkFlags) register(fs *flag.FlagSet) {
 	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
 	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
+}
+
+// registerLimits adds the flags of the limits for untrusted plans.
+func (cf *checkFlags) registerLimits(fs *flag.FlagSet) {
 	fs.IntVar(&cf.limits.MaxSteps, "max-steps", 100000, "the most steps a plan may have, its sub-plans' included")
 	fs.IntVar(&cf.limits.MaxForEach, "max-fanout", 1000, "the most elements a for each may run (its max, or the bound of one without max)")
 	fs.Uint64Var(&cf.limits.MaxCost, "max-cost", 1000000, "the most a CEL expression may cost to evaluate: estimated when the plan is checked, and counted when it runs")
@@ -160,6 +164,7 @@ func checkCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf checkFlags
 			cf.register(fs)
+			cf.registerLimits(fs)
 			format := fs.String("format", "text", "output format: text, or json (one document per file)")
 			return func(ctx context.Context, args []string) int {
 				if len(args) == 0 {

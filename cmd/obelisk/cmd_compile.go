@@ -39,6 +39,7 @@ func compileCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf checkFlags
 			cf.register(fs)
+			cf.registerLimits(fs)
 			maxParallel := fs.Int("max-parallel", 8, "the parallelism the estimates assume")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
@@ -73,6 +74,7 @@ func graphCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf checkFlags
 			cf.register(fs)
+			cf.registerLimits(fs)
 			format := fs.String("format", "dot", "dot or mermaid")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {

@@ -109,13 +109,13 @@ func summary(res *vm.Result) string {
 	if res.CriticalPath > 0 {
 		fmt.Fprintf(&b, " (critical path estimate %s)", round(res.CriticalPath))
 	}
-	fmt.Fprintf(&b, ": %d steps, %d completed, %d skipped, %d failed", len(res.Steps), res.Completed, res.Skipped, res.Failed)
+	fmt.Fprintf(&b, ": %s, %d completed, %d skipped, %d failed", plural(len(res.Steps), "step"), res.Completed, res.Skipped, res.Failed)
 	if res.Handled > 0 {
 		fmt.Fprintf(&b, ", %d failed into a || slot", res.Handled)
 	}
-	fmt.Fprintf(&b, ", %d retries", res.Retries)
+	fmt.Fprintf(&b, ", %s", plural(res.Retries, "retry"))
 	if res.Replans > 0 {
-		fmt.Fprintf(&b, ", %d replans", res.Replans)
+		fmt.Fprintf(&b, ", %s", plural(res.Replans, "replan"))
 	}
 	return b.String()
 }

@@ -30,6 +30,7 @@ type runFlags struct {
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
 	rf.checkFlags.register(fs)
+	rf.checkFlags.registerLimits(fs)
 	fs.StringVar(&rf.input, "input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
 	fs.StringVar(&rf.mocks, "mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
 	fs.BoolVar(&rf.noMocks, "no-mocks", false, "do not pick up NAME.mocks.json")

@@ -1,0 +1,481 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/agent"
+)
+
+// modelFlags choose the model provider and the models of both tiers.
+type modelFlags struct {
+	settings llm.Settings
+}
+
+func (mf *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&mf.settings.Provider, "provider", "", "the model provider: openai (also any OpenAI-compatible server) or anthropic (default: OBELISK_PROVIDER, else the one whose API key is set)")
+	fs.StringVar(&mf.settings.BaseURL, "base-url", "", "the provider's base URL, such as http://localhost:11434/v1 for Ollama (default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	fs.StringVar(&mf.settings.Model, "model", "", fmt.Sprintf("the planning model (default: OBELISK_MODEL, else %s or %s)", llm.DefaultOpenAIModel, llm.DefaultAnthropicModel))
+	fs.StringVar(&mf.settings.EvalModel, "eval-model", "", fmt.Sprintf("the cheaper model that judges steps (default: OBELISK_EVAL_MODEL, else %s or %s)", llm.DefaultOpenAIEvalModel, llm.DefaultAnthropicEvalModel))
+	fs.IntVar(&mf.settings.MaxTokens, "max-tokens", 0, "the most tokens an answer may have (default: the provider's)")
+	fs.DurationVar(&mf.settings.Timeout, "request-timeout", 5*time.Minute, "the longest one model request may take, answer included")
+}
+
+// models resolves the settings and opens the planning and evaluator
+// models. The API keys come from the environment only.
+func (mf *modelFlags) models(e *env) (planner, evaluator llm.Model, s llm.Settings, err error) {
+	s, err = llm.Resolve(mf.settings, e.getenv)
+	if err != nil {
+		return nil, nil, s, err
+	}
+	open := func(s llm.Settings) llm.Model {
+		if s.Provider == llm.Anthropic {
+			return anthropic.New(s, nil)
+		}
+		return openai.New(s, nil)
+	}
+	return open(s), open(s.ForEvaluator()), s, nil
+}
+
+// goalFlags describe the goal and what the model is told: the tools, the
+// input, a context document.
+type goalFlags struct {
+	checkFlags
+	goal     string
+	input    string
+	context  string
+	builtins bool
+}
+
+func (gf *goalFlags) register(fs *flag.FlagSet) {
+	gf.checkFlags.register(fs)
+	fs.StringVar(&gf.goal, "goal", "", "what the plan must achieve, in words (required)")
+	fs.StringVar(&gf.input, "input", "", "the plan's input: a JSON object, or @FILE")
+	fs.StringVar(&gf.context, "context", "", "a context document (the JSON form: tool, input, state and plan messages) or a .plan file: its tools, input, state and steps are given to the model")
+	fs.BoolVar(&gf.builtins, "builtins", false, "also offer the built-in tools (echo, json.select, text.format, http.get, …) to the model; they are offered anyway when no tools are given")
+}
+
+// load starts the MCP servers and builds the context and the checker's
+// configuration. It prints problems on stderr and returns the exit status
+// when it cannot go on; otherwise the caller stops the servers with stop.
+func (gf *goalFlags) load(ctx context.Context, e *env, cmd string) (c agent.Context, cfg compiler.Config, stop func(), status int) {
+	stop = func() {}
+	if strings.TrimSpace(gf.goal) == "" {
+		return c, cfg, stop, usageError(e, cmd, "no goal: give --goal \"what the plan must achieve\"")
+	}
+	servers, st := gf.connect(ctx, e, cmd)
+	if st != exitOK {
+		return c, cfg, stop, st
+	}
+	c, cfg, status = gf.goalContext(e, cmd)
+	if status != exitOK {
+		servers()
+		return c, cfg, stop, status
+	}
+	return c, cfg, servers, exitOK
+}
+
+// goalContext builds the context and the checker's configuration.
+func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Config, int) {
+	var c agent.Context
+	src := &source{}
+	if gf.context != "" {
+		s, err := readSource(e, gf.context)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+			return c, compiler.Config{}, exitUsage
+		}
+		src = s
+	}
+	cfg, srcs, diags, err := gf.config(src)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+		return c, cfg, exitUsage
+	}
+	if gf.context != "" {
+		f, d := src.parse()
+		srcs[src.name] = src.text
+		diags = append(diags, d...)
+		c = agent.ContextOf(f)
+	}
+	if diags.HasErrors() {
+		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+		return c, cfg, exitInput
+	}
+	for _, path := range gf.tools {
+		b, _ := os.ReadFile(path)
+		decls, _ := lang.ParseTools(path, b)
+		c.Tools = append(c.Tools, decls...)
+	}
+	c.Tools = append(c.Tools, gf.mcpDecls()...)
+	cfg.Tools = append(cfg.Tools, c.Tools...)
+	if len(c.Tools) == 0 || gf.builtins {
+		for _, d := range builtinSignatures() {
+			if !strings.HasPrefix(d.Name.Name, "file.") {
+				c.Tools = append(c.Tools, d)
+			}
+		}
+	}
+	if gf.input != "" {
+		in, err := readJSONObject(gf.input)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: the input: %v\n", cmd, err)
+			return c, cfg, exitUsage
+		}
+		if c.Input == nil {
+			c.Input = map[string]any{}
+		}
+		for k, v := range in {
+			c.Input[k] = v
+		}
+	}
+	if gf.context != "" && src.path != "" {
+		cfg.Dir = filepath.Dir(src.path)
+	}
+	return c, cfg, exitOK
+}
+
+// readJSONObject reads a JSON object given as text or as @FILE.
+func readJSONObject(arg string) (map[string]any, error) {
+	raw := []byte(arg)
+	if strings.HasPrefix(arg, "@") {
+		b, err := os.ReadFile(arg[1:])
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	}
+	v, err := runtime.DecodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	return m, nil
+}
+
+func generateCommand() *command {
+	return &command{
+		name:    "generate",
+		args:    "--goal GOAL",
+		summary: "ask a model for a plan that reaches a goal, check it, and send the diagnostics back until it checks",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var gf goalFlags
+			gf.register(fs)
+			var mf modelFlags
+			mf.register(fs)
+			out := fs.String("o", "", "write the plan to this file (default: standard output); nothing is written unless the plan checks")
+			maxRepairs := fs.Int("max-repairs", agent.DefaultMaxRepairs, "how many times the diagnostics are sent back for a repair")
+			minSteps := fs.Int("min-steps", agent.DefaultMinSteps, "the fewest steps a plan may have")
+			maxSteps := fs.Int("max-steps", agent.DefaultMaxSteps, "the most steps a plan may have")
+			return func(ctx context.Context, args []string) int {
+				if len(args) > 0 {
+					return usageError(e, "generate", "unexpected arguments %q: the goal goes in --goal", args)
+				}
+				c, cfg, stop, status := gf.load(ctx, e, "generate")
+				defer stop()
+				if status != exitOK {
+					return status
+				}
+				planner, _, settings, err := mf.models(e)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					return exitUsage
+				}
+				repairs := *maxRepairs
+				if repairs <= 0 {
+					repairs = -1 // none: Generate reads 0 as its default
+				}
+				e.log.Info("asking for a plan", "model", planner.Name(), "provider", settings.String())
+				g, err := agent.Generate(ctx, agent.GenerateOptions{Goal: gf.goal, Context: c, Model: planner, Check: cfg,
+					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps,
+					Round: func(n int, _ string, diags lang.Diagnostics) {
+						e.log.Info("round", "n", n, "errors", diags.Count(lang.SeverityError))
+					}})
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					if g != nil && g.Rounds > 0 {
+						fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
+					}
+					return exitUsage
+				}
+				srcs := lang.Sources{g.Name: []byte(g.Answer)}
+				if !g.OK {
+					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
+					fmt.Fprintf(e.stderr, "obelisk generate: the plan still has errors after %s; nothing written\n%s\n", plural(g.Rounds-1, "repair"), roundsLine(g))
+					return exitInput
+				}
+				if len(g.Diagnostics) > 0 {
+					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
+				}
+				if *out == "" {
+					e.stdout.Write(g.Plan)
+				} else if err := writeFileAtomic(*out, g.Plan); err != nil {
+					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					return exitUsage
+				} else {
+					fmt.Fprintf(e.stderr, "wrote %s\n", *out)
+				}
+				fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
+				return exitOK
+			}
+		},
+	}
+}
+
+func roundsLine(g *agent.Generated) string {
+	return fmt.Sprintf("%s (%s); tokens: %s", plural(g.Rounds, "round"), plural(g.Rounds-1, "repair"), usageText(g.Usage))
+}
+
+func usageText(u llm.Usage) string {
+	return fmt.Sprintf("%d in, %d out, %s", u.Input, u.Output, plural(u.Requests, "request"))
+}
+
+// plural writes a count with its noun: 1 step, 2 steps, 3 retries.
+func plural(n int, word string) string {
+	switch {
+	case n == 1:
+		return "1 " + word
+	case strings.HasSuffix(word, "y") && !strings.HasSuffix(word, "ey"):
+		return strconv.Itoa(n) + " " + word[:len(word)-1] + "ies"
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// writeFileAtomic writes a file through a temporary file and a rename, so
+// that a reader never sees half of it.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func agentCommand() *command {
+	return &command{
+		name:    "agent",
+		args:    "--goal GOAL",
+		summary: "pursue a goal: a model writes plans turn by turn, they run, and the model sees the results, until it gives the output",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var gf goalFlags
+			gf.register(fs)
+			var mf modelFlags
+			mf.register(fs)
+			mode := fs.String("mode", agent.Eager, "eager: each step runs as soon as the model has written it; lazy: the whole plan is checked, then run")
+			mocks := fs.String("mocks", "", "a mocks file answering tool calls")
+			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
+			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
+			approve := fs.Bool("approve", false, "ask on the terminal at each approval gate and each step the evaluator cannot judge")
+			yes := fs.Bool("yes", false, "approve every approval gate and hitl verdict without asking")
+			evaluate := fs.Bool("evaluate", true, "have the evaluator model judge the criteria stated in words (expect \"…\") and extract facts")
+			maxGoalSteps := fs.Int("max-goal-steps", 0, fmt.Sprintf("the most steps run for the goal (default: MAX_GOAL_STEPS, else %d)", agent.DefaultMaxGoalSteps))
+			maxReplans := fs.Int("max-replans", 0, fmt.Sprintf("the most replans after failed steps (default: MAX_REPLAN_ATTEMPTS, else %d)", agent.DefaultMaxReplanAttempts))
+			maxRepairs := fs.Int("max-repairs", agent.DefaultMaxRepairs, "the most answers in a row that run nothing; in lazy mode, the repairs of one plan")
+			maxParallel := fs.Int("max-parallel", 8, "how many steps may run at once")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			events := fs.String("events", "", "write the events (turns, steps, verdicts) to this file, one JSON object per line")
+			return func(ctx context.Context, args []string) int {
+				if len(args) > 0 {
+					return usageError(e, "agent", "unexpected arguments %q: the goal goes in --goal", args)
+				}
+				if *mode != agent.Eager && *mode != agent.Lazy {
+					return usageError(e, "agent", "unknown mode %q: use eager or lazy", *mode)
+				}
+				c, cfg, stop, status := gf.load(ctx, e, "agent")
+				defer stop()
+				if status != exitOK {
+					return status
+				}
+				limits, err := goalLimits(e, *maxGoalSteps, *maxReplans)
+				if err != nil {
+					return usageError(e, "agent", "%v", err)
+				}
+				rf := &runFlags{checkFlags: gf.checkFlags, files: *files, allowCommands: *allowCommands}
+				reg, err := rf.registry()
+				if err == nil {
+					err = bindContextTools(rf, reg, c.Tools)
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+					return exitUsage
+				}
+				var mk *runtime.Mocks
+				if *mocks != "" {
+					b, err := os.ReadFile(*mocks)
+					if err == nil {
+						mk, err = runtime.ParseMocks(b)
+					}
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk agent: mocks: %v\n", err)
+						return exitUsage
+					}
+				}
+				var missing []string
+				for _, t := range c.Tools {
+					if !reg.Has(t.Name.Name) && !mk.Has(t.Name.Name) {
+						missing = append(missing, t.Name.Name)
+					}
+				}
+				if len(missing) > 0 {
+					fmt.Fprintf(e.stderr, "obelisk agent: no implementation for %s: answer them in a mocks file (--mocks)\n", strings.Join(missing, ", "))
+					return exitUsage
+				}
+				planner, evaluator, settings, err := mf.models(e)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+					return exitUsage
+				}
+				if !*evaluate {
+					evaluator = nil
+				}
+				e.log.Info("pursuing the goal", "provider", settings.String(), "mode", *mode)
+				observers := []vm.Observer{vm.LogEvents(e.log.Named("agent")), turnLines(e)}
+				if *events != "" {
+					f, err := os.Create(*events)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+						return exitUsage
+					}
+					obs, werr := vm.JSONLEvents(f)
+					observers = append(observers, obs)
+					defer func() {
+						if err := errors.Join(werr(), f.Close()); err != nil {
+							fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+						}
+					}()
+				}
+				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Planner: planner, Evaluator: evaluator, Check: cfg,
+					Tools: runtime.Chain{Mocks: mk, Registry: reg}, Observer: vm.Observers(observers...),
+					MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
+					MaxParallel: *maxParallel, StepTimeout: *stepTimeout}
+				switch {
+				case *yes:
+					opts.Approver = approveAll{}
+				case *approve:
+					opts.Approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+				}
+				res, err := agent.Run(ctx, opts)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+					return exitUsage
+				}
+				envelope := struct {
+					Status        string        `json:"status"`
+					Output        any           `json:"output"`
+					Error         string        `json:"error,omitempty"`
+					GoalExecution agent.Summary `json:"goalExecution"`
+				}{res.Status, res.Output, res.Error(), res.GoalExecution}
+				b, err := json.MarshalIndent(envelope, "", "  ")
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk agent: encoding the result: %v\n", err)
+					return exitUsage
+				}
+				e.stdout.Write(append(b, '\n'))
+				fmt.Fprintln(e.stderr, goalSummary(res))
+				if res.Status != agent.GoalCompleted {
+					return exitInput
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+// bindContextTools registers the tools whose definitions in a tools file
+// say how to call them (an http or command block).
+func bindContextTools(rf *runFlags, reg *runtime.Registry, decls []*lang.ToolDecl) error {
+	var tools []*compiler.Tool
+	for _, d := range decls {
+		if d.Binding != nil && !reg.Has(d.Name.Name) {
+			tools = append(tools, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
+		}
+	}
+	bound, diags := bindTools(tools, "")
+	if diags.HasErrors() {
+		return diags
+	}
+	_, err := rf.registerBound(reg, bound)
+	return err
+}
+
+// goalLimits reads MAX_GOAL_STEPS and MAX_REPLAN_ATTEMPTS when the flags
+// do not set them.
+func goalLimits(e *env, steps, replans int) ([2]int, error) {
+	out := [2]int{steps, replans}
+	for i, name := range []string{"MAX_GOAL_STEPS", "MAX_REPLAN_ATTEMPTS"} {
+		if out[i] > 0 {
+			continue
+		}
+		if v := e.getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return out, fmt.Errorf("%s=%q is not a positive number", name, v)
+			}
+			out[i] = n
+		}
+	}
+	return out, nil
+}
+
+// turnLines prints a line on stderr when a turn ends and when a step
+// fails, so that a person sees the goal progress.
+func turnLines(e *env) vm.Observer {
+	return func(ev vm.Event) {
+		switch ev.Type {
+		case agent.TurnFinished:
+			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
+		case vm.StepFailed:
+			if ev.Error != nil {
+				fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
+			}
+		}
+	}
+}
+
+func goalSummary(res *agent.Result) string {
+	s := res.GoalExecution
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s after %s (%s mode): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, plural(s.StepsRun, "step"),
+		plural(s.Replans, "replan"), plural(s.Repairs, "repair"), plural(len(s.Facts), "fact"))
+	fmt.Fprintf(&b, "tokens: planner %s", usageText(s.Tokens["planner"]))
+	if u, ok := s.Tokens["evaluator"]; ok {
+		fmt.Fprintf(&b, ", evaluator %s", usageText(u))
+	}
+	fmt.Fprintf(&b, "; %s", round(s.Elapsed))
+	if res.Err != nil {
+		fmt.Fprintf(&b, "\n  %v", res.Err)
+	}
+	return b.String()
+}

@@ -1,0 +1,228 @@
+// Package llm is the small interface Obelisk uses to talk to language
+// models: a conversation goes in, the answer streams out as text, and the
+// tokens it used are counted. The providers live in sub-packages
+// (runtime/llm/openai for OpenAI-compatible chat completions, which also
+// serves Ollama, vLLM and llama.cpp through a base URL;
+// runtime/llm/anthropic for the Anthropic Messages API), so that nothing
+// else imports a provider's SDK. Settings resolves which provider and
+// models to use from flags and the usual environment variables.
+package llm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+)
+
+// Role says who wrote a message.
+type Role string
+
+// The roles of a conversation.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role
+	Content string
+}
+
+// Request is what a model is asked: a system prompt and the conversation
+// so far, ending with a user message.
+type Request struct {
+	System   string
+	Messages []Message
+	// MaxTokens bounds the answer; 0 takes the provider's default.
+	MaxTokens int
+}
+
+// Usage counts the tokens of one request or of several.
+type Usage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	// Requests is how many requests the counts cover.
+	Requests int `json:"requests"`
+}
+
+// Add returns the sum of two counts.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{Input: u.Input + v.Input, Output: u.Output + v.Output, Requests: u.Requests + v.Requests}
+}
+
+// Total is the input and output tokens together.
+func (u Usage) Total() int64 { return u.Input + u.Output }
+
+// Stream is a model's answer while it is being written.
+type Stream interface {
+	// Next returns the next piece of the answer's text, and io.EOF after
+	// the last one.
+	Next() (string, error)
+	// Usage is the tokens the request used. It is complete once Next has
+	// returned io.EOF; a stream closed early may not know its output.
+	Usage() Usage
+	// Close stops the stream and releases its connection.
+	Close() error
+}
+
+// Model answers requests, streaming.
+type Model interface {
+	// Stream sends a request and returns its answer as it is written. The
+	// stream ends when ctx is done.
+	Stream(ctx context.Context, req *Request) (Stream, error)
+	// Name says which provider and model answer, as "provider/model".
+	Name() string
+}
+
+// Collect sends a request and waits for the whole answer.
+func Collect(ctx context.Context, m Model, req *Request) (string, Usage, error) {
+	s, err := m.Stream(ctx, req)
+	if err != nil {
+		return "", Usage{}, err
+	}
+	defer s.Close()
+	var b strings.Builder
+	for {
+		piece, err := s.Next()
+		b.WriteString(piece)
+		if errors.Is(err, io.EOF) {
+			return b.String(), s.Usage(), nil
+		}
+		if err != nil {
+			return b.String(), s.Usage(), err
+		}
+	}
+}
+
+// Reader returns the text of a stream as an io.Reader, for parsers that
+// read as the text arrives.
+func Reader(s Stream) io.Reader { return &streamReader{s: s} }
+
+type streamReader struct {
+	s   Stream
+	buf string
+	err error
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	for r.buf == "" && r.err == nil {
+		r.buf, r.err = r.s.Next()
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	if n > 0 {
+		return n, nil
+	}
+	return 0, r.err
+}
+
+// Meter wraps a model and counts the tokens of every request made through
+// it. It is safe for concurrent use.
+type Meter struct {
+	model Model
+	mu    sync.Mutex
+	usage Usage
+}
+
+// Metered returns a meter around m.
+func Metered(m Model) *Meter { return &Meter{model: m} }
+
+// Name returns the wrapped model's name.
+func (m *Meter) Name() string { return m.model.Name() }
+
+// Usage returns the tokens counted so far.
+func (m *Meter) Usage() Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage
+}
+
+// Stream sends a request through the wrapped model; its usage is counted
+// when the stream is closed.
+func (m *Meter) Stream(ctx context.Context, req *Request) (Stream, error) {
+	s, err := m.model.Stream(ctx, req)
+	if err != nil {
+		m.add(Usage{Requests: 1})
+		return nil, err
+	}
+	return &meteredStream{Stream: s, m: m}, nil
+}
+
+func (m *Meter) add(u Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.usage = m.usage.Add(u)
+}
+
+type meteredStream struct {
+	Stream
+	m    *Meter
+	once sync.Once
+}
+
+func (s *meteredStream) Close() error {
+	err := s.Stream.Close()
+	s.once.Do(func() {
+		u := s.Stream.Usage()
+		u.Requests = 1
+		s.m.add(u)
+	})
+	return err
+}
+
+// Events is a stream of provider events, such as the server-sent event
+// streams of the providers' SDKs.
+type Events[E any] interface {
+	Next() bool
+	Current() E
+	Err() error
+	Close() error
+}
+
+// EventStream is a Stream over a provider's events: each event may add
+// text, count tokens, or report an error.
+type EventStream[E any] struct {
+	events Events[E]
+	read   func(e E, u *Usage) (string, error)
+	wrap   func(error) error
+	usage  Usage
+	done   bool
+}
+
+// NewEventStream returns the stream of the text that read finds in the
+// events; read also counts the tokens the events report into u. wrap
+// describes an error of the event stream.
+func NewEventStream[E any](events Events[E], read func(e E, u *Usage) (string, error), wrap func(error) error) *EventStream[E] {
+	return &EventStream[E]{events: events, read: read, wrap: wrap}
+}
+
+// Next returns the next piece of text.
+func (s *EventStream[E]) Next() (string, error) {
+	for !s.done {
+		if !s.events.Next() {
+			s.done = true
+			break
+		}
+		text, err := s.read(s.events.Current(), &s.usage)
+		if err != nil {
+			s.done = true
+			return "", s.wrap(err)
+		}
+		if text != "" {
+			return text, nil
+		}
+	}
+	if err := s.events.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return "", s.wrap(err)
+	}
+	return "", io.EOF
+}
+
+// Usage returns the tokens counted so far.
+func (s *EventStream[E]) Usage() Usage { return s.usage }
+
+// Close closes the events.
+func (s *EventStream[E]) Close() error { return s.events.Close() }

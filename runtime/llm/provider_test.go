@@ -1,0 +1,148 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+)
+
+type provider struct {
+	name  string
+	start func(respond func(*llmtest.Request) llmtest.Reply) *llmtest.Server
+	open  func(s llm.Settings) llm.Model
+}
+
+var providers = []provider{
+	{llm.OpenAI, llmtest.NewOpenAI, func(s llm.Settings) llm.Model { return openai.New(s, nil) }},
+	{llm.Anthropic, llmtest.NewAnthropic, func(s llm.Settings) llm.Model { return anthropic.New(s, nil) }},
+}
+
+// TestProvidersStream checks that each provider delivers the pieces of an
+// answer as they are sent: the server sends the second piece only after
+// the test has read the first.
+func TestProvidersStream(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			gotFirst := make(chan struct{})
+			srv := p.start(llmtest.Script(llmtest.Reply{
+				Pieces: []string{"a: f(x: 1)", " -> †state.a\n", "output †state.a\n"},
+				Before: map[int]<-chan struct{}{1: gotFirst},
+				Usage:  llm.Usage{Input: 120, Output: 17},
+			}))
+			defer srv.Close()
+			m := llm.Metered(p.open(srv.Settings("planner-1", "judge-1")))
+			s, err := m.Stream(context.Background(), &llm.Request{System: "be brief", Messages: []llm.Message{
+				{Role: llm.User, Content: "plan it"}, {Role: llm.Assistant, Content: "draft"}, {Role: llm.User, Content: "again"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pieces []string
+			for {
+				piece, err := s.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(pieces) == 0 {
+					close(gotFirst)
+				}
+				pieces = append(pieces, piece)
+			}
+			s.Close()
+			if diff := cmp.Diff([]string{"a: f(x: 1)", " -> †state.a\n", "output †state.a\n"}, pieces); diff != "" {
+				t.Errorf("pieces (-want +got):\n%s", diff)
+			}
+			if got := m.Usage(); got != (llm.Usage{Input: 120, Output: 17, Requests: 1}) {
+				t.Errorf("usage = %+v", got)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests, want 1", len(reqs))
+			}
+			want := &llmtest.Request{Model: "planner-1", System: "be brief", Messages: []llm.Message{
+				{Role: llm.User, Content: "plan it"}, {Role: llm.Assistant, Content: "draft"}, {Role: llm.User, Content: "again"}}}
+			if diff := cmp.Diff(want, reqs[0]); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+			if m.Name() != p.name+"/planner-1" {
+				t.Errorf("name = %q", m.Name())
+			}
+		})
+	}
+}
+
+// TestProvidersError checks that an HTTP error is returned by Stream with
+// the server's message.
+func TestProvidersError(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Reply{Status: 429, Message: "slow down"}))
+			defer srv.Close()
+			m := llm.Metered(p.open(srv.Settings("planner-1", "judge-1")))
+			_, _, err := llm.Collect(context.Background(), m, &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+			if err == nil || !strings.Contains(err.Error(), "slow down") || !strings.Contains(err.Error(), "429") {
+				t.Fatalf("err = %v, want the 429 and its message", err)
+			}
+			if got := m.Usage().Requests; got != 1 {
+				t.Errorf("requests = %d, want 1 (a failed request is counted)", got)
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags llm.Settings
+		env   map[string]string
+		want  llm.Settings
+		err   string
+	}{
+		{name: "nothing", err: "no model provider is configured"},
+		{name: "openai key", env: map[string]string{"OPENAI_API_KEY": "k"},
+			want: llm.Settings{Provider: "openai", APIKey: "k", Model: llm.DefaultOpenAIModel, EvalModel: llm.DefaultOpenAIEvalModel}},
+		{name: "anthropic key", env: map[string]string{"ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"},
+			want: llm.Settings{Provider: "anthropic", APIKey: "a", BaseURL: "http://127.0.0.1:9/", Model: llm.DefaultAnthropicModel, EvalModel: llm.DefaultAnthropicEvalModel}},
+		{name: "both keys: openai", env: map[string]string{"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "k"},
+			want: llm.Settings{Provider: "openai", APIKey: "k", Model: llm.DefaultOpenAIModel, EvalModel: llm.DefaultOpenAIEvalModel}},
+		{name: "both keys, provider named", flags: llm.Settings{Provider: "Anthropic", Model: "m"}, env: map[string]string{"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "k"},
+			want: llm.Settings{Provider: "anthropic", APIKey: "a", Model: "m", EvalModel: llm.DefaultAnthropicEvalModel}},
+		{name: "local server", flags: llm.Settings{BaseURL: "http://localhost:11434/v1", Model: "llama3.2"},
+			want: llm.Settings{Provider: "openai", BaseURL: "http://localhost:11434/v1", Model: "llama3.2", EvalModel: "llama3.2"}},
+		{name: "local server from env", env: map[string]string{"OPENAI_BASE_URL": "http://localhost:8000/v1", "OBELISK_MODEL": "qwen", "OBELISK_EVAL_MODEL": "qwen-small"},
+			want: llm.Settings{Provider: "openai", BaseURL: "http://localhost:8000/v1", Model: "qwen", EvalModel: "qwen-small"}},
+		{name: "local server without model", flags: llm.Settings{BaseURL: "http://localhost:11434/v1"}, err: "needs the name of its model"},
+		{name: "anthropic without key", flags: llm.Settings{Provider: "anthropic"}, err: "needs ANTHROPIC_API_KEY"},
+		{name: "openai without key", env: map[string]string{"OBELISK_PROVIDER": "openai"}, err: "needs OPENAI_API_KEY"},
+		{name: "unknown provider", flags: llm.Settings{Provider: "mystery"}, err: `unknown provider "mystery"`},
+		{name: "bad base URL", flags: llm.Settings{BaseURL: "localhost:11434", Model: "m"}, err: "not an http or https URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := llm.Resolve(tt.flags, func(k string) string { return tt.env[k] })
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,529 @@
+// Package agent is the loop in which a model writes Obelisk plans and
+// they run: Generate asks for a whole plan, checks it and sends the
+// diagnostics back until it checks; Run pursues a goal turn by turn, in
+// eager mode (each step runs as soon as the model has written it, while
+// it is still writing) or lazy mode (the whole plan is checked, then
+// run). After each turn the new state and what became of each step go
+// back to the model, which goes on, changes the plan, or gives the output.
+// A failed step makes the next turn a replan that keeps the completed
+// steps and asks for another approach; an evaluator model judges the
+// steps' criteria stated in words and extracts facts into a truth store
+// that every later prompt carries (seed 000's planner, evaluator and
+// goal loop; seed 003's context messages and modes).
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// The limits of the goal loop, with seed 000's defaults; the command
+// reads MAX_GOAL_STEPS and MAX_REPLAN_ATTEMPTS from the environment.
+const (
+	DefaultMaxGoalSteps      = 30
+	DefaultMaxReplanAttempts = 8
+)
+
+// The events of the goal loop, besides the runs' own.
+const (
+	TurnStarted  vm.EventType = "turn-started"
+	TurnFinished vm.EventType = "turn-finished"
+	GoalFinished vm.EventType = "goal-finished"
+)
+
+// Options configure Run.
+type Options struct {
+	Goal    string
+	Context Context
+	// Mode is Eager (the default) or Lazy.
+	Mode string
+	// Planner writes the plans; Evaluator, the cheaper tier, judges the
+	// criteria stated in words and extracts facts. Without an evaluator
+	// those criteria stay unjudged.
+	Planner, Evaluator llm.Model
+	// Check configures the checker; its Tools must include the context's
+	// tools.
+	Check compiler.Config
+	// Tools calls the tools; Approver decides approval gates and the
+	// evaluator's hitl verdicts; Observer receives the runs' events and
+	// the loop's own.
+	Tools    vm.Caller
+	Approver vm.Approver
+	Observer vm.Observer
+	// MaxGoalSteps bounds the steps run for the goal (default
+	// DefaultMaxGoalSteps); MaxReplanAttempts the replans after failures
+	// (default DefaultMaxReplanAttempts); MaxRepairs the answers in a row
+	// that run nothing, and in lazy mode the repairs of one plan (default
+	// DefaultMaxRepairs).
+	MaxGoalSteps, MaxReplanAttempts, MaxRepairs int
+	// MaxParallel and StepTimeout are passed to the runs.
+	MaxParallel int
+	StepTimeout time.Duration
+}
+
+// The statuses of a goal.
+const (
+	GoalCompleted = "completed" // the model gave the output and every step it wrote ran
+	GoalFailed    = "failed"    // the replans or repairs ran out, or the planner failed
+	GoalStepLimit = "step-limit"
+	GoalCanceled  = "canceled"
+)
+
+// Turn is one answer of the planner and what became of it.
+type Turn struct {
+	N int `json:"turn"`
+	// Kind is plan (the first), continue, replan (after a failure) or
+	// repair (after statements that did not check, or nothing run).
+	Kind   string `json:"kind"`
+	Answer string `json:"answer"`
+	// Steps are the steps that ran or were decided, in order.
+	Steps []*vm.StepResult `json:"steps"`
+	// Rejected are the diagnostics of the statements that did not check,
+	// in the coordinates of the answer.
+	Rejected lang.Diagnostics `json:"-"`
+	// Output reports that the answer gave the goal's output.
+	Output bool      `json:"output"`
+	Usage  llm.Usage `json:"usage"`
+	// Repairs counts the corrected answers of a lazy turn.
+	Repairs int `json:"repairs,omitempty"`
+	// Rejection is a person's rejection of the whole plan (lazy mode).
+	Rejection string `json:"rejection,omitempty"`
+
+	output any
+}
+
+// Summary is seed 000's goal execution summary.
+type Summary struct {
+	Goal     string `json:"goal"`
+	Mode     string `json:"mode"`
+	Status   string `json:"status"`
+	Turns    int    `json:"turns"`
+	StepsRun int    `json:"stepsRun"`
+	Replans  int    `json:"replans"`
+	Repairs  int    `json:"repairs"`
+	Facts    []Fact `json:"facts"`
+	// Tokens are counted per model tier: planner and evaluator.
+	Tokens  map[string]llm.Usage `json:"tokens"`
+	Elapsed time.Duration        `json:"elapsedNs"`
+}
+
+// Result is the outcome of a goal.
+type Result struct {
+	Status string         `json:"status"`
+	Output any            `json:"output"`
+	State  map[string]any `json:"state"`
+	Turns  []*Turn        `json:"turns"`
+	// GoalExecution summarises the run.
+	GoalExecution Summary `json:"goalExecution"`
+	// Err says why the goal was not completed, or is nil.
+	Err error `json:"-"`
+}
+
+// Error returns the reason the goal was not completed, for JSON.
+func (r *Result) Error() string {
+	if r.Err == nil {
+		return ""
+	}
+	return r.Err.Error()
+}
+
+// goal is the state of a Run.
+type goal struct {
+	opts      Options
+	ctx       Context // the context, with the declarations the model adds
+	planner   *llm.Meter
+	evaluator *llm.Meter
+	facts     *truthStore
+	state     map[string]any
+	start     time.Time
+	turns     []*Turn
+	stepsRun  int
+	replans   int
+	repairs   int
+	emitMu    sync.Mutex
+}
+
+// Run pursues a goal until the model gives its output, or a limit is
+// reached. A goal that fails still returns a result, with Err set; the
+// error is for options that cannot work.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	switch {
+	case strings.TrimSpace(opts.Goal) == "":
+		return nil, errors.New("no goal given")
+	case opts.Planner == nil:
+		return nil, errors.New("no planner model given")
+	case opts.Tools == nil:
+		return nil, errors.New("no tools given")
+	}
+	if opts.Mode == "" {
+		opts.Mode = Eager
+	}
+	if opts.Mode != Eager && opts.Mode != Lazy {
+		return nil, fmt.Errorf("unknown mode %q: use %s or %s", opts.Mode, Eager, Lazy)
+	}
+	if opts.MaxGoalSteps <= 0 {
+		opts.MaxGoalSteps = DefaultMaxGoalSteps
+	}
+	if opts.MaxReplanAttempts <= 0 {
+		opts.MaxReplanAttempts = DefaultMaxReplanAttempts
+	}
+	if opts.MaxRepairs <= 0 {
+		opts.MaxRepairs = DefaultMaxRepairs
+	}
+	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{}, start: time.Now()}
+	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
+	if opts.Evaluator != nil {
+		g.evaluator = llm.Metered(opts.Evaluator)
+	}
+	return g.run(ctx), nil
+}
+
+func (g *goal) event(e vm.Event) {
+	if g.opts.Observer == nil {
+		return
+	}
+	e.Time = time.Now()
+	e.Elapsed = e.Time.Sub(g.start)
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
+	g.opts.Observer(e)
+}
+
+func (g *goal) run(ctx context.Context) *Result {
+	info := &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state}
+	if len(g.ctx.Plan) > 0 {
+		info.plan = annotate(g.ctx.Plan, nil)
+	}
+	kind := "plan"
+	idle := 0 // answers in a row that ran nothing
+	for n := 1; ; n++ {
+		if ctx.Err() != nil {
+			return g.finish(GoalCanceled, nil, fmt.Errorf("the goal was canceled: %w", ctx.Err()))
+		}
+		remaining := g.opts.MaxGoalSteps - g.stepsRun
+		if remaining <= 0 {
+			return g.finish(GoalStepLimit, nil, fmt.Errorf("%d steps ran, the most allowed (MAX_GOAL_STEPS), and the model gave no output", g.stepsRun))
+		}
+		info.note = strings.TrimSpace(info.note + fmt.Sprintf("\nAt most %d more steps may run for this goal.", remaining))
+		g.event(vm.Event{Type: TurnStarted, Message: fmt.Sprintf("turn %d (%s), mode %s", n, kind, g.opts.Mode)})
+		var t *Turn
+		var items []lang.Item
+		var err error
+		if g.opts.Mode == Lazy {
+			t, items, err = g.lazyTurn(ctx, n, info, remaining)
+		} else {
+			t, items, err = g.eagerTurn(ctx, n, info, remaining)
+		}
+		t.Kind = kind
+		g.turns = append(g.turns, t)
+		ran := 0
+		results := map[string]*vm.StepResult{}
+		for _, s := range t.Steps {
+			results[s.ID] = s
+			if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed {
+				ran++
+			}
+		}
+		g.stepsRun += ran
+		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %d steps ran, %d rejected, output %v", n, ran, len(t.Rejected), t.Output)})
+		if err != nil {
+			return g.finish(GoalFailed, nil, err)
+		}
+		if ctx.Err() != nil {
+			return g.finish(GoalCanceled, nil, fmt.Errorf("the goal was canceled: %w", ctx.Err()))
+		}
+		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, plan: annotate(items, results)}
+		if t.Rejected.HasErrors() {
+			info.rejected = report(t.name(), t.Answer, t.Rejected)
+		}
+		failed := ""
+		if s := firstFailure(t.Steps); s != nil {
+			failed = fmt.Sprintf("Step %s (%s) failed: %s [%s].", s.ID, s.Tool, s.Error.Message, s.Error.Code)
+		} else if t.Rejection != "" {
+			failed = "A person rejected the plan: " + t.Rejection
+		}
+		switch {
+		case failed != "":
+			g.replans++
+			if g.replans > g.opts.MaxReplanAttempts {
+				return g.finish(GoalFailed, nil, fmt.Errorf("%s The goal was replanned %d times, the most allowed (MAX_REPLAN_ATTEMPTS)", failed, g.opts.MaxReplanAttempts))
+			}
+			info.failure = &failure{what: failed}
+			for _, s := range t.Steps {
+				if s.Status == vm.StatusCompleted {
+					info.failure.completed = append(info.failure.completed, s.ID)
+				}
+			}
+			kind, idle = "replan", 0
+		case t.Rejected.HasErrors():
+			kind = "repair"
+			if ran == 0 {
+				idle++
+			} else {
+				idle = 0
+			}
+		case t.Output:
+			return g.finish(GoalCompleted, t.output, nil)
+		case ran == 0:
+			info.note = "Your last answer ran no step and gave no output: write the next steps, or the output."
+			kind = "repair"
+			idle++
+		default:
+			kind, idle = "continue", 0
+		}
+		if idle > g.opts.MaxRepairs {
+			return g.finish(GoalFailed, nil, fmt.Errorf("%d answers in a row ran nothing", idle))
+		}
+	}
+}
+
+// firstFailure returns the first step that failed without an error slot
+// to catch it.
+func firstFailure(steps []*vm.StepResult) *vm.StepResult {
+	for _, s := range steps {
+		if s.Status == vm.StatusFailed && !s.Handled && s.Error != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+func (g *goal) finish(status string, output any, err error) *Result {
+	res := &Result{Status: status, Output: output, State: g.state, Turns: g.turns, Err: err}
+	res.GoalExecution = Summary{
+		Goal: g.opts.Goal, Mode: g.opts.Mode, Status: status, Turns: len(g.turns), StepsRun: g.stepsRun,
+		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(),
+		Tokens:  map[string]llm.Usage{"planner": g.planner.Usage()},
+		Elapsed: time.Since(g.start),
+	}
+	if g.evaluator != nil {
+		res.GoalExecution.Tokens["evaluator"] = g.evaluator.Usage()
+	}
+	ev := vm.Event{Type: GoalFinished, Verdict: status}
+	if err != nil {
+		ev.Reason = err.Error()
+	}
+	g.event(ev)
+	return res
+}
+
+// vmOptions are the options of a turn's run.
+func (g *goal) vmOptions(remaining int) vm.Options {
+	o := vm.Options{Tools: g.opts.Tools, Approver: g.opts.Approver, Observer: g.opts.Observer,
+		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check}
+	o.Check.Limits.MaxSteps = remaining
+	if g.evaluator != nil {
+		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
+	}
+	return o
+}
+
+// settings are the plan settings the agent chooses: a failed step stops
+// the turn, letting the running steps finish, and the agent replans.
+func (g *goal) settings() []string {
+	if g.opts.Mode == Lazy {
+		return []string{"mode lazy", "on failure replan"}
+	}
+	// mode eager makes a plan-level approve, which needs the whole plan,
+	// an error rather than a gate eager mode could not keep.
+	return []string{"mode eager", "on failure replan"}
+}
+
+// request is the planner's request for a turn.
+func (g *goal) request(info *turnInfo) *llm.Request {
+	return &llm.Request{System: systemPrompt(g.opts.Mode, 0, 0), Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}}
+}
+
+// keep records the state after a turn and the declarations the model
+// made, which later turns keep: each type and sub-plan that checks with
+// the context (one that was rejected is not kept).
+func (g *goal) keep(state map[string]any, items []lang.Item) {
+	maps.Copy(g.state, state)
+	for _, it := range items {
+		switch it.(type) {
+		case *lang.TypeDecl, *lang.PlanDecl:
+			decls := g.ctx.Decls
+			g.ctx.Decls = append(decls, it)
+			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state)))
+			if !diags.HasErrors() {
+				_, diags = compiler.Check(f, g.opts.Check)
+			}
+			if diags.HasErrors() {
+				g.ctx.Decls = decls
+			}
+		}
+	}
+}
+
+// name is the file name of the turn's answer in its diagnostics.
+func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
+
+// eagerTurn streams the planner's answer into an eager run: each step is
+// dispatched as soon as it is complete and checked.
+func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
+	t := &Turn{N: n}
+	stream, err := g.planner.Stream(ctx, g.request(info))
+	if err != nil {
+		return t, nil, fmt.Errorf("asking the planner: %w", err)
+	}
+	body := bufio.NewReader(newUnfenceReader(llm.Reader(stream)))
+	src := &recordingReader{r: body}
+	if isJSON, err := startsJSON(body); err != nil {
+		stream.Close()
+		t.Usage = stream.Usage()
+		return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+	} else if isJSON {
+		// The JSON form cannot be read statement by statement: it runs
+		// once it is whole, as the .plan text it stands for.
+		all, err := io.ReadAll(body)
+		stream.Close()
+		t.Usage = stream.Usage()
+		if err != nil {
+			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+		}
+		f, diags := lang.ParseJSON(t.name(), all)
+		if diags.HasErrors() {
+			t.Answer, t.Rejected = string(all), diags
+			return t, nil, nil
+		}
+		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
+	}
+	prelude := g.ctx.prelude(g.state, g.settings()...)
+	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
+	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
+	stream.Close()
+	t.Usage = stream.Usage()
+	t.Answer = src.text()
+	if err != nil {
+		return t, nil, fmt.Errorf("running the answer: %w", err)
+	}
+	if rerr := src.error(); rerr != nil {
+		return t, nil, fmt.Errorf("reading the planner's answer: %w", rerr)
+	}
+	t.Steps = res.Steps
+	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
+	f, _ := lang.Parse(t.name(), []byte(t.Answer))
+	labelSteps(lang.Steps(f.Items))
+	for _, it := range f.Items {
+		if _, ok := it.(*lang.OutputDecl); ok {
+			t.Output = true
+		}
+	}
+	g.keep(res.State, f.Items)
+	t.output = res.Output
+	return t, f.Items, nil
+}
+
+// lazyTurn asks for a whole plan, has it repaired until it checks, then
+// runs it.
+func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
+	t := &Turn{N: n}
+	prelude := g.ctx.prelude(g.state, g.settings()...)
+	req := g.request(info)
+	for {
+		text, usage, err := llm.Collect(ctx, g.planner, req)
+		t.Usage = t.Usage.Add(usage)
+		if err != nil {
+			return t, nil, fmt.Errorf("asking the planner: %w", err)
+		}
+		t.Answer = unfence(text)
+		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
+		if !ch.diags.HasErrors() {
+			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
+			if err != nil {
+				return t, nil, fmt.Errorf("compiling the plan: %w", err)
+			}
+			for _, it := range ch.answer.Items {
+				if _, ok := it.(*lang.OutputDecl); ok {
+					t.Output = true
+				}
+			}
+			res, err := vm.Run(ctx, prog, g.opts.Context.Input, g.vmOptions(remaining))
+			if err != nil {
+				return t, nil, fmt.Errorf("running the plan: %w", err)
+			}
+			t.Steps, t.Rejected = res.Steps, nil
+			if res.Status == vm.RunRejected {
+				t.Rejection = res.Error()
+			}
+			g.keep(res.State, ch.answer.Items)
+			t.output = res.Output
+			return t, ch.answer.Items, nil
+		}
+		t.Rejected = ch.diags
+		if t.Repairs >= g.opts.MaxRepairs {
+			return t, nil, fmt.Errorf("the plan still has errors after %d repairs:\n%s", t.Repairs, ch.diags)
+		}
+		t.Repairs++
+		g.repairs++
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.Assistant, Content: text},
+			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags)})
+	}
+}
+
+// startsJSON reports whether an answer starts, after spaces, with '{' or
+// '[': the JSON form.
+func startsJSON(r *bufio.Reader) (bool, error) {
+	for n := 1; ; n++ {
+		b, err := r.Peek(n)
+		if len(b) < n {
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true, nil
+		}
+		return false, nil
+	}
+}
+
+// recordingReader keeps the text it passes on, and the error that ended
+// it when it is not the end of the text.
+type recordingReader struct {
+	r   io.Reader
+	mu  sync.Mutex
+	buf strings.Builder
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf.Write(p[:n])
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return n, err
+}
+
+func (r *recordingReader) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+func (r *recordingReader) error() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

@@ -1,0 +1,245 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// fence matches a Markdown code block, which models add even when told not
+// to.
+var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```")
+
+// unfence returns the content of the first Markdown code block of an
+// answer, or the answer itself when it has none.
+func unfence(s string) string {
+	if m := fence.FindStringSubmatch(s); m != nil {
+		return m[1] + "\n"
+	}
+	return s
+}
+
+// looksLikeJSON reports whether an answer is in the JSON form.
+func looksLikeJSON(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n\ufeff")
+	return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")
+}
+
+// parseAnswer parses an answer as .plan text or as the JSON form.
+func parseAnswer(name, text string) (*lang.File, lang.Diagnostics, bool) {
+	if looksLikeJSON(text) {
+		f, diags := lang.ParseJSON(name+".json", []byte(text))
+		return f, diags, true
+	}
+	f, diags := lang.Parse(name+".plan", []byte(text))
+	return f, diags, false
+}
+
+// labelSteps gives every step without a label one, named after its tool,
+// as eager mode does (vm.RunStream): the base name of the tool, then with
+// a number from 2 when taken. Labels let results be matched to steps.
+func labelSteps(steps []*lang.Step) {
+	taken := map[string]bool{}
+	for _, st := range steps {
+		if st.Label != nil {
+			taken[st.Label.Name] = true
+			continue
+		}
+		base := st.Call.Tool.Name
+		if i := strings.LastIndexAny(base, ".-"); i >= 0 {
+			base = base[i+1:]
+		}
+		name := base
+		for k := 2; taken[name]; k++ {
+			name = fmt.Sprintf("%s%d", base, k)
+		}
+		taken[name] = true
+		st.Label = &lang.Ident{Span: st.Call.Tool.Span, Name: name}
+	}
+}
+
+// checkRules are what an answer may contain besides steps and output.
+type checkRules struct {
+	// settings allows mode and on failure; approve a plan-level approve.
+	settings, approve bool
+	// minSteps and maxSteps bound the steps (0: no bound).
+	minSteps, maxSteps int
+}
+
+// checked is an answer checked against its context.
+type checked struct {
+	text   string
+	json   bool
+	answer *lang.File // the answer alone
+	file   *lang.File // the prelude and the answer
+	info   *compiler.Info
+	diags  lang.Diagnostics
+}
+
+// checkAnswer parses an answer and checks it after the prelude. The
+// answer's items come after the prelude's in the checked file, and the
+// file is named after the answer, so diagnostics on the answer point into
+// the answer's own text.
+func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, rules checkRules) *checked {
+	ch := &checked{text: text}
+	f, diags, isJSON := parseAnswer(name, text)
+	ch.json, ch.answer = isJSON, f
+	ch.diags = append(ch.diags, diags...)
+	labelSteps(lang.Steps(f.Items))
+	given := c.toolNames()
+	steps := 0
+	for _, it := range f.Items {
+		switch d := it.(type) {
+		case *lang.ToolDecl:
+			if given[d.Name.Name] {
+				ch.diags = append(ch.diags, answerError(f, lang.DuplicateDecl, d.Span, "tool %s is given in the context: call it, do not declare it", d.Name.Name))
+			}
+		case *lang.InputDecl:
+			ch.diags = append(ch.diags, answerError(f, lang.DuplicateDecl, d.Span, "the input is given in the context: read it as †input.NAME, do not declare it"))
+		case *lang.ModeDecl, *lang.PolicyDecl:
+			if !rules.settings {
+				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "mode and on failure are chosen by the agent: leave them out"))
+			}
+		case *lang.ApproveDecl:
+			if !rules.settings && !rules.approve {
+				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "a plan-level approve needs the whole plan before it runs, which eager mode does not have: put approve on the steps that need it"))
+			}
+		case *lang.Step:
+			steps++
+		case *lang.PlanDecl:
+			steps += len(lang.Steps(d.Items))
+		}
+	}
+	if rules.minSteps > 0 && steps < rules.minSteps {
+		ch.diags = append(ch.diags, answerError(f, lang.LimitExceeded, f.Span, "the plan has %d steps, fewer than %d: split the work into smaller steps, each one call with one bounded outcome", steps, rules.minSteps))
+	}
+	if diags.HasErrors() {
+		ch.diags.Sort()
+		return ch
+	}
+	pf, pdiags := lang.Parse("context.plan", []byte(prelude))
+	if pdiags.HasErrors() {
+		// The context itself is wrong: report it as it is.
+		ch.diags = append(ch.diags, pdiags...)
+		return ch
+	}
+	ch.file = &lang.File{Name: f.Name, Span: f.Span, InputValues: c.Input}
+	ch.file.Items = append(append(ch.file.Items, pf.Items...), f.Items...)
+	if rules.maxSteps > 0 {
+		cfg.Limits.MaxSteps = rules.maxSteps
+	}
+	info, cdiags := compiler.Check(ch.file, cfg)
+	ch.info = info
+	ch.diags = append(ch.diags, cdiags...)
+	ch.diags.Sort()
+	return ch
+}
+
+// answerError makes a diagnostic on the answer.
+func answerError(f *lang.File, code lang.Code, span lang.Span, format string, args ...any) *lang.Diagnostic {
+	return &lang.Diagnostic{Severity: lang.SeverityError, Code: code, File: f.Name, Span: span, Message: fmt.Sprintf(format, args...)}
+}
+
+// report renders diagnostics as the JSON document of `obelisk check
+// --format json`, with the excerpt of each line from the answer.
+func report(name, text string, diags lang.Diagnostics) string {
+	b, err := json.Marshal(lang.Report{File: name, OK: !diags.HasErrors(), Diagnostics: diags, Source: []byte(text)})
+	if err != nil {
+		return diags.Error()
+	}
+	// encoding/json escapes <, > and & for HTML; a model reads them better
+	// as they are, and the JSON stays valid.
+	return htmlEscapes.Replace(string(b))
+}
+
+var htmlEscapes = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
+
+// shift moves diagnostics of a text that followed a prelude of n bytes and
+// lines lines back into the coordinates of that text. A diagnostic inside
+// the prelude loses its span (its message still says what is wrong).
+func shift(diags lang.Diagnostics, name string, n, lines int) lang.Diagnostics {
+	out := make(lang.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		nd := *d
+		nd.File = name
+		if d.Span.Start.Offset < n {
+			nd.Span = lang.Span{}
+		} else {
+			nd.Span.Start.Offset -= n
+			nd.Span.End.Offset -= n
+			nd.Span.Start.Line -= lines
+			nd.Span.End.Line -= lines
+		}
+		nd.Related = nil
+		nd.Fix = nil
+		if d.Fix != nil && d.Fix.Message != "" {
+			nd.Fix = &lang.Fix{Message: d.Fix.Message}
+		}
+		out = append(out, &nd)
+	}
+	return out
+}
+
+// unfenceReader drops the lines of a streamed answer that open or close a
+// Markdown code block (a line starting with ```), passing everything else
+// through as it arrives. Only a line that starts with a backquote is held
+// until its end.
+type unfenceReader struct {
+	r       io.Reader
+	out     bytes.Buffer
+	line    bytes.Buffer // a held line that starts with '`'
+	holding bool
+	atStart bool
+	err     error
+}
+
+func newUnfenceReader(r io.Reader) *unfenceReader { return &unfenceReader{r: r, atStart: true} }
+
+func (u *unfenceReader) Read(p []byte) (int, error) {
+	for u.out.Len() == 0 && u.err == nil {
+		buf := make([]byte, 4096)
+		n, err := u.r.Read(buf)
+		u.feed(buf[:n])
+		if err != nil {
+			u.err = err
+			if u.holding && !isFence(u.line.Bytes()) {
+				u.out.Write(u.line.Bytes())
+			}
+			u.line.Reset()
+		}
+	}
+	if u.out.Len() > 0 {
+		return u.out.Read(p)
+	}
+	return 0, u.err
+}
+
+func (u *unfenceReader) feed(b []byte) {
+	for _, c := range b {
+		switch {
+		case u.holding:
+			u.line.WriteByte(c)
+			if c == '\n' {
+				if !isFence(u.line.Bytes()) {
+					u.out.Write(u.line.Bytes())
+				}
+				u.line.Reset()
+				u.holding, u.atStart = false, true
+			}
+		case u.atStart && c == '`':
+			u.holding = true
+			u.line.WriteByte(c)
+		default:
+			u.out.WriteByte(c)
+			u.atStart = c == '\n'
+		}
+	}
+}
+
+func isFence(line []byte) bool { return bytes.HasPrefix(line, []byte("```")) }

@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+)
+
+const customerTools = `
+# Looks up a customer.
+tool lookup(id: string) -> {name: string, orders: int} pure
+tool score(orders: int) -> number pure
+tool notify(name: string, score: number) -> {sent: bool} idempotent
+`
+
+// testContext returns a context with the given tools and input, and the
+// checker configuration that knows the tools.
+func testContext(t testing.TB, tools string, input map[string]any) (Context, compiler.Config) {
+	t.Helper()
+	f, diags := lang.Parse("tools.plan", []byte(tools))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	c := ContextOf(f)
+	c.Input = input
+	return c, compiler.Config{Tools: c.Tools}
+}
+
+// servers starts a fake server of each kind, answering with the replies
+// of script, and returns the models that talk to them.
+type fakeProvider struct {
+	name  string
+	start func(func(*llmtest.Request) llmtest.Reply) *llmtest.Server
+	open  func(llm.Settings) llm.Model
+}
+
+var fakeProviders = []fakeProvider{
+	{"openai", llmtest.NewOpenAI, func(s llm.Settings) llm.Model { return openai.New(s, nil) }},
+	{"anthropic", llmtest.NewAnthropic, func(s llm.Settings) llm.Model { return anthropic.New(s, nil) }},
+}
+
+const brokenPlan = `a: lookup(id: †input.id) -> †state.customer
+b: score(orders: †state.customer.name) -> †state.score
+c: notify(name: †state.customer.name, score: †state.score) -> †state.sent
+output {sent: †state.sent.sent}
+`
+
+const fixedPlan = "```plan\n" + `a: lookup(id: †input.id) -> †state.customer
+b: score(orders: †state.customer.orders) -> †state.score
+c: notify(name: †state.customer.name, score: †state.score) -> †state.sent
+output {sent: †state.sent.sent}
+` + "```\n"
+
+func TestGenerateRepairs(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(
+				llmtest.Text(brokenPlan, llm.Usage{Input: 1000, Output: 80}),
+				llmtest.Text(fixedPlan, llm.Usage{Input: 1400, Output: 85}),
+			))
+			defer srv.Close()
+			c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+			got, err := Generate(context.Background(), GenerateOptions{Goal: "Score customer c-1 and tell them.", Context: c, Check: cfg,
+				Model: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.OK || got.Rounds != 2 {
+				t.Fatalf("ok %v after %d rounds, diagnostics:\n%s", got.OK, got.Rounds, got.Diagnostics)
+			}
+			if got.Usage != (llm.Usage{Input: 2400, Output: 165, Requests: 2}) {
+				t.Errorf("usage %+v", got.Usage)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			first := reqs[0].Messages[0].Content
+			for _, want := range []string{"tool lookup(id: string) -> {name: string, orders: int} pure", "input {\n  id: string = \"c-1\"\n}", "Goal: Score customer c-1 and tell them."} {
+				if !strings.Contains(first, want) {
+					t.Errorf("the first prompt lacks %q:\n%s", want, first)
+				}
+			}
+			if !strings.Contains(reqs[0].System, "## Output paths") || !strings.Contains(reqs[0].System, "between 3 and 10 steps") {
+				t.Errorf("the system prompt lacks the primer or the limits")
+			}
+			// The repair request carries the broken answer and the report.
+			msgs := reqs[1].Messages
+			if len(msgs) != 3 || msgs[1].Role != llm.Assistant || msgs[1].Content != brokenPlan {
+				t.Fatalf("repair conversation %+v", msgs)
+			}
+			rep := msgs[2].Content
+			start, end := strings.Index(rep, "{"), strings.LastIndex(rep, "}")
+			var doc struct {
+				OK          bool `json:"ok"`
+				Diagnostics []struct {
+					Code    string `json:"code"`
+					Excerpt string `json:"excerpt"`
+					Range   struct {
+						Start struct{ Line int } `json:"start"`
+					} `json:"range"`
+				} `json:"diagnostics"`
+			}
+			if err := json.Unmarshal([]byte(rep[start:end+1]), &doc); err != nil {
+				t.Fatalf("the repair message has no JSON report: %v\n%s", err, rep)
+			}
+			if doc.OK || len(doc.Diagnostics) == 0 || doc.Diagnostics[0].Code != "type-mismatch" ||
+				doc.Diagnostics[0].Excerpt != "b: score(orders: †state.customer.name) -> †state.score" || doc.Diagnostics[0].Range.Start.Line != 2 {
+				t.Errorf("report %+v", doc)
+			}
+			// The plan is complete: it declares its tools and input, and checks alone.
+			f, diags := lang.Parse("out.plan", got.Plan)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if _, cd := compiler.Check(f, compiler.Config{}); cd.HasErrors() {
+				t.Errorf("the written plan does not check alone:\n%s\n%s", got.Plan, cd)
+			}
+			if string(lang.Format(f)) != string(got.Plan) {
+				t.Errorf("the plan is not in canonical layout")
+			}
+			if !strings.Contains(string(got.Plan), "# Looks up a customer.\ntool lookup") {
+				t.Errorf("the plan lost the tools' descriptions:\n%s", got.Plan)
+			}
+		})
+	}
+}
+
+func TestGenerateNeverRepairs(t *testing.T) {
+	srv := llmtest.NewOpenAI(llmtest.Script(
+		llmtest.Text(brokenPlan, llm.Usage{Input: 10, Output: 1}),
+		llmtest.Text(brokenPlan, llm.Usage{Input: 10, Output: 1}),
+		llmtest.Text("a: lookup(id: †input.id) -> †state.customer\noutput †state.customer\n", llm.Usage{Input: 10, Output: 1}),
+	))
+	defer srv.Close()
+	c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+	var rounds []int
+	got, err := Generate(context.Background(), GenerateOptions{Goal: "Score c-1.", Context: c, Check: cfg, MaxRepairs: 2,
+		Model: openai.New(srv.Settings("planner", "judge"), nil),
+		Round: func(n int, _ string, _ lang.Diagnostics) { rounds = append(rounds, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OK || got.Plan != nil || got.Rounds != 3 || len(srv.Requests()) != 3 || len(rounds) != 3 {
+		t.Fatalf("ok %v, plan %q, rounds %d, requests %d", got.OK, got.Plan, got.Rounds, len(srv.Requests()))
+	}
+	// The last diagnostics are the last answer's: too few steps.
+	if len(got.Diagnostics) != 1 || got.Diagnostics[0].Code != lang.LimitExceeded || !strings.Contains(got.Diagnostics[0].Message, "fewer than 3") {
+		t.Errorf("diagnostics:\n%s", got.Diagnostics)
+	}
+}

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// The modes of the planning prompt.
+const (
+	// Eager: steps run while the model writes; it sees the new state and
+	// goes on (seed 003's default).
+	Eager = "eager"
+	// Lazy: the model writes the whole plan, which is checked and then
+	// run.
+	Lazy = "lazy"
+	// whole: a plan to be written to a file (obelisk generate).
+	whole = "whole"
+)
+
+const systemIntro = `You are the planner of an agent. You reach a goal by writing a plan in Obelisk, a language of tool-call plans, and the plan runs.
+
+A plan is a data-flow graph. Each step calls a tool with named arguments and may write its result to a state slot (-> †state.name). A step that reads a slot (†state.name) runs after the step that writes it; steps that share no slot run in parallel. †input.name reads the input, and $ may be written for †. A step that fails stops the plan, unless its error goes to an error slot (-> †state.ok || †state.err) that another step reads.
+
+The language, quoted from its reference:
+`
+
+// systemPrompt is the planner's system prompt for a mode: the language
+// primer and how to answer.
+func systemPrompt(mode string, minSteps, maxSteps int) string {
+	var b strings.Builder
+	b.WriteString(systemIntro)
+	b.WriteString(primer)
+	b.WriteString(`
+How to answer:
+- Answer with plan text only: no prose and no Markdown fences. Comments (# …) are fine.
+- The tools, the input and the state are declared in the context. Call the tools with the argument names and types of their signatures, read the input and the state; do not declare them again. You may declare types (type Name T) and sub-plans.
+- Give every step a label (label: tool(…)) and write each result you need to a state slot.
+- When a step's success is not obvious, give it a success criterion: expect "a sentence" for an evaluator to judge, or a CEL expect on its result.
+- Put approve "question" on a step whose tool is irreversible.
+`)
+	switch mode {
+	case Eager:
+		b.WriteString(`- Do not write mode, on failure or a plan-level approve.
+
+Your answer runs while you write it: each step starts as soon as its text is complete and the slots it reads are written. Write first the steps that can run now. When you know the result of the goal, write output EXPR (usually an object that reads †state slots): it is computed once the steps are done, and it ends the goal. If you write no output, you get the new state when the steps are done, and you write the next steps. A step whose result you already know may give it with result VALUE instead of calling its tool.
+`)
+	case Lazy:
+		b.WriteString(`- Do not write mode or on failure.
+
+Write the whole plan, with an output that gives the result of the goal. It is checked before it runs: if it has errors, you get the checker's report and answer with the whole corrected plan. You may answer in JSON instead of plan text: {"calls": [{"_tool": "f", "x": "†input.x", "_outputPath": "†state.r"}], "output": {…}}.
+`)
+	default:
+		fmt.Fprintf(&b, `
+Write the whole plan: between %d and %d steps, each one call with one bounded outcome, and an output that gives the result of the goal. It is checked: if it has errors, you get the checker's report and answer with the whole corrected plan. You may answer in JSON instead of plan text: {"calls": [{"_tool": "f", "x": "†input.x", "_outputPath": "†state.r"}], "output": {…}}.
+`, minSteps, maxSteps)
+	}
+	return b.String()
+}
+
+// turnInfo is what a prompt says about the goal's progress.
+type turnInfo struct {
+	goal  string
+	state map[string]any
+	// plan is the last answer's steps and output with what became of
+	// each step, or the context's plan.
+	plan string
+	// facts is the truth store.
+	facts *truthStore
+	// failure, when set, asks for a replan.
+	failure *failure
+	// rejected is the report of statements that did not check.
+	rejected string
+	// note is a last word: how many steps remain, or that the last
+	// answer did nothing.
+	note string
+}
+
+// failure is the state of the goal at the failure that asks for a replan:
+// what failed, and the steps that completed.
+type failure struct {
+	what      string
+	completed []string
+}
+
+// contextMessage renders seed 003's context messages and the goal: the
+// tools as signatures, the input, the state, the plan so far, the facts.
+func contextMessage(c *Context, t *turnInfo) string {
+	var b strings.Builder
+	b.WriteString("Context:\n\n[tools] The tools you may call:\n")
+	b.WriteString(c.toolsText())
+	types := ""
+	for _, d := range c.Decls {
+		if _, ok := d.(*lang.TypeDecl); ok {
+			types += formatItem(d)
+		}
+	}
+	if types != "" {
+		b.WriteString("\n[types] Declared types (use them; do not declare them again):\n" + types)
+	}
+	if d := c.inputDecl(); d != nil {
+		b.WriteString("\n[input] The input, read as †input.NAME:\n")
+		b.WriteString(formatItem(d))
+	}
+	if d := c.stateDecl(t.state); d != nil {
+		b.WriteString("\n[state] The state: slots written so far (with their values) and declared slots, read as †state.NAME:\n")
+		b.WriteString(formatItem(d))
+	}
+	for _, d := range c.Decls {
+		if _, ok := d.(*lang.PlanDecl); ok {
+			b.WriteString("\n[sub-plan] Declared (call it like a tool; do not declare it again):\n" + formatItem(d))
+		}
+	}
+	if t.plan != "" {
+		b.WriteString("\n[plan] The plan so far (# says what became of each step):\n")
+		b.WriteString(t.plan)
+	}
+	if facts := t.facts.text(); facts != "" {
+		b.WriteString("\n[facts] What earlier steps established:\n")
+		b.WriteString(facts)
+	}
+	if f := t.failure; f != nil {
+		fmt.Fprintf(&b, "\n[failure] %s\n", f.what)
+		if len(f.completed) > 0 {
+			fmt.Fprintf(&b, "The completed steps (%s) are kept: their results are in the state, and they do not run again.\n", strings.Join(f.completed, ", "))
+		}
+		b.WriteString("Write a new plan for the remaining work only, and change approach: do not repeat what failed in the same way (use another tool, other arguments, or an extra step that removes the cause).\n")
+	}
+	if t.rejected != "" {
+		b.WriteString("\n[rejected] These statements of your last answer did not check and did not run (the checker's report; lines and columns are in your answer):\n")
+		b.WriteString(t.rejected + "\n")
+	}
+	fmt.Fprintf(&b, "\nGoal: %s\n", t.goal)
+	if t.note != "" {
+		b.WriteString(t.note + "\n")
+	}
+	return b.String()
+}
+
+// repairMessage asks for a corrected plan.
+func repairMessage(name, text string, diags lang.Diagnostics) string {
+	return "Your plan does not check. The checker's report (JSON: each diagnostic has a code, a message, a range of lines and columns in your answer, the excerpt of its line, and sometimes a fix):\n" +
+		report(name, text, diags) + "\n\nAnswer with the whole corrected plan, plan text only."
+}
+
+// annotate renders an answer's steps and output with what became of each
+// step, as comments: the [plan] context message of the next turn. Without
+// results, the steps have not run yet.
+func annotate(items []lang.Item, results map[string]*vm.StepResult) string {
+	var b strings.Builder
+	for _, it := range items {
+		switch it.(type) {
+		case *lang.Step, *lang.OutputDecl:
+		default:
+			continue
+		}
+		text := strings.TrimRight(lang.FormatItem(it), "\n")
+		if st, ok := it.(*lang.Step); ok {
+			status := "# did not run"
+			if results == nil {
+				status = "# not run yet"
+			} else if r := results[label(st)]; r != nil {
+				status = "# " + describe(r)
+			}
+			lines := strings.SplitN(text, "\n", 2)
+			lines[0] += "  " + status
+			text = strings.Join(lines, "\n")
+		}
+		b.WriteString(text + "\n")
+	}
+	return b.String()
+}
+
+func label(st *lang.Step) string {
+	if st.Label == nil {
+		return ""
+	}
+	return st.Label.Name
+}
+
+// describe says what became of a step in a few words.
+func describe(r *vm.StepResult) string {
+	switch {
+	case r.Status == vm.StatusCompleted:
+		s := "completed"
+		for _, v := range r.Verdicts {
+			if v.Verdict != vm.VerdictPass {
+				s += fmt.Sprintf("; %s: %s", v.Verdict, v.Criterion)
+			}
+		}
+		return s
+	case r.Status == vm.StatusFailed && r.Error != nil:
+		msg := r.Error.Message
+		if r.Handled {
+			return "failed into its error slot: " + msg
+		}
+		return fmt.Sprintf("failed: %s [%s]", msg, r.Error.Code)
+	case r.Status == vm.StatusSkipped:
+		return "skipped: " + r.Reason
+	}
+	return string(r.Status)
+}
