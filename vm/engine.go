@@ -495,12 +495,15 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	if len(s.Expects) == 0 && len(s.Criteria) == 0 {
 		return nil
 	}
+	// The expectations see the step's result in its slot. It is put there
+	// for them and taken out again (the engine has one user at a time),
+	// rather than copying every slot for each step that has an expectation.
 	sc := e.sc
-	sc.slots = append([]any(nil), e.sc.slots...)
-	sc.written = append([]bool(nil), e.sc.written...)
 	if s.Out != "" {
 		idx := sc.index[s.Out]
+		old, had := sc.slots[idx], sc.written[idx]
 		sc.slots[idx], sc.written[idx] = value, true
+		defer func() { sc.slots[idx], sc.written[idx] = old, had }()
 	}
 	for _, x := range s.Expects {
 		v, err := e.eval(x, &sc)
