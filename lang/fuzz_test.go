@@ -73,18 +73,29 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzParseJSON checks that no input makes the JSON importer panic, and
-// that an imported plan prints as .plan text that parses to the same tree.
+// FuzzParseJSON checks that no input makes the JSON importer panic, that
+// lowering a bare array of calls as it is read gives what lowering it from
+// the whole tree gives, spans and diagnostics included, and that an
+// imported plan prints as .plan text that parses to the same tree.
 func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`[{"_tool": "f", "x": "†state.a", "_outputPath": "†state.b || †state.c"}]`))
 	f.Add([]byte(`[{"type": "tool", "tool": {"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}}, {"type": "plan", "plan": []}]`))
 	f.Add([]byte(`{"calls": [], "output": {"a": 1}}`))
 	f.Add([]byte(`[{"_tool":"work","ms":0,"in0":"†input.seed","_outputPath":"†state.s0"},{"_tool":"work","ms":1,"in0":"†state.s0","in1":"$state.s0.a","_outputPath":"†state.s1"}]`))
 	f.Add([]byte(`[{"_tool": "f", "x": "†state.a\u0042", "y": "†state.é", "z": "†state.a.0", "_outputPath": "$state._b1"}]`))
+	f.Add([]byte(`[{"_tool": "f", "x": [1, {"a": "†state.a"}], "_outputPath": "†state.b"}, {"_tool": "g", "y": "†state.b",}, 3, {"_tool": "h", "z": {"_expr": "†state.b + 1"}},]`))
+	f.Add([]byte(`[{"_tool": "f", "_outputPath": "†state.a"}, {"_tool": "g", "x": "†state.a"}, {"_tool": "h", "y": [1, 2}]`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, diags := ParseJSON("fuzz.json", src)
 		if file == nil {
 			t.Fatal("nil file")
+		}
+		whole, wholeDiags := parseJSONPlan("fuzz.json", src, false)
+		if diff := cmp.Diff(whole, file, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("lowered as read (+) and from the whole tree (-) differ:\n%s\ninput:\n%s", diff, src)
+		}
+		if !bytes.Equal(diagText(diags), diagText(wholeDiags)) {
+			t.Fatalf("diagnostics differ when lowered as read:\n%s\nvs\n%s\ninput:\n%s", diagText(diags), diagText(wholeDiags), src)
 		}
 		if len(diags) > 0 {
 			return

@@ -19,20 +19,42 @@ import (
 // {"_expr": "CEL"} is an expression. Comments (// and /* */) and trailing
 // commas are accepted. Spans point into the JSON text.
 func ParseJSON(name string, src []byte) (*File, Diagnostics) {
+	return parseJSONPlan(name, src, true)
+}
+
+// parseJSONPlan is ParseJSON. With stream, the calls of a bare array are
+// lowered one by one as they are read, and the memory of each call's JSON
+// value is reused for the next; without, they are lowered from the whole
+// tree, as the other forms are. Both give the same plan.
+func parseJSONPlan(name string, src []byte, stream bool) (*File, Diagnostics) {
 	c := &jconv{name: name, src: src}
 	f := &File{Name: name, JSON: true}
-	root, jerr := parseJSON(src)
+	p := newJSONParser(src)
+	if stream {
+		streamed := false
+		p.stream = func(call *jvalue) bool {
+			if !streamed && isContextMessage(call) {
+				return false
+			}
+			streamed = true
+			if s := c.step(call); s != nil {
+				f.Items = append(f.Items, s)
+			}
+			return true
+		}
+	}
+	root, jerr := p.document()
 	if jerr != nil {
-		c.diags = append(c.diags, &Diagnostic{Severity: SeverityError, Code: ParseError, File: name,
-			Message: "invalid JSON: " + jerr.msg, Span: Span{jerr.pos, jerr.pos}})
-		return f, c.diags
+		f.Items = nil
+		return f, Diagnostics{{Severity: SeverityError, Code: ParseError, File: name,
+			Message: "invalid JSON: " + jerr.msg, Span: Span{jerr.pos, jerr.pos}}}
 	}
 	f.Span = root.span
 	switch {
-	case root.kind == jArray && len(root.arr) > 0 && root.arr[0].kind == jObject && root.arr[0].get("type") != nil && root.arr[0].get("_tool") == nil:
+	case root.kind == jArray && len(root.arr) > 0 && isContextMessage(root.arr[0]):
 		c.context(f, root)
 	case root.kind == jArray:
-		for _, call := range root.arr {
+		for _, call := range root.arr { // none when they were streamed
 			if s := c.step(call); s != nil {
 				f.Items = append(f.Items, s)
 			}
@@ -47,6 +69,12 @@ func ParseJSON(name string, src []byte) (*File, Diagnostics) {
 	c.layout(f)
 	c.diags.Sort()
 	return f, c.diags
+}
+
+// isContextMessage reports whether the first element of an array says
+// that the array is a context document, not calls.
+func isContextMessage(v *jvalue) bool {
+	return v.kind == jObject && v.get("type") != nil && v.get("_tool") == nil
 }
 
 // ParseTools parses a tools file: an MCP tools/list result ({"tools": […]}),
@@ -472,18 +500,18 @@ func (c *jconv) call(v, tool *jvalue) *Call {
 
 // isToolName reports whether s can be written as a tool name in .plan text.
 func isToolName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' }) {
-		if !isPlainName(part) {
-			return false
+	// Names joined by single dots or hyphens: every part between them,
+	// and before the first and after the last, is a plain name.
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' || s[i] == '-' {
+			if !isPlainName(s[start:i]) {
+				return false
+			}
+			start = i + 1
 		}
 	}
-	return !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "-") &&
-		!strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "-") &&
-		!strings.Contains(s, "..") && !strings.Contains(s, "--") &&
-		!strings.Contains(s, ".-") && !strings.Contains(s, "-.")
+	return true
 }
 
 // innerSpan is the span of a string's contents, without its quotes.

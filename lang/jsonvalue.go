@@ -27,15 +27,15 @@ func (k jkind) String() string {
 // jvalue is a JSON value with the span it was read from. Objects keep their
 // members in order.
 type jvalue struct {
-	kind jkind
 	span Span
-	b    bool
 	str  string // a string's value, or a number's text
+	arr  []*jvalue
+	obj  []jmember
+	kind jkind
+	b    bool
 	// escaped is set on strings whose source text has escapes, so offsets
 	// inside the value do not map one to one onto the source.
 	escaped bool
-	arr     []*jvalue
-	obj     []jmember
 }
 
 type jmember struct {
@@ -64,35 +64,90 @@ type jsonError struct {
 
 // jsonParser reads JSON text into jvalues, computing positions as it goes.
 type jsonParser struct {
-	src       []byte
+	src []byte
+	// text is src as a string: the strings and numbers read without
+	// escapes are slices of it, so reading them allocates nothing. They
+	// keep the whole text alive, as the tree made from them does anyway.
+	text      string
 	off       int
 	line      int
 	lineStart int
 	adjust    int
 	depth     int
-	// slab hands out values, allocated in blocks; members and elems are
-	// scratch stacks for the objects and arrays being read, copied out
-	// at their exact size when each is complete.
-	slab    []jvalue
-	members []jmember
-	elems   []*jvalue
+	// vals hands out values, allocated in blocks. memberArena and
+	// elemArena hold the members of objects and the elements of arrays,
+	// each a run of its own; members and elems are scratch stacks for the
+	// objects and arrays being read, moved to the arenas when each is
+	// complete.
+	vals        []jvalue
+	nvals       int
+	memberArena []jmember
+	elemArena   []*jvalue
+	members     []jmember
+	elems       []*jvalue
+	// stream, when set, is given each element of a root array as soon as
+	// it is read (see document).
+	stream func(*jvalue) bool
 }
 
-// alloc returns a new value from the slab.
+func newJSONParser(src []byte) *jsonParser {
+	return &jsonParser{src: src, text: string(src), line: 1}
+}
+
+// alloc returns a new, zero value.
 func (p *jsonParser) alloc() *jvalue {
-	if len(p.slab) == 0 {
-		p.slab = make([]jvalue, 256)
+	if p.nvals == len(p.vals) {
+		p.vals = make([]jvalue, min(max(2*len(p.vals), 64), 1024))
+		p.nvals = 0
 	}
-	v := &p.slab[0]
-	p.slab = p.slab[1:]
+	v := &p.vals[p.nvals]
+	*v = jvalue{}
+	p.nvals++
 	return v
+}
+
+// jsonMark records how much of the parser's memory is handed out, so that
+// what is handed out after it can be handed out again.
+type jsonMark struct {
+	block          *jvalue
+	vals           int
+	members, elems int
+}
+
+func (p *jsonParser) mark() jsonMark {
+	m := jsonMark{vals: p.nvals, members: len(p.memberArena), elems: len(p.elemArena)}
+	if len(p.vals) > 0 {
+		m.block = &p.vals[0]
+	}
+	return m
+}
+
+// release hands out again the memory handed out since m: the values read
+// since then must no longer be used.
+func (p *jsonParser) release(m jsonMark) {
+	if len(p.vals) > 0 && &p.vals[0] == m.block {
+		p.nvals = m.vals
+	} else {
+		p.nvals = 0 // a new block: all of it came after m
+	}
+	p.memberArena = p.memberArena[:m.members]
+	p.elemArena = p.elemArena[:m.elems]
 }
 
 // maxJSONDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxJSONDepth = 512
 
-func parseJSON(src []byte) (v *jvalue, err *jsonError) {
-	p := &jsonParser{src: src, line: 1}
+func parseJSON(src []byte) (*jvalue, *jsonError) {
+	return newJSONParser(src).document()
+}
+
+// document reads the JSON document. When p.stream is set and the document
+// is an array, each element is given to p.stream as soon as it is read,
+// and its memory is reused for the next one, so p.stream must not keep it:
+// the root array is left without those elements. When p.stream returns
+// false, streaming stops: that element and the ones after it are kept in
+// the root array as usual.
+func (p *jsonParser) document() (v *jvalue, err *jsonError) {
 	defer func() {
 		if r := recover(); r != nil {
 			je, ok := r.(*jsonError)
@@ -103,11 +158,14 @@ func parseJSON(src []byte) (v *jvalue, err *jsonError) {
 		}
 	}()
 	// A UTF-8 byte order mark is allowed and skipped.
-	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
+	if len(p.src) >= 3 && p.src[0] == 0xEF && p.src[1] == 0xBB && p.src[2] == 0xBF {
 		p.off = 3
 		p.lineStart = 3
 	}
 	p.space()
+	if p.off >= len(p.src) || p.src[p.off] != '[' {
+		p.stream = nil
+	}
 	v = p.value()
 	p.space()
 	if p.off < len(p.src) {
@@ -191,7 +249,9 @@ func (p *jsonParser) value() *jvalue {
 	case c == '{':
 		p.object(v)
 	case c == '[':
-		p.array(v)
+		stream := p.stream
+		p.stream = nil // only the root array streams
+		p.array(v, stream)
 	case c == '"':
 		v.kind = jString
 		v.str, v.escaped = p.string()
@@ -212,7 +272,7 @@ func (p *jsonParser) value() *jvalue {
 }
 
 func (p *jsonParser) word(w string) bool {
-	if strings.HasPrefix(string(p.src[p.off:min(len(p.src), p.off+len(w))]), w) {
+	if strings.HasPrefix(p.text[p.off:], w) {
 		p.off += len(w)
 		return true
 	}
@@ -232,8 +292,9 @@ func (p *jsonParser) object(v *jvalue) {
 	base := len(p.members)
 	defer func() {
 		if n := len(p.members) - base; n > 0 {
-			v.obj = make([]jmember, n)
-			copy(v.obj, p.members[base:])
+			start := len(p.memberArena)
+			p.memberArena = append(p.memberArena, p.members[base:]...)
+			v.obj = p.memberArena[start : start+n : start+n]
 		}
 		clear(p.members[base:])
 		p.members = p.members[:base]
@@ -280,14 +341,17 @@ func (p *jsonParser) object(v *jvalue) {
 	}
 }
 
-func (p *jsonParser) array(v *jvalue) {
+// array reads an array into v. When stream is set, each element is given
+// to it instead of kept (see document).
+func (p *jsonParser) array(v *jvalue, stream func(*jvalue) bool) {
 	p.enter()
 	v.kind = jArray
 	base := len(p.elems)
 	defer func() {
 		if n := len(p.elems) - base; n > 0 {
-			v.arr = make([]*jvalue, n)
-			copy(v.arr, p.elems[base:])
+			start := len(p.elemArena)
+			p.elemArena = append(p.elemArena, p.elems[base:]...)
+			v.arr = p.elemArena[start : start+n : start+n]
 		}
 		clear(p.elems[base:])
 		p.elems = p.elems[:base]
@@ -299,14 +363,27 @@ func (p *jsonParser) array(v *jvalue) {
 		p.depth--
 		return
 	}
+	read := 0
 	for {
 		p.space()
-		if p.off < len(p.src) && p.src[p.off] == ']' && len(p.elems) > base { // trailing comma
+		if p.off < len(p.src) && p.src[p.off] == ']' && read > 0 { // trailing comma
 			p.off++
 			p.depth--
 			return
 		}
-		p.elems = append(p.elems, p.value())
+		if stream == nil {
+			p.elems = append(p.elems, p.value())
+		} else {
+			m := p.mark()
+			e := p.value()
+			if stream(e) {
+				p.release(m)
+			} else {
+				stream = nil
+				p.elems = append(p.elems, e)
+			}
+		}
+		read++
 		p.space()
 		if p.off < len(p.src) && p.src[p.off] == ',' {
 			p.off++
@@ -354,7 +431,7 @@ func (p *jsonParser) number() string {
 			p.fail("malformed number: digits expected in exponent")
 		}
 	}
-	return string(p.src[start:p.off])
+	return p.text[start:p.off]
 }
 
 // string reads a quoted string and reports whether it had escapes.
@@ -364,7 +441,7 @@ func (p *jsonParser) string() (string, bool) {
 	for p.off < len(p.src) {
 		c := p.src[p.off]
 		if c == '"' {
-			s := string(p.src[start:p.off])
+			s := p.text[start:p.off]
 			p.off++
 			return s, false
 		}
@@ -452,7 +529,7 @@ func (p *jsonParser) hex4() rune {
 	if p.off+4 > len(p.src) {
 		p.fail("incomplete \\u escape")
 	}
-	n, err := strconv.ParseUint(string(p.src[p.off:p.off+4]), 16, 32)
+	n, err := strconv.ParseUint(p.text[p.off:p.off+4], 16, 32)
 	if err != nil {
 		p.fail("invalid \\u escape")
 	}
