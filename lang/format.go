@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode"
@@ -22,7 +23,7 @@ func Format(f *File) []byte {
 		pr.b.WriteString(c.Text)
 		pr.nl()
 	}
-	return []byte(pr.b.String())
+	return pr.b.Bytes()
 }
 
 // FormatItem prints one item in the canonical layout, with its comments.
@@ -47,7 +48,7 @@ func FormatType(t TypeExpr) string {
 }
 
 type printer struct {
-	b strings.Builder
+	b bytes.Buffer
 }
 
 func (pr *printer) nl() { pr.b.WriteByte('\n') }
@@ -464,7 +465,15 @@ func (pr *printer) name(id *Ident) {
 
 func (pr *printer) ref(r *Ref) { writeRef(&pr.b, r, r.ASCII) }
 
-func writeRef(b *strings.Builder, r *Ref, ascii bool) {
+// textWriter is what the printer writes to: a bytes.Buffer or a
+// strings.Builder.
+type textWriter interface {
+	WriteString(s string) (int, error)
+	WriteByte(c byte) error
+	WriteRune(r rune) (int, error)
+}
+
+func writeRef(b textWriter, r *Ref, ascii bool) {
 	if ascii {
 		b.WriteByte('$')
 	} else {

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"sort"
@@ -846,17 +847,21 @@ func (c *jconv) annotations(ann *jvalue) []*ToolAttr {
 }
 
 // layout decides the multi-line layout of calls read from JSON, which has
-// none: a call whose one-line form is long is written one argument per line.
-// Sections (tools, input and state, steps, output) are separated by a
-// blank line.
+// none: a call whose line (label, call and output paths, as the printer
+// writes them on one line) is longer than 100 bytes is written one
+// argument per line. Sections (tools, input and state, steps, output) are
+// separated by a blank line.
 func (c *jconv) layout(f *File) {
+	pr := &printer{} // its buffer is reused for every step
 	for i, it := range f.Items {
 		if s, ok := it.(*Step); ok && len(s.Call.Args) > 1 {
-			text := FormatItem(s)
-			if i := strings.IndexByte(text, '\n'); i >= 0 {
-				text = text[:i]
+			pr.b.Reset()
+			pr.step(s, 0)
+			line := pr.b.Bytes()
+			if i := bytes.IndexByte(line, '\n'); i >= 0 {
+				line = line[:i]
 			}
-			if len(text) > 100 {
+			if len(line) > 100 {
 				s.Call.Multiline = true
 			}
 		}
