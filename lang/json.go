@@ -134,6 +134,62 @@ type jconv struct {
 	// bindings allows "http" and "command" blocks in tool definitions:
 	// tools files may say how a tool is called, plans may not.
 	bindings bool
+	// The nodes of calls, allocated in blocks.
+	steps   slab[stepMem]
+	calls   slab[callMem]
+	args    slab[argMem]
+	argPtrs slab[*Arg]
+	refs    slab[refMem]
+	lits    slab[Literal]
+}
+
+// stepMem, callMem and argMem hold nodes that go together.
+type stepMem struct {
+	step Step
+	out  Outputs
+}
+
+type callMem struct {
+	call Call
+	tool Ident
+}
+
+type argMem struct {
+	arg  Arg
+	name Ident
+}
+
+// slab hands out values of T allocated in blocks, so that the many small
+// nodes of a large tree take few allocations. A block stays in memory as
+// long as one of its values is used.
+type slab[T any] struct {
+	free []T
+	size int
+}
+
+// new returns a zero value.
+func (s *slab[T]) new() *T {
+	if len(s.free) == 0 {
+		s.grow(1)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
+}
+
+// run returns n contiguous zero values; appending to the slice copies it.
+func (s *slab[T]) run(n int) []T {
+	if len(s.free) < n {
+		s.grow(n)
+	}
+	r := s.free[:n:n]
+	s.free = s.free[n:]
+	return r
+}
+
+func (s *slab[T]) grow(n int) {
+	s.size = min(max(2*s.size, 8), 256)
+	s.free = make([]T, max(s.size, n))
 }
 
 func (c *jconv) errorf(span Span, format string, args ...any) {
@@ -333,7 +389,9 @@ func (c *jconv) step(v *jvalue) *Step {
 	if call == nil {
 		return nil
 	}
-	s := &Step{Span: v.span, Call: call}
+	m := c.steps.new()
+	s := &m.step
+	s.Span, s.Call = v.span, call
 	var retry *RetryOption
 	var each *Each
 	for _, mem := range v.obj {
@@ -345,8 +403,9 @@ func (c *jconv) step(v *jvalue) *Step {
 				c.errorf(val.span, "\"_outputPath\" is a string such as \"†state.result\"")
 				continue
 			}
-			if r, ok := plainRef(val.str, innerSpan(val).Start); ok && !val.escaped && r.IsState() && len(r.Path) == 1 {
-				s.Out = &Outputs{Span: r.Span, Success: r}
+			if r, ok := plainRefIn(c.refs.new(), val.str, innerSpan(val).Start); ok && !val.escaped && r.IsState() && len(r.Path) == 1 {
+				m.out = Outputs{Span: r.Span, Success: r}
+				s.Out = &m.out
 				continue
 			}
 			out, diags := parseOutputPathText(c.name, []byte(val.str))
@@ -474,7 +533,10 @@ func (c *jconv) call(v, tool *jvalue) *Call {
 		c.errorf(tool.span, "%q is not a tool name: use letters, digits and _, joined by . or -", name)
 		return nil
 	}
-	call := &Call{Span: v.span, Tool: &Ident{Span: innerSpan(tool), Name: name}}
+	cm := c.calls.new()
+	cm.tool = Ident{Span: innerSpan(tool), Name: name}
+	call := &cm.call
+	call.Span, call.Tool = v.span, &cm.tool
 	n := 0
 	for _, mem := range v.obj {
 		if !strings.HasPrefix(mem.key, "_") {
@@ -484,17 +546,16 @@ func (c *jconv) call(v, tool *jvalue) *Call {
 	if n == 0 {
 		return call
 	}
-	// One allocation for the arguments and one for their names.
-	args, names := make([]Arg, n), make([]Ident, n)
-	call.Args = make([]*Arg, 0, n)
+	args := c.args.run(n)
+	call.Args = c.argPtrs.run(n)[:0]
 	for _, mem := range v.obj {
 		if strings.HasPrefix(mem.key, "_") {
 			continue
 		}
-		k := len(call.Args)
-		names[k] = Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)}
-		args[k] = Arg{Span: mem.keySpan.Join(mem.val.span), Name: &names[k], Value: c.expr(mem.val)}
-		call.Args = append(call.Args, &args[k])
+		a := &args[len(call.Args)]
+		a.name = Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)}
+		a.arg = Arg{Span: mem.keySpan.Join(mem.val.span), Name: &a.name, Value: c.expr(mem.val)}
+		call.Args = append(call.Args, &a.arg)
 	}
 	return call
 }
@@ -568,7 +629,7 @@ func (c *jconv) expr(v *jvalue) Expr {
 	case jString:
 		if isRefString(v.str) {
 			if !v.escaped {
-				if r, ok := plainRef(v.str, innerSpan(v).Start); ok {
+				if r, ok := plainRefIn(c.refs.new(), v.str, innerSpan(v).Start); ok {
 					return r
 				}
 			}
@@ -601,7 +662,7 @@ func (c *jconv) expr(v *jvalue) Expr {
 		}
 		return o
 	}
-	return jsonToExpr(v, false)
+	return literalIn(c.lits.new(), v)
 }
 
 // isRefString reports whether a JSON string is a reference: it starts with

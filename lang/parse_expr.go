@@ -567,14 +567,20 @@ func parseOutputPathText(name string, src []byte) (*Outputs, Diagnostics) {
 // same tree and spans the parser gives, placed at base (the position of
 // the string's first character, on one line). It reports false for
 // anything else, which goes through the parser.
-func plainRef(s string, base Pos) (*Ref, bool) {
-	// The reference, its root and a one-field path in one allocation.
-	mem := &struct {
-		ref   Ref
-		root  Ident
-		field PathElem
-		path  [1]*PathElem
-	}{}
+func plainRef(s string, base Pos) (*Ref, bool) { return plainRefIn(new(refMem), s, base) }
+
+// refMem holds a reference, its root and a one-field path, so that they
+// take one allocation.
+type refMem struct {
+	ref   Ref
+	root  Ident
+	field PathElem
+	path  [1]*PathElem
+}
+
+// plainRefIn is plainRef building the reference in mem, which it may have
+// written to even when it reports false.
+func plainRefIn(mem *refMem, s string, base Pos) (*Ref, bool) {
 	r := &mem.ref
 	off := 0
 	switch {

@@ -290,21 +290,31 @@ func unescapePointer(s string) string {
 
 // jsonLiteral returns a literal for a scalar JSON value, or nil.
 func jsonLiteral(v *jvalue) *Literal {
+	if v.kind == jArray || v.kind == jObject {
+		return nil
+	}
+	return literalIn(new(Literal), v)
+}
+
+// literalIn is jsonLiteral for a null, boolean, number or string, written
+// to l.
+func literalIn(l *Literal, v *jvalue) *Literal {
 	switch v.kind {
 	case jNull:
-		return &Literal{Span: v.span, Kind: LitNull}
+		*l = Literal{Span: v.span, Kind: LitNull}
 	case jBool:
-		return &Literal{Span: v.span, Kind: LitBool, Value: v.b}
+		*l = Literal{Span: v.span, Kind: LitBool, Value: v.b}
 	case jString:
-		return &Literal{Span: v.span, Kind: LitString, Value: v.str}
+		*l = Literal{Span: v.span, Kind: LitString, Value: v.str}
 	case jNumber:
 		if n, err := strconv.ParseInt(v.str, 10, 64); err == nil {
-			return &Literal{Span: v.span, Kind: LitInt, Value: n, Raw: v.str}
+			*l = Literal{Span: v.span, Kind: LitInt, Value: n, Raw: v.str}
+		} else {
+			f, _ := strconv.ParseFloat(v.str, 64)
+			*l = Literal{Span: v.span, Kind: LitFloat, Value: f, Raw: v.str}
 		}
-		f, _ := strconv.ParseFloat(v.str, 64)
-		return &Literal{Span: v.span, Kind: LitFloat, Value: f, Raw: v.str}
 	}
-	return nil
+	return l
 }
 
 // TypeSchema returns the JSON Schema of a type expression, as a value ready
