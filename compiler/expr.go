@@ -259,7 +259,7 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		pc.bareNames(e, sc)
 		return op
 	}
-	ast, iss := env.Parse(e.CELText())
+	ast, iss := parseCEL(env, e.CELText())
 	if iss.Err() != nil {
 		pc.celIssues(e, iss.Errors(), lang.ParseError)
 		return op

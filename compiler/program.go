@@ -216,7 +216,10 @@ func (p *Program) CEL(op *Operand, opts ...cel.ProgramOption) (cel.Program, erro
 	if checked == nil && env != nil && op.expr != nil {
 		// An expression of a shape checked before: the same check,
 		// now for this text.
-		ast, iss := env.Compile(op.expr.CELText())
+		ast, iss := parseCEL(env, op.expr.CELText())
+		if iss.Err() == nil {
+			ast, iss = env.Check(ast)
+		}
 		if err := iss.Err(); err != nil {
 			return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
 		}
