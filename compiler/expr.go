@@ -394,6 +394,13 @@ func (pc *planChecker) appendTypeID(b []byte, t *Type) []byte {
 // It returns false if it reported the expression.
 func (pc *planChecker) celCost(e *lang.CELExpr, env *cel.Env, checked *cel.Ast) bool {
 	lim := pc.c.limits
+	// The estimate reads only the checked tree and the cost models of the
+	// libraries, which every plan's environment takes from baseEnv; baseEnv
+	// compiles its models once, where a plan's environment would compile
+	// them for each plan.
+	if base, err := baseEnv(); err == nil {
+		env = base
+	}
 	est, err := env.EstimateCost(checked, sizeHint(lim.SizeHint))
 	if err != nil || est.Max <= lim.MaxCost {
 		return true
