@@ -25,13 +25,17 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 			pc.c.errorf(lang.TypeMismatch, e.Span, "a duration is not a value; write it as a string")
 			return &Operand{Kind: OpConst, Type: AnyType, Span: e.Span}
 		}
-		return &Operand{Kind: OpConst, Const: e.Value, Type: TypeOfValue(e.Value), Span: e.Span}
+		op := &take(&pc.operands, 1)[0]
+		op.Kind, op.Const, op.Type, op.Span = OpConst, e.Value, TypeOfValue(e.Value), e.Span
+		return op
 	case *lang.Ref:
 		rp, t, ok := pc.ref(e, sc)
 		if ok {
 			*reads = append(*reads, rp)
 		}
-		return &Operand{Kind: OpRef, Ref: rp, Type: t, Span: e.Span}
+		op := &take(&pc.operands, 1)[0]
+		op.Kind, op.Ref, op.Type, op.Span = OpRef, rp, t, e.Span
+		return op
 	case *lang.ListExpr:
 		defer func() { pc.c.nesting-- }()
 		if !pc.c.enter(e.Span) {
@@ -103,11 +107,10 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 // element of a for each; its path follows fields the types declare.
 func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 	c := pc.c
-	rp := refPath(r)
+	rp := pc.refPath(r)
 	root := r.Root.Name
 	var t *Type
-	rest := rp.Path
-	shown := "†" + root
+	done := 0 // the path elements read before walking the rest
 	switch {
 	case root == "state":
 		if len(rp.Path) == 0 || rp.Path[0].IsIndex {
@@ -134,8 +137,7 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 			return rp, AnyType, false
 		}
 		t = slot.Type
-		rest = rp.Path[1:]
-		shown = "†state." + name
+		done = 1
 	case root == "input":
 		if len(rp.Path) == 0 || rp.Path[0].IsIndex {
 			t = pc.p.Input
@@ -155,8 +157,7 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 			return rp, AnyType, false
 		}
 		t = f.Type
-		rest = rp.Path[1:]
-		shown = "†input." + name
+		done = 1
 	case sc != nil && sc.elem != "" && root == sc.elem:
 		t = sc.elemType
 	default:
@@ -167,7 +168,7 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		c.errorf(lang.UndefinedReference, r.Root.Span, "%s", msg)
 		return rp, AnyType, false
 	}
-	t, ok := pc.walk(t, rest, shown, r, len(r.Path)-len(rest))
+	t, ok := pc.walk(t, rp, r, done)
 	if !ok && root == "state" {
 		pc.misread[rp.Path[0].Field] = true
 	}
@@ -185,21 +186,20 @@ func (pc *planChecker) writtenSlots() []string {
 	return out
 }
 
-// walk follows a reference path through a type. done is how many path
-// elements of r were consumed before path.
-func (pc *planChecker) walk(t *Type, path []PathElem, shown string, r *lang.Ref, done int) (*Type, bool) {
-	for i, e := range path {
+// walk follows the path of a reference, from its element done on, through
+// a type.
+func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type, bool) {
+	for i, e := range rp.Path[done:] {
 		span := r.Path[done+i].Span
 		if t.Kind == KindAny {
 			return AnyType, true
 		}
 		if e.IsIndex {
 			if t.Kind != KindList {
-				pc.c.errorf(lang.TypeMismatch, span, "%s is %s, not a list: it cannot be indexed with [%d]", shown, describeKind(t), e.Index)
+				pc.c.errorf(lang.TypeMismatch, span, "%s is %s, not a list: it cannot be indexed with [%d]", shownPath(rp, done+i), describeKind(t), e.Index)
 				return AnyType, false
 			}
 			t = t.Elem
-			shown = fmt.Sprintf("%s[%d]", shown, e.Index)
 			continue
 		}
 		switch {
@@ -209,7 +209,7 @@ func (pc *planChecker) walk(t *Type, path []PathElem, shown string, r *lang.Ref,
 			f := t.Field(e.Field)
 			if f == nil {
 				names := t.FieldNames()
-				d := pc.c.errorf(lang.TypeMismatch, span, "%s has no field %s%s; %s has fields %s", shown, e.Field, didYouMean(e.Field, names), t, strings.Join(names, ", "))
+				d := pc.c.errorf(lang.TypeMismatch, span, "%s has no field %s%s; %s has fields %s", shownPath(rp, done+i), e.Field, didYouMean(e.Field, names), t, strings.Join(names, ", "))
 				if s := lang.Closest(e.Field, names); s != "" && !pc.quoted(r, done+i) {
 					replaceFix(d, lang.Span{Start: lang.Pos{Offset: span.Start.Offset + 1, Line: span.Start.Line, Column: span.Start.Column + 1}, End: span.End}, s, "read ."+s)
 				}
@@ -217,15 +217,29 @@ func (pc *planChecker) walk(t *Type, path []PathElem, shown string, r *lang.Ref,
 			}
 			t = f.Type
 		case t.Kind == KindList:
+			shown := shownPath(rp, done+i)
 			pc.c.errorf(lang.TypeMismatch, span, "%s is a list %s, which has no field %s: index it first, as in %s[0].%s", shown, t, e.Field, shown, e.Field)
 			return AnyType, false
 		default:
-			pc.c.errorf(lang.TypeMismatch, span, "%s is %s, which has no fields", shown, describeKind(t))
+			pc.c.errorf(lang.TypeMismatch, span, "%s is %s, which has no fields", shownPath(rp, done+i), describeKind(t))
 			return AnyType, false
 		}
-		shown += "." + e.Field
 	}
 	return t, true
+}
+
+// shownPath is how a diagnostic names the part of a reference read
+// through its first n path elements.
+func shownPath(rp *RefPath, n int) string {
+	shown := "†" + rp.Root
+	for _, e := range rp.Path[:n] {
+		if e.IsIndex {
+			shown = fmt.Sprintf("%s[%d]", shown, e.Index)
+		} else {
+			shown += "." + e.Field
+		}
+	}
+	return shown
 }
 
 func (pc *planChecker) quoted(r *lang.Ref, i int) bool { return r.Path[i].Quoted }

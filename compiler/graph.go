@@ -14,9 +14,12 @@ import (
 func (pc *planChecker) graph() []int {
 	c := pc.c
 	p := pc.p
+	// The dependencies of every step in one piece, sized for one a
+	// reference.
+	pool := make([]Dep, len(pc.all.data)+len(pc.all.when)+len(pc.all.expect))
+	g := depSet{at: make([]int32, len(p.Steps))}
 	for _, s := range p.Steps {
-		r := pc.reads[s]
-		deps := map[int]Dep{}
+		r := &pc.reads[s.Index]
 		add := func(refs []*RefPath, kind DepKind, allowOwn bool) {
 			for _, ref := range refs {
 				name := ref.Slot()
@@ -24,25 +27,30 @@ func (pc *planChecker) graph() []int {
 				if slot == nil {
 					continue
 				}
-				if !containsStep(slot.Readers, s) {
-					slot.Readers = append(slot.Readers, s)
+				// Steps are visited in order, so s is the last reader
+				// if it is one.
+				if n := len(slot.Readers); n == 0 || slot.Readers[n-1] != s {
+					slot.Readers = appendStep(slot.Readers, s, &pc.stepLists)
 				}
 				for _, w := range slot.Writers {
-					pc.addDep(s, w, name, kind, allowOwn, ref, deps)
+					pc.addDep(s, w, name, kind, allowOwn, ref, &g)
 				}
 				for _, w := range slot.ErrorWriters {
-					pc.addDep(s, w, name, DepError, allowOwn, ref, deps)
+					pc.addDep(s, w, name, DepError, allowOwn, ref, &g)
 				}
 			}
 		}
 		add(r.data, DepData, false)
 		add(r.when, DepWhen, false)
 		add(r.expect, DepWhen, true)
-		s.Deps = make([]Dep, 0, len(deps))
-		for _, d := range deps {
-			s.Deps = append(s.Deps, d)
+		if len(g.deps) == 0 {
+			s.Deps = []Dep{}
+			continue
 		}
+		s.Deps = take(&pool, len(g.deps))
+		copy(s.Deps, g.deps)
 		slices.SortFunc(s.Deps, func(a, b Dep) int { return a.Step - b.Step })
+		g.reset()
 	}
 	order, rest := topoOrder(p.Steps)
 	if len(rest) == 0 {
@@ -75,17 +83,22 @@ func (pc *planChecker) graph() []int {
 	return order
 }
 
-func containsStep(list []*Step, s *Step) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// depSet collects the dependencies of one step, each writer once.
+type depSet struct {
+	deps []Dep
+	// at holds, for each step, 1 + its place in deps, or 0.
+	at []int32
+}
+
+func (g *depSet) reset() {
+	for _, d := range g.deps {
+		g.at[d.Step] = 0
 	}
-	return false
+	g.deps = g.deps[:0]
 }
 
 // addDep records that s waits for writer w through slot name.
-func (pc *planChecker) addDep(s, w *Step, name string, kind DepKind, allowOwn bool, ref *RefPath, deps map[int]Dep) {
+func (pc *planChecker) addDep(s, w *Step, name string, kind DepKind, allowOwn bool, ref *RefPath, g *depSet) {
 	if w == s {
 		if allowOwn {
 			return // expect reads the step's own result, after it ran
@@ -94,10 +107,15 @@ func (pc *planChecker) addDep(s, w *Step, name string, kind DepKind, allowOwn bo
 		d.Fix = &lang.Fix{Message: "a step cannot read its own output; read the slot in a later step"}
 		return
 	}
-	if prev, ok := deps[w.Index]; ok && prev.Kind == DepData {
+	d := Dep{Step: w.Index, Slot: name, Kind: kind}
+	if k := g.at[w.Index]; k > 0 {
+		if g.deps[k-1].Kind != DepData {
+			g.deps[k-1] = d
+		}
 		return
 	}
-	deps[w.Index] = Dep{Step: w.Index, Slot: name, Kind: kind}
+	g.deps = append(g.deps, d)
+	g.at[w.Index] = int32(len(g.deps))
 }
 
 // topoOrder is Kahn's algorithm: the steps in an order where each comes
@@ -354,14 +372,17 @@ func (pc *planChecker) warnings() {
 			d := c.warnf(lang.UnusedSlot, w.Node.Out.Success.Span, "†state.%s is written by %s but never read", name, w.ID)
 			d.Fix = &lang.Fix{Message: "read the slot in a step or in the output, or drop the output path"}
 		}
-		var unconditional []*Step
+		var a, b *Step // the first two writers without a condition
 		for _, w := range slot.Writers {
-			if w.When == nil {
-				unconditional = append(unconditional, w)
+			switch {
+			case w.When != nil:
+			case a == nil:
+				a = w
+			case b == nil:
+				b = w
 			}
 		}
-		if len(unconditional) > 1 {
-			a, b := unconditional[0], unconditional[1]
+		if b != nil {
 			d := c.warnf(lang.MultipleWriters, b.Node.Out.Success.Span, "†state.%s is written by %s and %s, both unconditionally: its value depends on which finishes last", name, a.ID, b.ID)
 			related(d, c.file.Name, a.Node.Out.Success.Span, "%s writes it here", a.ID)
 		}

@@ -120,13 +120,30 @@ func (o *Operand) AllRefs() []*RefPath {
 	return out
 }
 
-func refPath(r *lang.Ref) *RefPath {
-	p := &RefPath{Root: r.Root.Name, Span: r.Span}
-	if len(r.Path) > 0 {
-		p.Path = make([]PathElem, len(r.Path))
-		for i, e := range r.Path {
-			p.Path[i] = PathElem{Field: e.Field, Index: e.Index, IsIndex: e.IsIndex}
-		}
+// refPathMem holds a resolved reference with a path of one element, the
+// most common kind.
+type refPathMem struct {
+	ref  RefPath
+	path [1]PathElem
+}
+
+// refPath resolves a reference's path; one of one element takes its
+// memory from the plan's pool.
+func (pc *planChecker) refPath(r *lang.Ref) *RefPath {
+	var p *RefPath
+	switch len(r.Path) {
+	case 0:
+		p = &RefPath{}
+	case 1:
+		m := &take(&pc.refPaths, 1)[0]
+		p = &m.ref
+		p.Path = m.path[:1:1]
+	default:
+		p = &RefPath{Path: make([]PathElem, len(r.Path))}
+	}
+	p.Root, p.Span = r.Root.Name, r.Span
+	for i, e := range r.Path {
+		p.Path[i] = PathElem{Field: e.Field, Index: e.Index, IsIndex: e.IsIndex}
 	}
 	return p
 }

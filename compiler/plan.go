@@ -17,9 +17,13 @@ type planChecker struct {
 	c     *checker
 	p     *Plan
 	types *celTypes
-	// reads records, per step, the references it reads, by how it reads
-	// them.
-	reads map[*Step]*stepReads
+	// reads records, for each step by index, the references it reads, by
+	// how it reads them; each list is a run of the lists in all, which
+	// hold every step's.
+	reads []stepReads
+	all   stepReads
+	// base is the scope of a step that is not a for each.
+	base *scope
 	// labels maps step labels to their spans, for duplicate detection.
 	labels map[string]lang.Span
 	// onCycle marks the steps on or behind a dependency cycle.
@@ -33,6 +37,35 @@ type planChecker struct {
 	shapes  map[celShape]*Type
 	typeIDs map[*Type]uint32
 	keyBuf  []byte
+	// Memory for what every step has (arguments, their operands and
+	// references, slots and their first writers and readers), sized for
+	// the plan and handed out by take.
+	argMem    []Arg
+	argPtrs   []*Arg
+	operands  []Operand
+	refPaths  []refPathMem
+	slotMem   []Slot
+	stepLists []*Step
+}
+
+// take hands out the next n elements of a pool, or new memory when the
+// pool has fewer left. Appending to what it returns copies it.
+func take[T any](pool *[]T, n int) []T {
+	if len(*pool) < n {
+		return make([]T, n)
+	}
+	r := (*pool)[:n:n]
+	*pool = (*pool)[n:]
+	return r
+}
+
+// appendStep appends s to a list of steps; the first element of the list
+// comes from pool, as most lists have one.
+func appendStep(list []*Step, s *Step, pool *[]*Step) []*Step {
+	if list == nil {
+		list = take(pool, 1)[:0]
+	}
+	return append(list, s)
 }
 
 type stepReads struct {
@@ -50,14 +83,16 @@ type scope struct {
 }
 
 func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
-	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}}
-	p.Slots = map[string]*Slot{}
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}}
+	steps := lang.Steps(items)
+	pc.size(steps)
 	pc.settings(items)
 	pc.input(items, params)
 	pc.state(items)
-	pc.declareSteps(items)
+	pc.declareSteps(steps)
 	pc.slotTypes()
 	pc.env()
+	pc.base = &scope{env: p.Env}
 	for _, s := range p.Steps {
 		pc.checkStep(s)
 	}
@@ -65,6 +100,36 @@ func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl
 	order := pc.graph()
 	pc.gates(order)
 	pc.warnings()
+}
+
+// size allocates the memory the plan's steps need in one piece each: the
+// slots their output paths name, their arguments, an operand for each
+// argument and a resolved reference for each that is one.
+func (pc *planChecker) size(steps []*lang.Step) {
+	slots, args, refs := 0, 0, 0
+	for _, n := range steps {
+		if n.Out != nil {
+			slots++
+			if n.Out.Error != nil {
+				slots++
+			}
+		}
+		args += len(n.Call.Args)
+		for _, a := range n.Call.Args {
+			if _, ok := a.Value.(*lang.Ref); ok {
+				refs++
+			}
+		}
+	}
+	pc.p.Slots = make(map[string]*Slot, slots)
+	pc.slotMem = make([]Slot, slots)
+	pc.stepLists = make([]*Step, 2*slots)
+	pc.argMem = make([]Arg, args)
+	pc.argPtrs = make([]*Arg, args)
+	pc.operands = make([]Operand, args)
+	pc.refPaths = make([]refPathMem, refs)
+	pc.reads = make([]stepReads, len(steps))
+	pc.all = stepReads{data: make([]*RefPath, 0, args)}
 }
 
 // settings reads mode, failure policy and plan approval.
@@ -201,7 +266,8 @@ func (pc *planChecker) state(items []lang.Item) {
 func (pc *planChecker) slot(name string, span lang.Span) *Slot {
 	s, ok := pc.p.Slots[name]
 	if !ok {
-		s = &Slot{Name: name, Span: span}
+		s = &take(&pc.slotMem, 1)[0]
+		s.Name, s.Span = name, span
 		pc.p.Slots[name] = s
 	}
 	return s
@@ -209,9 +275,8 @@ func (pc *planChecker) slot(name string, span lang.Span) *Slot {
 
 // declareSteps creates the plan's steps, resolves their tools, gives them
 // IDs and records the slots they write.
-func (pc *planChecker) declareSteps(items []lang.Item) {
+func (pc *planChecker) declareSteps(steps []*lang.Step) {
 	c := pc.c
-	steps := lang.Steps(items)
 	c.steps += len(steps)
 	unlabeled := map[string]int{}
 	for _, n := range steps {
@@ -228,6 +293,11 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 	}
 	counter := map[string]int{}
 	mem := make([]Step, len(steps)) // one allocation for all the steps
+	// The IDs made up of a tool's name and a number are written into one
+	// buffer, which becomes one string at the end.
+	var ids []byte
+	type idAt struct{ step, start, end int }
+	var numbered []idAt
 	pc.p.Steps = slices.Grow(pc.p.Steps, len(steps))
 	for i, n := range steps {
 		s := &mem[i]
@@ -238,13 +308,17 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 		case unlabeled[n.Call.Tool.Name] == 1 && !pc.labelTaken(n.Call.Tool.Name):
 			s.ID = n.Call.Tool.Name
 		default:
+			start := len(ids)
 			for {
 				counter[n.Call.Tool.Name]++
-				s.ID = n.Call.Tool.Name + "#" + strconv.Itoa(counter[n.Call.Tool.Name])
-				if !pc.labelTaken(s.ID) {
+				ids = append(ids[:start], n.Call.Tool.Name...)
+				ids = append(ids, '#')
+				ids = strconv.AppendInt(ids, int64(counter[n.Call.Tool.Name]), 10)
+				if _, taken := pc.labels[string(ids[start:])]; !taken {
 					break
 				}
 			}
+			numbered = append(numbered, idAt{i, start, len(ids)})
 		}
 		s.Tool = pc.lookupTool(n.Call)
 		s.OutType = AnyType
@@ -257,7 +331,7 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 		if n.Out != nil {
 			s.Out = n.Out.Success.Slot()
 			slot := pc.slot(s.Out, n.Out.Success.Span)
-			slot.Writers = append(slot.Writers, s)
+			slot.Writers = appendStep(slot.Writers, s, &pc.stepLists)
 			if n.Out.Error != nil {
 				s.ErrOut = n.Out.Error.Slot()
 				if s.ErrOut == s.Out {
@@ -265,11 +339,15 @@ func (pc *planChecker) declareSteps(items []lang.Item) {
 					s.ErrOut = ""
 				} else {
 					es := pc.slot(s.ErrOut, n.Out.Error.Span)
-					es.ErrorWriters = append(es.ErrorWriters, s)
+					es.ErrorWriters = appendStep(es.ErrorWriters, s, &pc.stepLists)
 				}
 			}
 		}
 		pc.p.Steps = append(pc.p.Steps, s)
+	}
+	all := string(ids)
+	for _, at := range numbered {
+		mem[at.step].ID = all[at.start:at.end]
 	}
 }
 
@@ -331,14 +409,15 @@ func (pc *planChecker) slotTypes() {
 	}
 	sort.Strings(names)
 	pc.p.SlotNames = names
+	type writer struct {
+		step *Step
+		typ  *Type
+		span lang.Span
+	}
+	var buf []writer // every slot's writers in turn
 	for _, name := range names {
 		slot := pc.p.Slots[name]
-		type writer struct {
-			step *Step
-			typ  *Type
-			span lang.Span
-		}
-		ws := make([]writer, 0, len(slot.Writers)+len(slot.ErrorWriters))
+		ws := buf[:0]
 		for _, w := range slot.Writers {
 			ws = append(ws, writer{w, w.OutType, w.Node.Out.Success.Span})
 		}
@@ -348,6 +427,7 @@ func (pc *planChecker) slotTypes() {
 		if len(ws) > 1 {
 			slices.SortStableFunc(ws, func(a, b writer) int { return a.span.Start.Offset - b.span.Start.Offset })
 		}
+		buf = ws
 		var first *writer
 		for i := range ws {
 			w := &ws[i]
@@ -412,9 +492,18 @@ func (pc *planChecker) env() {
 func (pc *planChecker) checkStep(s *Step) {
 	c := pc.c
 	n := s.Node
-	r := &stepReads{}
-	pc.reads[s] = r
-	base := &scope{env: pc.p.Env}
+	// The step's references go to the end of pc.all, and its lists are
+	// those runs.
+	r := &pc.all
+	start := [3]int{len(r.data), len(r.when), len(r.expect)}
+	defer func() {
+		pc.reads[s.Index] = stepReads{
+			data:   r.data[start[0]:len(r.data):len(r.data)],
+			when:   r.when[start[1]:len(r.when):len(r.when)],
+			expect: r.expect[start[2]:len(r.expect):len(r.expect)],
+		}
+	}()
+	base := pc.base
 	callScope := base
 	if n.Each != nil {
 		s.Each = &Each{Var: n.Each.Var.Name, Max: c.limits.MaxForEach, ElemType: AnyType}
@@ -484,8 +573,8 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 // args checks a call's arguments against the tool's parameters.
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
-	out := make([]*Arg, 0, len(call.Args))
-	mem := make([]Arg, len(call.Args)) // one allocation for all the arguments
+	out := take(&pc.argPtrs, len(call.Args))[:0]
+	mem := take(&pc.argMem, len(call.Args))
 	given := argSpans{args: call.Args}
 	type rename struct {
 		d    *lang.Diagnostic
