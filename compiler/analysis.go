@@ -117,12 +117,22 @@ func analyze(p *Program, opts Options) *Analysis {
 	for i, j := 0, len(a.CriticalPath)-1; i < j; i, j = i+1, j-1 {
 		a.CriticalPath[i], a.CriticalPath[j] = a.CriticalPath[j], a.CriticalPath[i]
 	}
-	// Levels and their makespan.
+	// Levels, in one piece, and their makespan.
+	var width []int32
 	for i := range n {
 		l := int(a.Level[i])
-		for len(a.Levels) <= l {
-			a.Levels = append(a.Levels, nil)
+		for len(width) <= l {
+			width = append(width, 0)
 		}
+		width[l]++
+	}
+	a.Levels = make([][]int32, len(width))
+	levels := make([]int32, n)
+	for l, w := range width {
+		a.Levels[l] = take(&levels, int(w))[:0]
+	}
+	for i := range n {
+		l := a.Level[i]
 		a.Levels[l] = append(a.Levels[l], int32(i))
 	}
 	for _, lv := range a.Levels {
@@ -225,9 +235,14 @@ func averagePath(p *Program, a *Analysis) (calls, model float64) {
 	avgCalls := make([]float64, n)
 	avgModel := make([]float64, n)
 	for _, v := range p.Order {
-		if len(p.Pred[v]) == 0 {
+		switch len(p.Pred[v]) {
+		case 0:
 			logPaths[v] = 0
-		} else {
+		case 1: // what the sums below give for one predecessor, exactly
+			u := p.Pred[v][0]
+			logPaths[v] = logPaths[u]
+			avgCalls[v], avgModel[v] = avgCalls[u], avgModel[u]
+		default:
 			m := math.Inf(-1)
 			for _, u := range p.Pred[v] {
 				m = max(m, logPaths[u])
@@ -269,25 +284,45 @@ func averagePath(p *Program, a *Analysis) (calls, model float64) {
 // predecessor.
 func chains(p *Program) []Subgraph {
 	n := len(p.Steps)
-	of := make([]int, n)
-	var out []Subgraph
+	// First which chain each step joins, and how long each chain is.
+	of := make([]int32, n)
+	var size []int32
+	heads := 0
 	for _, v := range p.Order {
 		if len(p.Pred[v]) == 1 && len(p.Succ[p.Pred[v][0]]) == 1 {
 			c := of[p.Pred[v][0]]
 			of[v] = c
-			out[c].Steps = append(out[c].Steps, v)
+			size[c]++
 			continue
 		}
-		of[v] = len(out)
-		sg := Subgraph{Steps: []int32{v}}
-		seen := map[int]bool{}
-		for _, u := range p.Pred[v] {
-			if c := of[u]; !seen[c] {
-				seen[c] = true
-				sg.Deps = append(sg.Deps, c)
+		of[v] = int32(len(size))
+		size = append(size, 1)
+		heads += len(p.Pred[v])
+	}
+	// Then the chains, their steps in one piece and the chains they wait
+	// for in another.
+	out := make([]Subgraph, len(size))
+	steps := make([]int32, n)
+	for c, k := range size {
+		out[c].Steps = take(&steps, int(k))[:0]
+	}
+	deps := make([]int, 0, heads)
+	seen := make([]int32, len(size)) // 1 + the chain that last saw it
+	for _, v := range p.Order {
+		c := of[v]
+		if len(out[c].Steps) == 0 {
+			start := len(deps)
+			for _, u := range p.Pred[v] {
+				if d := of[u]; seen[d] != c+1 {
+					seen[d] = c + 1
+					deps = append(deps, int(d))
+				}
+			}
+			if len(deps) > start {
+				out[c].Deps = deps[start:len(deps):len(deps)]
 			}
 		}
-		out = append(out, sg)
+		out[c].Steps = append(out[c].Steps, v)
 	}
 	return out
 }

@@ -124,14 +124,28 @@ func (pc *planChecker) addDep(s, w *Step, name string, kind DepKind, allowOwn bo
 func topoOrder(steps []*Step) (order, rest []int) {
 	n := len(steps)
 	indeg := make([]int32, n)
-	succ := make([][]int32, n)
+	// The steps that wait for step i are succ[start[i]:start[i+1]].
+	start := make([]int32, n+1)
 	for _, s := range steps {
 		for _, d := range s.Deps {
 			if d.Step == s.Index {
 				continue
 			}
 			indeg[s.Index]++
-			succ[d.Step] = append(succ[d.Step], int32(s.Index))
+			start[d.Step+1]++
+		}
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	succ := make([]int32, start[n])
+	next := slices.Clone(start[:n])
+	for _, s := range steps {
+		for _, d := range s.Deps {
+			if d.Step != s.Index {
+				succ[next[d.Step]] = int32(s.Index)
+				next[d.Step]++
+			}
 		}
 	}
 	order = make([]int, 0, n)
@@ -141,7 +155,8 @@ func topoOrder(steps []*Step) (order, rest []int) {
 		}
 	}
 	for k := 0; k < len(order); k++ {
-		for _, j := range succ[order[k]] {
+		v := order[k]
+		for _, j := range succ[start[v]:start[v+1]] {
 			indeg[j]--
 			if indeg[j] == 0 {
 				order = append(order, int(j))

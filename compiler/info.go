@@ -143,6 +143,8 @@ type Plan struct {
 	OutputType *Type
 	// Env is the CEL environment the plan's expressions were checked in.
 	Env *cel.Env
+	// order is a topological order of the steps, when they have no cycle.
+	order []int
 }
 
 // RunMode returns the mode the plan runs in: its declared mode, else lazy

@@ -98,6 +98,9 @@ func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl
 	}
 	pc.output(items)
 	order := pc.graph()
+	if len(order) == len(p.Steps) {
+		p.order = order
+	}
 	pc.gates(order)
 	pc.warnings()
 }

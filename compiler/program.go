@@ -136,15 +136,40 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 	for i, name := range plan.SlotNames {
 		p.SlotIndex[name] = i
 	}
-	for i, s := range plan.Steps {
+	// Every step's predecessors in one piece, and its successors in
+	// another.
+	edges := 0
+	nsucc := make([]int32, n)
+	for _, s := range plan.Steps {
+		edges += len(s.Deps)
 		for _, d := range s.Deps {
-			p.Pred[i] = append(p.Pred[i], int32(d.Step))
+			nsucc[d.Step]++
+		}
+	}
+	preds, succs := make([]int32, edges), make([]int32, edges)
+	off := int32(0)
+	for i, k := range nsucc {
+		if k > 0 {
+			p.Succ[i] = succs[off : off : off+k]
+		}
+		off += k
+	}
+	for i, s := range plan.Steps {
+		if len(s.Deps) == 0 {
+			continue
+		}
+		p.Pred[i] = take(&preds, len(s.Deps))
+		for k, d := range s.Deps {
+			p.Pred[i][k] = int32(d.Step)
 			p.Succ[d.Step] = append(p.Succ[d.Step], int32(i))
 		}
 	}
-	order, rest := topoOrder(plan.Steps)
-	if len(rest) > 0 {
-		return nil, fmt.Errorf("plan %q has a cycle", plan.Name)
+	order := plan.order // the checker's, when it found no cycle
+	if len(order) != n {
+		var rest []int
+		if order, rest = topoOrder(plan.Steps); len(rest) > 0 {
+			return nil, fmt.Errorf("plan %q has a cycle", plan.Name)
+		}
 	}
 	p.Order = make([]int32, len(order))
 	for i, s := range order {

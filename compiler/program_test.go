@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/bench"
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 // examplePlans returns the example plans (.plan and their JSON forms).
@@ -167,5 +171,117 @@ f: llm(x: †state.e) -> †state.f
 	}
 	if diff := cmp.Diff([][]string{{"a"}, {"b"}, {"c", "d"}, {"e", "f"}}, chains); diff != "" {
 		t.Errorf("subgraphs (-want +got):\n%s", diff)
+	}
+}
+
+// TestProgramShape checks the graph of compiled generated plans against
+// its definition: predecessors and successors mirror the dependencies,
+// the order is topological, levels are longest distances from a source,
+// and subgraphs are the maximal chains, waiting for the chains of their
+// first step's predecessors.
+func TestProgramShape(t *testing.T) {
+	for _, p := range []*bench.Plan{
+		bench.Chain(20, 0), bench.FanOut(20, 0), bench.Layered(6, 9, 0, 7), bench.Layered(3, 30, 0, 11),
+		bench.Skewed(5, 6, 1, 10, 3),
+	} {
+		t.Run(p.Name, func(t *testing.T) {
+			f, diags := lang.Parse("shape.plan", p.Text())
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			info, cd := Check(f, Config{})
+			prog, err := Compile(info, cd, Options{})
+			if err != nil {
+				t.Fatal(err, cd)
+			}
+			checkShape(t, prog)
+		})
+	}
+}
+
+func checkShape(t *testing.T, prog *Program) {
+	t.Helper()
+	n := len(prog.Steps)
+	succ := make([][]int32, n)
+	for i, s := range prog.Steps {
+		var pred []int32
+		for _, d := range s.Deps {
+			pred = append(pred, int32(d.Step))
+			succ[d.Step] = append(succ[d.Step], int32(i))
+		}
+		if diff := cmp.Diff(pred, prog.Pred[i]); diff != "" {
+			t.Errorf("Pred[%d] (-deps +got):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff(succ, prog.Succ); diff != "" {
+		t.Errorf("Succ (-deps +got):\n%s", diff)
+	}
+	pos := make([]int, n)
+	for k := range pos {
+		pos[k] = -1
+	}
+	for k, v := range prog.Order {
+		pos[v] = k
+	}
+	for v := range n {
+		if pos[v] < 0 {
+			t.Fatalf("step %d is not in the order", v)
+		}
+		for _, u := range prog.Pred[v] {
+			if pos[u] > pos[v] {
+				t.Errorf("step %d comes before its predecessor %d", v, u)
+			}
+		}
+	}
+	a := prog.Analysis
+	var levels [][]int32
+	for _, v := range prog.Order {
+		l := int32(0)
+		for _, u := range prog.Pred[v] {
+			l = max(l, a.Level[u]+1)
+		}
+		if a.Level[v] != l {
+			t.Errorf("level of %d is %d, want %d", v, a.Level[v], l)
+		}
+	}
+	for v := range n {
+		for len(levels) <= int(a.Level[v]) {
+			levels = append(levels, nil)
+		}
+		levels[a.Level[v]] = append(levels[a.Level[v]], int32(v))
+	}
+	if diff := cmp.Diff(levels, a.Levels); diff != "" {
+		t.Errorf("levels (-want +got):\n%s", diff)
+	}
+	// A step continues its predecessor's chain when it is that
+	// predecessor's only successor and has no other predecessor.
+	continues := func(v int32) bool { return len(prog.Pred[v]) == 1 && len(prog.Succ[prog.Pred[v][0]]) == 1 }
+	chainOf := make([]int, n)
+	seen := 0
+	for c, sg := range a.Subgraphs {
+		for k, v := range sg.Steps {
+			chainOf[v] = c
+			seen++
+			if k == 0 && continues(v) || k > 0 && (!continues(v) || prog.Pred[v][0] != sg.Steps[k-1]) {
+				t.Errorf("subgraph %d: step %d (at %d) breaks the chain %v", c, v, k, sg.Steps)
+			}
+		}
+		if c > 0 && pos[sg.Steps[0]] < pos[a.Subgraphs[c-1].Steps[0]] {
+			t.Errorf("subgraph %d starts before subgraph %d in the order", c, c-1)
+		}
+	}
+	if seen != n {
+		t.Errorf("the subgraphs hold %d steps, not %d", seen, n)
+	}
+	for c, sg := range a.Subgraphs {
+		var deps []int
+		for _, u := range prog.Pred[sg.Steps[0]] {
+			if !slices.Contains(deps, chainOf[u]) {
+				deps = append(deps, chainOf[u])
+			}
+		}
+		if diff := cmp.Diff(deps, sg.Deps); diff != "" {
+			t.Errorf("subgraph %d deps (-want +got):\n%s", c, diff)
+		}
 	}
 }
