@@ -393,14 +393,19 @@ func (c *checker) importTools(imp *lang.ImportDecl) []*lang.ToolDecl {
 // tool converts a tool declaration.
 func (c *checker) tool(d *lang.ToolDecl, file string) *Tool {
 	t := &Tool{Name: d.Name.Name, Doc: d.Doc(), Result: c.typeOf(d.Result), Decl: d, File: file, InputSchema: d.InputSchema}
-	seen := map[string]bool{}
-	for _, p := range d.Params {
+	seen := make(map[string]bool, len(d.Params))
+	mem := make([]Param, len(d.Params)) // one allocation for all the parameters
+	if len(d.Params) > 0 {
+		t.Params = make([]*Param, 0, len(d.Params))
+	}
+	for i, p := range d.Params {
 		if seen[p.Name.Name] {
 			c.report(lang.SeverityError, lang.DuplicateDecl, file, p.Name.Span, "parameter %s of %s is declared twice", p.Name.Name, d.Name.Name)
 			continue
 		}
 		seen[p.Name.Name] = true
-		param := &Param{Name: p.Name.Name, Type: c.typeOf(p.Type), Optional: p.Optional, Doc: p.Doc()}
+		param := &mem[i]
+		*param = Param{Name: p.Name.Name, Type: c.typeOf(p.Type), Optional: p.Optional, Doc: p.Doc()}
 		if p.Default != nil {
 			v, ok := constValue(p.Default)
 			if !ok {

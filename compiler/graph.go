@@ -18,19 +18,31 @@ func (pc *planChecker) graph() []int {
 	// reference.
 	pool := make([]Dep, len(pc.all.data)+len(pc.all.when)+len(pc.all.expect))
 	g := depSet{at: make([]int32, len(p.Steps))}
+	// Which step reads which slot, each pair once, to make the lists of
+	// readers at the end.
+	type slotRead struct {
+		slot *Slot
+		step *Step
+	}
+	reading := make([]slotRead, 0, len(pool))
 	for _, s := range p.Steps {
 		r := &pc.reads[s.Index]
 		add := func(refs []*RefPath, kind DepKind, allowOwn bool) {
 			for _, ref := range refs {
 				name := ref.Slot()
-				slot := p.Slots[name]
+				slot := ref.slot
+				if slot == nil && name != "" {
+					slot = p.Slots[name]
+				}
 				if slot == nil {
 					continue
 				}
 				// Steps are visited in order, so s is the last reader
 				// if it is one.
-				if n := len(slot.Readers); n == 0 || slot.Readers[n-1] != s {
-					slot.Readers = appendStep(slot.Readers, s, &pc.stepLists)
+				if slot.readBy != s {
+					slot.readBy = s
+					slot.readers++
+					reading = append(reading, slotRead{slot, s})
 				}
 				for _, w := range slot.Writers {
 					pc.addDep(s, w, name, kind, allowOwn, ref, &g)
@@ -51,6 +63,16 @@ func (pc *planChecker) graph() []int {
 		copy(s.Deps, g.deps)
 		slices.SortFunc(s.Deps, func(a, b Dep) int { return a.Step - b.Step })
 		g.reset()
+	}
+	readers := make([]*Step, len(reading))
+	for _, sr := range reading {
+		if sr.slot.Readers == nil {
+			sr.slot.Readers = take(&readers, sr.slot.readers)[:0]
+		}
+		sr.slot.Readers = append(sr.slot.Readers, sr.step)
+	}
+	for _, sr := range reading {
+		sr.slot.readBy, sr.slot.readers = nil, 0
 	}
 	order, rest := topoOrder(p.Steps)
 	if len(rest) == 0 {

@@ -189,6 +189,10 @@ type Slot struct {
 	ReadByOutput bool
 	// Span is where the slot is first declared or written.
 	Span lang.Span
+	// While the dependency graph is built: the last step found reading
+	// the slot, and how many do.
+	readBy  *Step
+	readers int
 }
 
 // Step is a checked step.

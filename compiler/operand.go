@@ -55,6 +55,8 @@ type RefPath struct {
 	Root string
 	Path []PathElem
 	Span lang.Span
+	// slot is the state slot the reference reads, once checked.
+	slot *Slot
 }
 
 // PathElem is one step of a reference path.

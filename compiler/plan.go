@@ -38,7 +38,7 @@ type planChecker struct {
 	typeIDs map[*Type]uint32
 	keyBuf  []byte
 	// Memory for what every step has (arguments, their operands and
-	// references, slots and their first writers and readers), sized for
+	// references, slots and their first writers), sized for
 	// the plan and handed out by take.
 	argMem    []Arg
 	argPtrs   []*Arg
@@ -126,7 +126,7 @@ func (pc *planChecker) size(steps []*lang.Step) {
 	}
 	pc.p.Slots = make(map[string]*Slot, slots)
 	pc.slotMem = make([]Slot, slots)
-	pc.stepLists = make([]*Step, 2*slots)
+	pc.stepLists = make([]*Step, slots)
 	pc.argMem = make([]Arg, args)
 	pc.argPtrs = make([]*Arg, args)
 	pc.operands = make([]Operand, args)
@@ -281,7 +281,23 @@ func (pc *planChecker) slot(name string, span lang.Span) *Slot {
 func (pc *planChecker) declareSteps(steps []*lang.Step) {
 	c := pc.c
 	c.steps += len(steps)
-	unlabeled := map[string]int{}
+	// How many unlabeled steps call each tool, and how many of them have
+	// been numbered. Steps that follow each other mostly call the same
+	// tool, so the last one looked up is kept at hand.
+	type toolUse struct{ unlabeled, numbered int }
+	uses := map[string]*toolUse{}
+	var lastName string
+	var last *toolUse
+	use := func(name string) *toolUse {
+		if last == nil || name != lastName {
+			if last = uses[name]; last == nil {
+				last = &toolUse{}
+				uses[name] = last
+			}
+			lastName = name
+		}
+		return last
+	}
 	for _, n := range steps {
 		if n.Label != nil {
 			if prev, ok := pc.labels[n.Label.Name]; ok {
@@ -291,39 +307,49 @@ func (pc *planChecker) declareSteps(steps []*lang.Step) {
 			}
 			pc.labels[n.Label.Name] = n.Label.Span
 		} else {
-			unlabeled[n.Call.Tool.Name]++
+			use(n.Call.Tool.Name).unlabeled++
 		}
 	}
-	counter := map[string]int{}
 	mem := make([]Step, len(steps)) // one allocation for all the steps
 	// The IDs made up of a tool's name and a number are written into one
 	// buffer, which becomes one string at the end.
 	var ids []byte
-	type idAt struct{ step, start, end int }
+	type idAt struct{ step, start, end int32 }
 	var numbered []idAt
+	var lastTool *Tool
 	pc.p.Steps = slices.Grow(pc.p.Steps, len(steps))
 	for i, n := range steps {
 		s := &mem[i]
 		s.Node, s.Index = n, i
-		switch {
+		name := n.Call.Tool.Name
+		switch u := use(name); {
 		case n.Label != nil:
 			s.ID = n.Label.Name
-		case unlabeled[n.Call.Tool.Name] == 1 && !pc.labelTaken(n.Call.Tool.Name):
-			s.ID = n.Call.Tool.Name
+		case u.unlabeled == 1 && !pc.labelTaken(name):
+			s.ID = name
 		default:
+			if numbered == nil {
+				numbered = make([]idAt, 0, u.unlabeled)
+				ids = make([]byte, 0, u.unlabeled*(len(name)+6))
+			}
 			start := len(ids)
 			for {
-				counter[n.Call.Tool.Name]++
-				ids = append(ids[:start], n.Call.Tool.Name...)
+				u.numbered++
+				ids = append(ids[:start], name...)
 				ids = append(ids, '#')
-				ids = strconv.AppendInt(ids, int64(counter[n.Call.Tool.Name]), 10)
+				ids = strconv.AppendInt(ids, int64(u.numbered), 10)
 				if _, taken := pc.labels[string(ids[start:])]; !taken {
 					break
 				}
 			}
-			numbered = append(numbered, idAt{i, start, len(ids)})
+			numbered = append(numbered, idAt{int32(i), int32(start), int32(len(ids))})
 		}
-		s.Tool = pc.lookupTool(n.Call)
+		if lastTool != nil && name == lastTool.Name {
+			s.Tool = lastTool
+		} else {
+			s.Tool = pc.lookupTool(n.Call)
+			lastTool = s.Tool
+		}
 		s.OutType = AnyType
 		if s.Tool != nil {
 			s.OutType = s.Tool.Result
@@ -406,11 +432,15 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 // slotTypes gives every slot its type and reports writers that disagree.
 func (pc *planChecker) slotTypes() {
 	c := pc.c
-	names := make([]string, 0, len(pc.p.Slots))
-	for n := range pc.p.Slots {
-		names = append(names, n)
+	slots := make([]*Slot, 0, len(pc.p.Slots))
+	for _, s := range pc.p.Slots {
+		slots = append(slots, s)
 	}
-	sort.Strings(names)
+	slices.SortFunc(slots, func(a, b *Slot) int { return strings.Compare(a.Name, b.Name) })
+	names := make([]string, len(slots))
+	for i, s := range slots {
+		names[i] = s.Name
+	}
 	pc.p.SlotNames = names
 	type writer struct {
 		step *Step
@@ -418,8 +448,8 @@ func (pc *planChecker) slotTypes() {
 		span lang.Span
 	}
 	var buf []writer // every slot's writers in turn
-	for _, name := range names {
-		slot := pc.p.Slots[name]
+	for _, slot := range slots {
+		name := slot.Name
 		ws := buf[:0]
 		for _, w := range slot.Writers {
 			ws = append(ws, writer{w, w.OutType, w.Node.Out.Success.Span})

@@ -592,7 +592,16 @@ func (r *Ref) String() string {
 
 // Steps returns the steps among items, in order.
 func Steps(items []Item) []*Step {
-	var out []*Step
+	n := 0
+	for _, it := range items {
+		if _, ok := it.(*Step); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]*Step, 0, n)
 	for _, it := range items {
 		if s, ok := it.(*Step); ok {
 			out = append(out, s)

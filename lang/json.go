@@ -32,6 +32,10 @@ func parseJSONPlan(name string, src []byte, stream bool) (*File, Diagnostics) {
 	f := &File{Name: name, JSON: true}
 	p := newJSONParser(src)
 	if stream {
+		// Room for the calls, which each name their tool.
+		if n := bytes.Count(src, []byte(`"_tool"`)); n > 0 {
+			f.Items = make([]Item, 0, n)
+		}
 		streamed := false
 		p.stream = func(call *jvalue) bool {
 			if !streamed && isContextMessage(call) {
