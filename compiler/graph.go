@@ -26,7 +26,7 @@ func (pc *planChecker) graph() []int {
 	}
 	reading := make([]slotRead, 0, len(pool))
 	for _, s := range p.Steps {
-		r := &pc.reads[s.Index]
+		r := pc.reads(s.Index)
 		add := func(refs []*RefPath, kind DepKind, allowOwn bool) {
 			for _, ref := range refs {
 				name := ref.Slot()

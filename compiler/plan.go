@@ -17,11 +17,11 @@ type planChecker struct {
 	c     *checker
 	p     *Plan
 	types *celTypes
-	// reads records, for each step by index, the references it reads, by
-	// how it reads them; each list is a run of the lists in all, which
-	// hold every step's.
-	reads []stepReads
-	all   stepReads
+	// all holds the references every step reads, by how it reads them,
+	// step after step; readAt[i] is where step i's start in each list, and
+	// readAt[i+1] where they end.
+	all    stepReads
+	readAt []readAt
 	// base is the scope of a step that is not a for each.
 	base *scope
 	// labels maps step labels to their spans, for duplicate detection.
@@ -70,6 +70,14 @@ func appendStep(list []*Step, s *Step, pool *[]*Step) []*Step {
 
 type stepReads struct {
 	data, when, expect []*RefPath
+}
+
+type readAt struct{ data, when, expect int32 }
+
+// reads returns the references step i reads.
+func (pc *planChecker) reads(i int) stepReads {
+	a, b := pc.readAt[i], pc.readAt[i+1]
+	return stepReads{pc.all.data[a.data:b.data], pc.all.when[a.when:b.when], pc.all.expect[a.expect:b.expect]}
 }
 
 // scope is what references may name besides input and state: the element
@@ -131,7 +139,7 @@ func (pc *planChecker) size(steps []*lang.Step) {
 	pc.argPtrs = make([]*Arg, args)
 	pc.operands = make([]Operand, args)
 	pc.refPaths = make([]refPathMem, refs)
-	pc.reads = make([]stepReads, len(steps))
+	pc.readAt = make([]readAt, len(steps)+1)
 	pc.all = stepReads{data: make([]*RefPath, 0, args)}
 }
 
@@ -525,16 +533,10 @@ func (pc *planChecker) env() {
 func (pc *planChecker) checkStep(s *Step) {
 	c := pc.c
 	n := s.Node
-	// The step's references go to the end of pc.all, and its lists are
-	// those runs.
+	// The step's references go to the end of pc.all.
 	r := &pc.all
-	start := [3]int{len(r.data), len(r.when), len(r.expect)}
 	defer func() {
-		pc.reads[s.Index] = stepReads{
-			data:   r.data[start[0]:len(r.data):len(r.data)],
-			when:   r.when[start[1]:len(r.when):len(r.when)],
-			expect: r.expect[start[2]:len(r.expect):len(r.expect)],
-		}
+		pc.readAt[s.Index+1] = readAt{int32(len(r.data)), int32(len(r.when)), int32(len(r.expect))}
 	}()
 	base := pc.base
 	callScope := base
