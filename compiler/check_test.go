@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,5 +137,25 @@ func TestDeterministic(t *testing.T) {
 				t.Fatalf("%s: diagnostics differ between runs:\n%s", c.Name, diff)
 			}
 		}
+	}
+}
+
+// TestSlotNamesSorted: the slots of a plan are listed in the order of
+// their names as strings, whatever their length, prefixes and bytes.
+func TestSlotNamesSorted(t *testing.T) {
+	names := []string{"b", "a", "ab", "abcdefgh", "abcdefgh1", "abcdefgh0", "abcdefg", "A", "_x", "é", "a\x00", "a\x00b", "a\x00\x00", "zzzzzzzzzz", "zzzzzzzzz", "s10", "s2", "s1"}
+	var src strings.Builder
+	src.WriteString("tool f() -> int pure\n")
+	for _, n := range names {
+		fmt.Fprintf(&src, "f() -> †state[%s]\n", lang.Quote(n))
+	}
+	info, diags := checkSource("slots.plan", []byte(src.String()), Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := slices.Clone(names)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, info.Main.SlotNames); diff != "" {
+		t.Errorf("slot names (-sorted +got):\n%s", diff)
 	}
 }

@@ -178,8 +178,8 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 
 func (pc *planChecker) writtenSlots() []string {
 	var out []string
-	for _, n := range pc.p.SlotNames {
-		s := pc.p.Slots[n]
+	for i, n := range pc.p.SlotNames {
+		s := pc.slots[i]
 		if len(s.Writers) > 0 || len(s.ErrorWriters) > 0 || s.HasInitial {
 			out = append(out, n)
 		}

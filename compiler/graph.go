@@ -395,8 +395,8 @@ func (pc *planChecker) warnings() {
 			}
 		}
 	}
-	for _, name := range p.SlotNames {
-		slot := p.Slots[name]
+	for i, name := range p.SlotNames {
+		slot := pc.slots[i]
 		read := len(slot.Readers) > 0 || slot.ReadByOutput || pc.misread[name]
 		for _, w := range slot.ErrorWriters {
 			if !read {

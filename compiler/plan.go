@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -24,6 +26,9 @@ type planChecker struct {
 	readAt []readAt
 	// base is the scope of a step that is not a for each.
 	base *scope
+	// slots are the plan's slots in the order of their names
+	// (Plan.SlotNames).
+	slots []*Slot
 	// labels maps step labels to their spans, for duplicate detection.
 	labels map[string]lang.Span
 	// onCycle marks the steps on or behind a dependency cycle.
@@ -440,16 +445,31 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 // slotTypes gives every slot its type and reports writers that disagree.
 func (pc *planChecker) slotTypes() {
 	c := pc.c
-	slots := make([]*Slot, 0, len(pc.p.Slots))
-	for _, s := range pc.p.Slots {
-		slots = append(slots, s)
+	// Sorted by name, compared by their first eight bytes as a number
+	// first, which orders them as the strings do when it differs.
+	type named struct {
+		prefix uint64
+		name   string
+		slot   *Slot
 	}
-	slices.SortFunc(slots, func(a, b *Slot) int { return strings.Compare(a.Name, b.Name) })
-	names := make([]string, len(slots))
-	for i, s := range slots {
-		names[i] = s.Name
+	byName := make([]named, 0, len(pc.p.Slots))
+	for n, s := range pc.p.Slots {
+		var b [8]byte
+		copy(b[:], n)
+		byName = append(byName, named{binary.BigEndian.Uint64(b[:]), n, s})
 	}
-	pc.p.SlotNames = names
+	slices.SortFunc(byName, func(a, b named) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	names := make([]string, len(byName))
+	slots := make([]*Slot, len(byName))
+	for i, ns := range byName {
+		names[i], slots[i] = ns.name, ns.slot
+	}
+	pc.p.SlotNames, pc.slots = names, slots
 	type writer struct {
 		step *Step
 		typ  *Type
@@ -509,8 +529,8 @@ func (pc *planChecker) slotTypes() {
 func (pc *planChecker) env() {
 	state := &Type{Kind: KindObject, Name: "state", Fields: make([]*Field, len(pc.p.SlotNames))}
 	fields := make([]Field, len(pc.p.SlotNames))
-	for i, n := range pc.p.SlotNames {
-		fields[i] = Field{Name: n, Type: pc.p.Slots[n].Type}
+	for i, s := range pc.slots {
+		fields[i] = Field{Name: s.Name, Type: s.Type}
 		state.Fields[i] = &fields[i]
 	}
 	state.indexed()
@@ -924,8 +944,8 @@ func (pc *planChecker) output(items []lang.Item) {
 		// Without an output, the plan's result is its final state.
 		t := &Type{Kind: KindObject, Fields: make([]*Field, len(pc.p.SlotNames))}
 		fields := make([]Field, len(pc.p.SlotNames))
-		for i, n := range pc.p.SlotNames {
-			fields[i] = Field{Name: n, Type: pc.p.Slots[n].Type, Optional: true}
+		for i, s := range pc.slots {
+			fields[i] = Field{Name: s.Name, Type: s.Type, Optional: true}
 			t.Fields[i] = &fields[i]
 		}
 		pc.p.OutputType = t
