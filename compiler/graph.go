@@ -14,7 +14,7 @@ import (
 func (pc *planChecker) graph() []int {
 	c := pc.c
 	p := pc.p
-	// The dependencies of every step in one piece, sized for one a
+	// The dependencies of every step in one piece, sized for one per
 	// reference.
 	pool := make([]Dep, len(pc.all.data)+len(pc.all.when)+len(pc.all.expect))
 	g := depSet{at: make([]int32, len(p.Steps))}
@@ -37,8 +37,8 @@ func (pc *planChecker) graph() []int {
 				if slot == nil {
 					continue
 				}
-				// Steps are visited in order, so s is the last reader
-				// if it is one.
+				// Steps are visited in order: s has been counted if it
+				// is the last step found reading the slot.
 				if slot.readBy != s {
 					slot.readBy = s
 					slot.readers++

@@ -20,8 +20,8 @@ type planChecker struct {
 	p     *Plan
 	types *celTypes
 	// all holds the references every step reads, by how it reads them,
-	// step after step; readAt[i] is where step i's start in each list, and
-	// readAt[i+1] where they end.
+	// step after step; readAt[i] is where step i's references start in
+	// each list, and readAt[i+1] where they end.
 	all    stepReads
 	readAt []readAt
 	// base is the scope of a step that is not a for each.
@@ -43,8 +43,8 @@ type planChecker struct {
 	typeIDs map[*Type]uint32
 	keyBuf  []byte
 	// Memory for what every step has (arguments, their operands and
-	// references, slots and their first writers), sized for
-	// the plan and handed out by take.
+	// references, slots and their first writers), sized for the plan and
+	// handed out by take.
 	argMem    []Arg
 	argPtrs   []*Arg
 	operands  []Operand
