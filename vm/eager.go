@@ -29,6 +29,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 		return nil, nil, errors.New("running a plan: no tools are configured")
 	}
 	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}}
+	defer r.calls.stop()
 	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
 	return s.run(ctx, sp)
 }
@@ -55,6 +56,8 @@ type parsed struct {
 func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.Diagnostics, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	calls := s.r.calls.group(ctx)
+	defer calls.stop()
 	items := make(chan parsed)
 	go func() {
 		defer close(items)
@@ -89,7 +92,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 				running++
 				s.e.res[i].Status = StatusRunning
 				e := s.e
-				go func() { done <- completion{i, r.work(ctx, e, spec)} }()
+				go func() { done <- completion{i, r.work(calls, e, spec)} }()
 			}
 		}
 		if !streaming && running == 0 {

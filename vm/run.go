@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -189,6 +188,7 @@ func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts
 	opts.defaults()
 	r := &runner{opts: opts, start: time.Now()}
 	r.emitMu = &sync.Mutex{}
+	defer r.calls.stop()
 	return r.run(ctx, prog, input)
 }
 
@@ -201,6 +201,8 @@ type runner struct {
 	journalErr error
 	// randMu guards opts.Rand, which workers share.
 	randMu sync.Mutex
+	// calls watches the deadlines of the tool calls.
+	calls watcher
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
@@ -443,7 +445,8 @@ type completion struct {
 func (r *runner) drive(ctx context.Context, e *engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{})}
+	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{}), calls: r.calls.group(ctx)}
+	defer d.calls.stop()
 	d.mu.Lock()
 	d.ready = e.settle(e.roots())
 	first := d.next()
@@ -472,6 +475,8 @@ type dispatcher struct {
 	e      *engine
 	ctx    context.Context
 	cancel context.CancelFunc
+	// calls are the tool calls made under ctx.
+	calls *callGroup
 	// mu guards the engine, ready and running.
 	mu      sync.Mutex
 	ready   []int
@@ -530,19 +535,23 @@ func (d *dispatcher) finish(i int, out outcome) {
 func (d *dispatcher) worker(spec *callSpec) {
 	for spec != nil {
 		if d.r.plain(spec) {
-			out, mine := d.r.callPlain(d.ctx, d.e, spec, func(out outcome) {
-				// The tool did not return in time: this goroutine
-				// settles the step and goes on in the worker's place.
-				d.worker(d.settle(spec, out))
-			})
+			out, mine := d.r.callPlain(d, spec)
 			if !mine {
 				return // the tool returned too late; its step was settled
 			}
 			spec = d.settle(spec, out)
 			continue
 		}
-		spec = d.settle(spec, d.r.work(d.ctx, d.e, spec))
+		spec = d.settle(spec, d.r.work(d.calls, d.e, spec))
 	}
+}
+
+// abandon settles a plain step whose tool did not return before its
+// context ended, on the goroutine the call's watcher started, which goes
+// on in the worker's place.
+func (d *dispatcher) abandon(c *callCtx) {
+	serr := toStepError(c.Err(), c, c.info.Tool, c.spec.step.ID, c.timeout)
+	d.worker(d.settle(c.spec, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}))
 }
 
 // settle records a step that ran, or its waiting for a decision, and
@@ -613,8 +622,8 @@ func mergeSorted(a, b []int) []int {
 }
 
 // work runs one step and holds its result to the size limit.
-func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
-	return r.limitOutput(spec, r.runStep(ctx, e, spec))
+func (r *runner) work(g *callGroup, e *engine, spec *callSpec) outcome {
+	return r.limitOutput(spec, r.runStep(g, e, spec))
 }
 
 // limitOutput fails a step whose result is over the size limit.
@@ -638,13 +647,14 @@ func (r *runner) plain(spec *callSpec) bool {
 	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && len(s.Criteria) == 0 && s.Tool != nil && s.Tool.Plan == nil
 }
 
-// callPlain runs a plain step: what runStep does for it, with the tool
-// called on this goroutine instead of one of its own. If the call is not
-// over when its context ends (its timeout, or the run stopping), a
-// watchdog reports the step failed to abandoned, on a goroutine of its
-// own, and callPlain reports false once the tool returns: the goroutine
-// that called it must then leave the step alone.
-func (r *runner) callPlain(ctx context.Context, e *engine, spec *callSpec, abandoned func(outcome)) (outcome, bool) {
+// callPlain runs a plain step of d: what runStep does for it, with the
+// tool called on this goroutine instead of one of its own. If the call is
+// not over when its context ends (its timeout, or the run stopping), the
+// watcher settles the step as failed on a goroutine of its own
+// (d.abandon), and callPlain reports false once the tool returns: the
+// goroutine that called it must then leave the step alone.
+func (r *runner) callPlain(d *dispatcher, spec *callSpec) (outcome, bool) {
+	e := d.e
 	s := spec.step
 	start := r.elapsed()
 	id := e.prefix + s.ID
@@ -653,27 +663,21 @@ func (r *runner) callPlain(ctx context.Context, e *engine, spec *callSpec, aband
 	if err := r.journalFailed(); err != nil {
 		return outcome{err: &StepError{Code: codeJournal, Message: err.Error(), Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}, true
 	}
-	cctx, cancel, timeout := r.callContext(ctx, s, s.Tool, id, 1)
-	defer cancel()
-	var owner atomic.Int32 // 0: undecided; 1: the call returned first; 2: the watchdog fired first
-	stop := context.AfterFunc(cctx, func() {
-		if owner.CompareAndSwap(0, 2) {
-			serr := toStepError(cctx.Err(), cctx, tool, s.ID, timeout)
-			abandoned(outcome{err: serr, attempts: 1, start: start, duration: r.elapsed() - start})
-		}
-	})
-	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(cctx, tool, spec.args) })
-	if !owner.CompareAndSwap(0, 1) {
+	c := r.newCall(d.calls, s, s.Tool, id, 1)
+	c.d, c.spec, c.start = d, spec, start
+	r.calls.watch(c, time.Now())
+	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(c, tool, spec.args) })
+	if !c.returned() {
 		return outcome{}, false
 	}
-	stop()
+	defer c.release()
 	out := outcome{value: v, attempts: 1, start: start}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrWaiting):
 		return outcome{waiting: true, start: start}, true
 	default:
-		out.value, out.err = nil, toStepError(err, cctx, tool, s.ID, timeout)
+		out.value, out.err = nil, toStepError(err, c, tool, s.ID, c.timeout)
 	}
 	out.duration = r.elapsed() - start
 	return out, true
@@ -691,7 +695,8 @@ func (r *runner) callTool(tool string, call func() (any, error)) (v any, err err
 
 // runStep runs one step: approval, then the known result, the for-each
 // elements or the call, with retries and fallback.
-func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome {
+func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
+	ctx := g.ctx
 	s := spec.step
 	start := r.elapsed()
 	id := e.prefix + s.ID
@@ -728,7 +733,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(ctx, e, s, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, s, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
@@ -744,6 +749,8 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 	total, retried := 0, 0
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	eg := r.calls.group(ectx)
+	defer eg.stop()
 	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
 	var wg sync.WaitGroup
 	for k := range n {
@@ -756,7 +763,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(ectx, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -784,7 +791,8 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 // attempts calls a step's tool with its retries and backoff, then its
 // fallback. It returns the value, the number of calls made, how many of
 // them were retries, and the error of the last call when all failed.
-func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+	ctx := g.ctx
 	tool := s.Tool
 	calls, retries := 0, 0
 	var last *StepError
@@ -798,7 +806,7 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 			retries++
 		}
 		calls++
-		v, serr := r.call(ctx, e, s, tool, args, id, calls)
+		v, serr := r.call(g, e, s, tool, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -810,7 +818,7 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id, calls)
+		v, serr := r.call(g, e, s, s.Fallback.Tool, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -858,9 +866,11 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
-	cctx, cancel, timeout := r.callContext(ctx, s, tool, id, attempt)
-	defer cancel()
+func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+	cctx := r.newCall(g, s, tool, id, attempt)
+	r.calls.watch(cctx, time.Now())
+	defer cctx.release()
+	timeout := cctx.timeout
 	type reply struct {
 		v   any
 		err error
@@ -889,14 +899,14 @@ func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *co
 	}
 }
 
-// callContext is the context of one call of a tool: the step's timeout
-// (or the default), and the call's identity for the tool.
-func (r *runner) callContext(ctx context.Context, s *compiler.Step, tool *compiler.Tool, id string, attempt int) (context.Context, context.CancelFunc, time.Duration) {
+// newCall makes the context of one call of a tool in group g: the step's
+// timeout (or the default), and the call's identity for the tool. The
+// caller watches it once it is set up.
+func (r *runner) newCall(g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) *callCtx {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = r.opts.StepTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
 	key := id
 	if r.opts.RunID != "" {
 		key = r.opts.RunID + "/" + id
@@ -904,7 +914,7 @@ func (r *runner) callContext(ctx context.Context, s *compiler.Step, tool *compil
 	if tool != s.Tool {
 		key += "/fallback"
 	}
-	return runtime.WithCallInfo(cctx, runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}), cancel, timeout
+	return &callCtx{group: g, timeout: timeout, info: runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}}
 }
 
 // toStepError turns a tool's error into the error value of its step.
