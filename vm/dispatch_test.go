@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestAbortLeavesHungTool: when the run aborts, a step whose tool ignores
@@ -47,5 +49,34 @@ after(x: †state.h) -> †state.a
 		if s.ID == "hang" && (s.Error == nil || s.Error.Code != "canceled") {
 			t.Errorf("hang: %+v", s.Error)
 		}
+	}
+}
+
+// TestReadyQueue: steps come out of a ready queue in index order, however
+// the sorted lists they were added in interleave with the steps taken.
+func TestReadyQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  [][]int // a list to add, or nil to take a step
+		want []int   // the steps taken, in order
+	}{
+		{"appended", [][]int{{1, 2}, nil, {3, 5}, nil, nil, nil}, []int{1, 2, 3, 5}},
+		{"merged", [][]int{{2, 6, 9}, {1, 7}, nil, nil, {3, 4}, nil, nil, nil, nil, nil}, []int{1, 2, 3, 4, 6, 7, 9}},
+		{"emptied and refilled", [][]int{{4}, nil, {2}, {1, 8}, nil, {5}, nil, nil}, []int{4, 1, 2, 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q readyQueue
+			var got []int
+			for _, op := range tc.ops {
+				if op != nil {
+					q.add(op)
+					continue
+				}
+				got = append(got, q.pop())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("steps taken (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

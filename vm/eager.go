@@ -131,7 +131,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		// Nothing ran; build an engine over the declarations alone for the
 		// output.
 		if prog, _, _ := s.compile(); prog != nil {
-			s.e, _ = newEngine(prog, s.input, nil, r.emit, r.elapsed, r.celOpts())
+			s.e, _ = newEngine(prog, s.input, nil, r.emit, r.clock, r.celOpts())
 		}
 	}
 	if s.e == nil {
@@ -326,7 +326,7 @@ func (s *stream) admit() []int {
 		return nil
 	}
 	if s.e == nil {
-		e, err := newEngine(prog, s.input, nil, s.r.emit, s.r.elapsed, s.r.celOpts())
+		e, err := newEngine(prog, s.input, nil, s.r.emit, s.r.clock, s.r.celOpts())
 		if err != nil {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil

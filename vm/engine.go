@@ -23,11 +23,15 @@ type engine struct {
 	res     []*StepResult
 	remain  []int32
 	decided []bool
-	celOpts []cel.ProgramOption
+	// released, cands and ready are the lists release and settle return
+	// or work on, kept from one call to the next.
+	released, cands, ready []int
+	celOpts                []cel.ProgramOption
 	// prefix is prepended to step IDs in events ("research#1/").
-	prefix  string
-	emit    func(Event, *StepResult)
-	elapsed func() time.Duration
+	prefix string
+	emit   func(Event, *StepResult)
+	// clock returns the time and the time since the run started.
+	clock func() (time.Time, time.Duration)
 	// stop is set when the policy stops the run: abort, or replan (which
 	// lets running steps finish and dispatches nothing new).
 	stop     error
@@ -49,7 +53,7 @@ type engine struct {
 // newEngine prepares a run of prog with the given input. state holds slot
 // values already written (a replanned run's completed work); the plan's
 // initial values fill the rest.
-func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), elapsed func() time.Duration, celOpts []cel.ProgramOption) (*engine, error) {
+func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), celOpts []cel.ProgramOption) (*engine, error) {
 	plan := prog.Plan
 	n := len(prog.Steps)
 	e := &engine{
@@ -60,7 +64,7 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 		decided: make([]bool, n),
 		celOpts: celOpts,
 		emit:    emit,
-		elapsed: elapsed,
+		clock:   clock,
 	}
 	in, err := checkInput(plan, input)
 	if err != nil {
@@ -143,8 +147,7 @@ func (e *engine) stepEvent(ev Event, r *StepResult) {
 	if e.emit == nil {
 		return
 	}
-	ev.Elapsed = e.elapsed()
-	ev.Time = time.Now()
+	ev.Time, ev.Elapsed = e.clock()
 	if ev.Step != "" {
 		ev.Step = e.prefix + ev.Step
 	}
@@ -217,27 +220,30 @@ func (e *engine) roots() []int {
 
 // settle decides the candidates whose dependencies have all finished:
 // each either becomes ready or is skipped, and skipping may make more
-// candidates. It returns the ready steps in index order.
+// candidates. It returns the ready steps in index order, in a list that
+// holds until the next settle.
 func (e *engine) settle(cands []int) []int {
-	var ready []int
-	for len(cands) > 0 {
-		i := cands[0]
-		cands = cands[1:]
+	// cands may be the list of a release, which the finishing and skipping
+	// below reuse.
+	e.cands = append(e.cands[:0], cands...)
+	ready := e.ready[:0]
+	for k := 0; k < len(e.cands); k++ {
+		i := e.cands[k]
 		if e.decided[i] {
 			continue
 		}
 		if e.stop != nil {
 			if e.replanAt == nil {
-				cands = append(cands, e.skip(i, "the run stopped: "+e.stop.Error())...)
+				e.cands = append(e.cands, e.skip(i, "the run stopped: "+e.stop.Error())...)
 			}
 			continue
 		}
 		reason, err := e.blocked(i)
 		switch {
 		case err != nil:
-			cands = append(cands, e.finish(i, outcome{err: err})...)
+			e.cands = append(e.cands, e.finish(i, outcome{err: err})...)
 		case reason != "":
-			cands = append(cands, e.skip(i, reason)...)
+			e.cands = append(e.cands, e.skip(i, reason)...)
 		default:
 			e.decided[i] = true
 			e.res[i].Status = StatusPending // ready, waiting for a free slot
@@ -245,6 +251,7 @@ func (e *engine) settle(cands []int) []int {
 		}
 	}
 	sortInts(ready)
+	e.ready = ready
 	return ready
 }
 
@@ -311,6 +318,9 @@ type callSpec struct {
 	fallback []map[string]any // per element, or one for a plain call
 	known    any
 	hasKnown bool
+	// call is the context of the call of a plain step, made with the
+	// spec to save an allocation.
+	call callCtx
 }
 
 // prepare evaluates a ready step's arguments.
@@ -574,15 +584,16 @@ func (e *engine) skip(i int, reason string) []int {
 }
 
 // release counts a finished step off its successors and returns those
-// left waiting for nothing.
+// left waiting for nothing, in a list that holds until the next release.
 func (e *engine) release(i int) []int {
-	var out []int
+	out := e.released[:0]
 	for _, j := range e.prog.Succ[i] {
 		e.remain[j]--
 		if e.remain[j] == 0 {
 			out = append(out, int(j))
 		}
 	}
+	e.released = out
 	return out
 }
 

@@ -207,6 +207,13 @@ type runner struct {
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
 
+// clock returns the time and the time since the run started, from one
+// reading of the clock.
+func (r *runner) clock() (time.Time, time.Duration) {
+	now := time.Now()
+	return now, now.Sub(r.start)
+}
+
 // emit records an event in the journal, then hands it to the observer.
 func (r *runner) emit(e Event, step *StepResult) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
@@ -224,12 +231,14 @@ func (r *runner) emit(e Event, step *StepResult) {
 	}
 }
 
+// event emits an event that happens now, or at e.Time when it is set.
 func (r *runner) event(e Event) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
 	}
-	now := time.Now()
-	e.Time, e.Elapsed = now, now.Sub(r.start)
+	if e.Time.IsZero() {
+		e.Time, e.Elapsed = r.clock()
+	}
 	r.emit(e, nil)
 }
 
@@ -292,7 +301,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		maxReplans = 3
 	}
 	for round := 0; ; round++ {
-		e, err := newEngine(prog, input, state, r.emit, r.elapsed, r.celOpts())
+		e, err := newEngine(prog, input, state, r.emit, r.clock, r.celOpts())
 		if err != nil {
 			return nil, err
 		}
@@ -448,7 +457,7 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{}), calls: r.calls.group(ctx)}
 	defer d.calls.stop()
 	d.mu.Lock()
-	d.ready = e.settle(e.roots())
+	d.ready.add(e.settle(e.roots()))
 	first := d.next()
 	d.mu.Unlock()
 	if first != nil {
@@ -479,7 +488,7 @@ type dispatcher struct {
 	calls *callGroup
 	// mu guards the engine, ready and running.
 	mu      sync.Mutex
-	ready   []int
+	ready   readyQueue
 	running int
 	// idle is closed once nothing runs and nothing more can start.
 	idle   chan struct{}
@@ -492,9 +501,8 @@ type dispatcher struct {
 func (d *dispatcher) next() *callSpec {
 	e, r := d.e, d.r
 	var mine *callSpec
-	for d.running < r.opts.MaxParallel && len(d.ready) > 0 && e.stop == nil && d.ctx.Err() == nil {
-		i := d.ready[0]
-		d.ready = d.ready[1:]
+	for d.running < r.opts.MaxParallel && d.ready.len() > 0 && e.stop == nil && d.ctx.Err() == nil {
+		i := d.ready.pop()
 		if out, ok := r.restored(e, i); ok {
 			d.finish(i, out)
 			continue
@@ -523,7 +531,7 @@ func (d *dispatcher) next() *callSpec {
 // the run stops when the journal cannot be written, and an abort cancels
 // the steps still running. d.mu is held.
 func (d *dispatcher) finish(i int, out outcome) {
-	d.ready = mergeSorted(d.ready, d.e.settle(d.e.finish(i, out)))
+	d.ready.add(d.e.settle(d.e.finish(i, out)))
 	d.r.checkJournal(d.e)
 	if d.e.stop != nil && d.e.replanAt == nil {
 		d.cancel()
@@ -602,13 +610,61 @@ func (r *runner) checkJournal(e *engine) {
 	}
 }
 
-// mergeSorted merges two sorted lists of step indexes.
+// readyQueue holds the ready steps of a dispatcher in index order.
+type readyQueue struct {
+	steps []int // steps[head:] are ready
+	head  int
+	spare []int // the list the next merge writes
+}
+
+func (q *readyQueue) len() int { return len(q.steps) - q.head }
+
+// pop takes the first ready step.
+func (q *readyQueue) pop() int {
+	i := q.steps[q.head]
+	q.head++
+	if q.head == len(q.steps) {
+		q.steps, q.head = q.steps[:0], 0
+	}
+	return i
+}
+
+// add adds a sorted list of steps. Steps made ready later mostly come
+// after those waiting, so they are appended; otherwise the two lists are
+// merged.
+func (q *readyQueue) add(b []int) {
+	if len(b) == 0 {
+		return
+	}
+	a := q.steps[q.head:]
+	if len(a) == 0 || a[len(a)-1] <= b[0] {
+		if q.head > 0 && len(q.steps)+len(b) > cap(q.steps) {
+			q.steps, q.head = append(q.steps[:0], a...), 0
+		}
+		q.steps = append(q.steps, b...)
+		return
+	}
+	out := q.spare[:0]
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] <= b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	out = append(append(out, a...), b...)
+	q.spare = q.steps[:0]
+	q.steps, q.head = out, 0
+}
+
+// mergeSorted merges two sorted lists of step indexes into a new one
+// (unless b is empty): b may be a list the engine reuses.
 func mergeSorted(a, b []int) []int {
 	if len(b) == 0 {
 		return a
 	}
 	if len(a) == 0 {
-		return b
+		return append([]int(nil), b...)
 	}
 	out := make([]int, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
@@ -656,16 +712,17 @@ func (r *runner) plain(spec *callSpec) bool {
 func (r *runner) callPlain(d *dispatcher, spec *callSpec) (outcome, bool) {
 	e := d.e
 	s := spec.step
-	start := r.elapsed()
+	now, start := r.clock()
 	id := e.prefix + s.ID
 	tool := s.Tool.Name
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	r.event(Event{Type: StepStarted, Step: id, Tool: tool, Time: now, Elapsed: start})
 	if err := r.journalFailed(); err != nil {
 		return outcome{err: &StepError{Code: codeJournal, Message: err.Error(), Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}, true
 	}
-	c := r.newCall(d.calls, s, s.Tool, id, 1)
+	c := &spec.call
+	r.newCall(c, d.calls, s, s.Tool, id, 1)
 	c.d, c.spec, c.start = d, spec, start
-	r.calls.watch(c, time.Now())
+	r.calls.watch(c, now)
 	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(c, tool, spec.args) })
 	if !c.returned() {
 		return outcome{}, false
@@ -867,7 +924,8 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
 func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
-	cctx := r.newCall(g, s, tool, id, attempt)
+	cctx := new(callCtx)
+	r.newCall(cctx, g, s, tool, id, attempt)
 	r.calls.watch(cctx, time.Now())
 	defer cctx.release()
 	timeout := cctx.timeout
@@ -899,10 +957,10 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 	}
 }
 
-// newCall makes the context of one call of a tool in group g: the step's
-// timeout (or the default), and the call's identity for the tool. The
-// caller watches it once it is set up.
-func (r *runner) newCall(g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) *callCtx {
+// newCall sets up c, a new context of one call of a tool in group g: the
+// step's timeout (or the default), and the call's identity for the tool.
+// The caller watches it once it is set up.
+func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = r.opts.StepTimeout
@@ -914,7 +972,8 @@ func (r *runner) newCall(g *callGroup, s *compiler.Step, tool *compiler.Tool, id
 	if tool != s.Tool {
 		key += "/fallback"
 	}
-	return &callCtx{group: g, timeout: timeout, info: runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}}
+	c.group, c.timeout = g, timeout
+	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}
 }
 
 // toStepError turns a tool's error into the error value of its step.
@@ -955,7 +1014,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
-	e, err := newEngine(sub, args, nil, r.emit, r.elapsed, r.celOpts())
+	e, err := newEngine(sub, args, nil, r.emit, r.clock, r.celOpts())
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
