@@ -208,10 +208,12 @@ type runner struct {
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
 
 // clock returns the time and the time since the run started, from one
-// reading of the clock.
+// reading of the monotonic clock: the time is the run's start on the wall
+// clock and the time since then, so events are in time order even when
+// the wall clock is set during the run (time.Now would read both clocks).
 func (r *runner) clock() (time.Time, time.Duration) {
-	now := time.Now()
-	return now, now.Sub(r.start)
+	el := time.Since(r.start)
+	return r.start.Add(el), el
 }
 
 // emit records an event in the journal, then hands it to the observer.
@@ -450,7 +452,9 @@ type completion struct {
 // finish. There is no driver goroutine: the goroutine whose step finishes
 // settles it under the dispatcher's lock and goes on with the first step
 // it dispatches, so a chain runs on one goroutine without handing over.
-// The caller only waits: a tool that hangs may hold a worker for good.
+// A worker with nothing to run waits for a step to be handed to it, and
+// a goroutine is started for a step only when no worker waits. The
+// caller only waits: a tool that hangs may hold a worker for good.
 func (r *runner) drive(ctx context.Context, e *engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -493,6 +497,9 @@ type dispatcher struct {
 	// idle is closed once nothing runs and nothing more can start.
 	idle   chan struct{}
 	closed bool
+	// parked are the channels of the workers that wait for a step, the
+	// last to wait last; each is closed when the dispatcher is idle.
+	parked []chan *callSpec
 }
 
 // next dispatches ready steps in index order, up to the parallelism
@@ -508,21 +515,32 @@ func (d *dispatcher) next() *callSpec {
 			continue
 		}
 		spec, serr := e.prepare(i)
+		if serr == nil && r.plain(spec) {
+			serr = r.startPlain(d, spec)
+		}
 		if serr != nil {
 			d.finish(i, outcome{err: serr, start: r.elapsed()})
 			continue
 		}
 		d.running++
 		e.res[i].Status = StatusRunning
-		if mine == nil {
+		switch n := len(d.parked); {
+		case mine == nil:
 			mine = spec
-		} else {
+		case n > 0:
+			d.parked[n-1] <- spec
+			d.parked = d.parked[:n-1]
+		default:
 			go d.worker(spec)
 		}
 	}
 	if d.running == 0 && !d.closed {
 		d.closed = true
 		close(d.idle)
+		for _, w := range d.parked {
+			close(w)
+		}
+		d.parked = nil
 	}
 	return mine
 }
@@ -539,18 +557,22 @@ func (d *dispatcher) finish(i int, out outcome) {
 }
 
 // worker runs a step, settles it, and goes on with the next step it
-// dispatches, until it dispatches none.
+// dispatches; when it dispatches none, it waits for a step to be handed
+// to it, until the dispatcher is idle.
 func (d *dispatcher) worker(spec *callSpec) {
+	wake := make(chan *callSpec, 1)
 	for spec != nil {
+		var out outcome
 		if d.r.plain(spec) {
-			out, mine := d.r.callPlain(d, spec)
+			var mine bool
+			out, mine = d.r.callPlain(spec)
 			if !mine {
 				return // the tool returned too late; its step was settled
 			}
-			spec = d.settle(spec, out)
-			continue
+		} else {
+			out = d.r.work(d.calls, d.e, spec)
 		}
-		spec = d.settle(spec, d.r.work(d.calls, d.e, spec))
+		spec = d.settle(spec, out, wake)
 	}
 }
 
@@ -559,16 +581,16 @@ func (d *dispatcher) worker(spec *callSpec) {
 // on in the worker's place.
 func (d *dispatcher) abandon(c *callCtx) {
 	serr := toStepError(c.Err(), c, c.info.Tool, c.spec.step.ID, c.timeout)
-	d.worker(d.settle(c.spec, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}))
+	d.worker(d.settle(c.spec, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}, nil))
 }
 
 // settle records a step that ran, or its waiting for a decision, and
 // dispatches what is ready; it returns the step the calling goroutine
-// runs next, if any.
-func (d *dispatcher) settle(spec *callSpec, out outcome) *callSpec {
+// runs next. When there is none, a worker (wake not nil) waits for one on
+// wake; settle returns nil once the dispatcher is idle.
+func (d *dispatcher) settle(spec *callSpec, out outcome, wake chan *callSpec) *callSpec {
 	out = d.r.limitOutput(spec, out)
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.running--
 	if out.waiting {
 		d.e.res[spec.i].Status = StatusWaiting
@@ -576,7 +598,14 @@ func (d *dispatcher) settle(spec *callSpec, out outcome) *callSpec {
 	} else {
 		d.finish(spec.i, out)
 	}
-	return d.next()
+	next := d.next()
+	if next != nil || d.closed || wake == nil {
+		d.mu.Unlock()
+		return next
+	}
+	d.parked = append(d.parked, wake)
+	d.mu.Unlock()
+	return <-wake
 }
 
 // restored returns the outcome an earlier process recorded for a step, if
@@ -703,40 +732,47 @@ func (r *runner) plain(spec *callSpec) bool {
 	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && len(s.Criteria) == 0 && s.Tool != nil && s.Tool.Plan == nil
 }
 
-// callPlain runs a plain step of d: what runStep does for it, with the
-// tool called on this goroutine instead of one of its own. If the call is
-// not over when its context ends (its timeout, or the run stopping), the
-// watcher settles the step as failed on a goroutine of its own
-// (d.abandon), and callPlain reports false once the tool returns: the
-// goroutine that called it must then leave the step alone.
-func (r *runner) callPlain(d *dispatcher, spec *callSpec) (outcome, bool) {
-	e := d.e
+// startPlain starts a plain step of d as it is dispatched, under d.mu:
+// its step-started event, and the context of its call, watched from now.
+// It returns the step's error when the journal cannot be written.
+func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
-	id := e.prefix + s.ID
-	tool := s.Tool.Name
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool, Time: now, Elapsed: start})
+	id := d.e.prefix + s.ID
+	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
 	if err := r.journalFailed(); err != nil {
-		return outcome{err: &StepError{Code: codeJournal, Message: err.Error(), Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}, true
+		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
 	c := &spec.call
 	r.newCall(c, d.calls, s, s.Tool, id, 1)
 	c.d, c.spec, c.start = d, spec, start
 	r.calls.watch(c, now)
+	return nil
+}
+
+// callPlain runs a plain step started by startPlain: what runStep does
+// for it, with the tool called on this goroutine instead of one of its
+// own. If the call is not over when its context ends (its timeout, or the
+// run stopping), the watcher settles the step as failed on a goroutine of
+// its own (dispatcher.abandon), and callPlain reports false once the tool
+// returns: the goroutine that called it must then leave the step alone.
+func (r *runner) callPlain(spec *callSpec) (outcome, bool) {
+	c := &spec.call
+	tool := c.info.Tool
 	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(c, tool, spec.args) })
 	if !c.returned() {
 		return outcome{}, false
 	}
 	defer c.release()
-	out := outcome{value: v, attempts: 1, start: start}
+	out := outcome{value: v, attempts: 1, start: c.start}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrWaiting):
-		return outcome{waiting: true, start: start}, true
+		return outcome{waiting: true, start: c.start}, true
 	default:
-		out.value, out.err = nil, toStepError(err, c, tool, s.ID, c.timeout)
+		out.value, out.err = nil, toStepError(err, c, tool, spec.step.ID, c.timeout)
 	}
-	out.duration = r.elapsed() - start
+	out.duration = r.elapsed() - c.start
 	return out, true
 }
 
