@@ -55,8 +55,9 @@ type Annotations struct {
 
 // Registry holds tools by name. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]*entry
+	// tools maps names to *entry. A sync.Map reads without a lock, which
+	// every call of every step would share.
+	tools sync.Map
 }
 
 type entry struct {
@@ -70,7 +71,7 @@ type entry struct {
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{tools: map[string]*entry{}} }
+func NewRegistry() *Registry { return &Registry{} }
 
 // Register adds a tool. Its schemas must be valid JSON Schemas; the input
 // schema must describe an object (the arguments).
@@ -95,12 +96,9 @@ func (r *Registry) Register(def Definition, impl Tool) error {
 		}
 		e.outShape = shapeOf(def.OutputSchema)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.tools[def.Name]; dup {
+	if _, dup := r.tools.LoadOrStore(def.Name, e); dup {
 		return fmt.Errorf("registering tool %s: a tool of that name is already registered", def.Name)
 	}
-	r.tools[def.Name] = e
 	return nil
 }
 
@@ -127,21 +125,18 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 
 // Definitions returns the definitions of every tool, sorted by name.
 func (r *Registry) Definitions() []Definition {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]Definition, 0, len(r.tools))
-	for _, e := range r.tools {
-		out = append(out, e.def)
-	}
+	out := []Definition{}
+	r.tools.Range(func(_, e any) bool {
+		out = append(out, e.(*entry).def)
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // Has reports whether a tool is registered.
 func (r *Registry) Has(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.tools[name]
+	_, ok := r.tools.Load(name)
 	return ok
 }
 
@@ -155,12 +150,11 @@ func (r *Registry) ToolsJSON() []byte {
 // Call validates args against the tool's input schema, calls it, converts
 // its result to JSON shape and validates it against the output schema.
 func (r *Registry) Call(ctx context.Context, name string, args map[string]any) (any, error) {
-	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
+	v, ok := r.tools.Load(name)
 	if !ok {
 		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %s is registered", name)}
 	}
+	e := v.(*entry)
 	if e.inShape != nil && e.inShape.accepts(map[string]any(args)) {
 		// Surely valid: the validator would say so, at a hundred times
 		// the cost.
