@@ -76,12 +76,17 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 		index:   prog.SlotIndex,
 		input:   in,
 	}
-	for i, name := range plan.SlotNames {
-		slot := plan.Slots[name]
-		if v, ok := state[name]; ok {
-			e.sc.slots[i], e.sc.written[i] = v, true
-		} else if slot.HasInitial {
+	// The state block's initial values, then the slots already written,
+	// without looking every slot up by name.
+	for name, slot := range plan.Slots {
+		if _, written := state[name]; slot.HasInitial && !written {
+			i := prog.SlotIndex[name]
 			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+		}
+	}
+	for name, v := range state {
+		if i, ok := prog.SlotIndex[name]; ok {
+			e.sc.slots[i], e.sc.written[i] = v, true
 		}
 	}
 	results := make([]StepResult, n)
@@ -261,7 +266,10 @@ func (e *engine) settle(cands []int) []int {
 func (e *engine) blocked(i int) (string, *StepError) {
 	s := e.prog.Steps[i]
 	for _, d := range s.Deps {
-		idx := e.sc.index[d.Slot]
+		idx, ok := d.SlotIndex()
+		if !ok {
+			idx = e.sc.index[d.Slot]
+		}
 		if e.sc.written[idx] {
 			continue
 		}
@@ -451,7 +459,7 @@ func (e *engine) finish(i int, out outcome) []int {
 	if out.err == nil {
 		r.Status, r.Result = StatusCompleted, out.value
 		if s.Out != "" {
-			e.write(s.Out, out.value)
+			e.write(s.Out, s.OutIndex, out.value)
 		}
 		ev := Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration}
 		if out.restored {
@@ -470,11 +478,11 @@ func (e *engine) finish(i int, out outcome) []int {
 	switch {
 	case s.ErrOut != "":
 		r.Handled = true
-		e.write(s.ErrOut, out.err.Value())
+		e.write(s.ErrOut, s.ErrOutIndex, out.err.Value())
 	case e.plan.Policy.Action == "continue":
 		r.Reason = "on failure continue: its dependents run with null in its slot"
 		if s.Out != "" {
-			e.write(s.Out, nil)
+			e.write(s.Out, s.OutIndex, nil)
 		}
 	case e.plan.Policy.Action == "skip":
 		r.Reason = "on failure skip: the steps that read its result are skipped"
@@ -510,7 +518,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	// rather than copying every slot for each step that has an expectation.
 	sc := e.sc
 	if s.Out != "" {
-		idx := sc.index[s.Out]
+		idx := sc.slot(s.Out, s.OutIndex)
 		old, had := sc.slots[idx], sc.written[idx]
 		sc.slots[idx], sc.written[idx] = value, true
 		defer func() { sc.slots[idx], sc.written[idx] = old, had }()
@@ -568,8 +576,10 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	return nil
 }
 
-func (e *engine) write(slot string, v any) {
-	idx := e.sc.index[slot]
+// write writes a slot of a step: its Out or its ErrOut, with the method
+// that gives its position.
+func (e *engine) write(slot string, pos func() (int, bool), v any) {
+	idx := e.sc.slot(slot, pos)
 	e.sc.slots[idx], e.sc.written[idx] = v, true
 }
 
