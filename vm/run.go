@@ -464,7 +464,7 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	d.ready.add(e.settle(e.roots()))
 	first := d.next()
 	d.mu.Unlock()
-	if first != nil {
+	if first >= 0 {
 		go d.worker(first)
 	}
 	<-d.idle
@@ -483,6 +483,12 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 }
 
 // dispatcher shares one engine among the goroutines running its steps.
+// What decides steps (finishing them, settling their successors,
+// dispatching) happens under its lock; what a step does alone (evaluating
+// its arguments, calling its tool, checking the size of its result)
+// happens outside it, on the goroutine that runs the step. A step's
+// arguments read slots whose writers have all finished, which nothing
+// writes again, so they are read without the lock.
 type dispatcher struct {
 	r      *runner
 	e      *engine
@@ -490,7 +496,8 @@ type dispatcher struct {
 	cancel context.CancelFunc
 	// calls are the tool calls made under ctx.
 	calls *callGroup
-	// mu guards the engine, ready and running.
+	// mu guards the engine (but for the reads of a step's arguments),
+	// ready, running, closed and parked.
 	mu      sync.Mutex
 	ready   readyQueue
 	running int
@@ -499,39 +506,32 @@ type dispatcher struct {
 	closed bool
 	// parked are the channels of the workers that wait for a step, the
 	// last to wait last; each is closed when the dispatcher is idle.
-	parked []chan *callSpec
+	parked []chan int
 }
 
 // next dispatches ready steps in index order, up to the parallelism
-// bound. It returns the first for the calling goroutine to run and starts
-// a goroutine for each of the others. d.mu is held.
-func (d *dispatcher) next() *callSpec {
+// bound. It returns the first for the calling goroutine to run, or -1,
+// and hands each of the others to a waiting worker or starts a goroutine
+// for it. d.mu is held.
+func (d *dispatcher) next() int {
 	e, r := d.e, d.r
-	var mine *callSpec
+	mine := -1
 	for d.running < r.opts.MaxParallel && d.ready.len() > 0 && e.stop == nil && d.ctx.Err() == nil {
 		i := d.ready.pop()
 		if out, ok := r.restored(e, i); ok {
 			d.finish(i, out)
 			continue
 		}
-		spec, serr := e.prepare(i)
-		if serr == nil && r.plain(spec) {
-			serr = r.startPlain(d, spec)
-		}
-		if serr != nil {
-			d.finish(i, outcome{err: serr, start: r.elapsed()})
-			continue
-		}
 		d.running++
 		e.res[i].Status = StatusRunning
 		switch n := len(d.parked); {
-		case mine == nil:
-			mine = spec
+		case mine < 0:
+			mine = i
 		case n > 0:
-			d.parked[n-1] <- spec
+			d.parked[n-1] <- i
 			d.parked = d.parked[:n-1]
 		default:
-			go d.worker(spec)
+			go d.worker(i)
 		}
 	}
 	if d.running == 0 && !d.closed {
@@ -556,24 +556,40 @@ func (d *dispatcher) finish(i int, out outcome) {
 	}
 }
 
-// worker runs a step, settles it, and goes on with the next step it
+// worker runs step i, settles it, and goes on with the next step it
 // dispatches; when it dispatches none, it waits for a step to be handed
 // to it, until the dispatcher is idle.
-func (d *dispatcher) worker(spec *callSpec) {
-	wake := make(chan *callSpec, 1)
-	for spec != nil {
-		var out outcome
-		if d.r.plain(spec) {
-			var mine bool
-			out, mine = d.r.callPlain(spec)
-			if !mine {
-				return // the tool returned too late; its step was settled
-			}
-		} else {
-			out = d.r.work(d.calls, d.e, spec)
+func (d *dispatcher) worker(i int) {
+	wake := make(chan int, 1)
+	for i >= 0 {
+		out, mine := d.run(i)
+		if !mine {
+			return // the tool returned too late; its step was settled
 		}
-		spec = d.settle(spec, out, wake)
+		i = d.settle(i, out, wake)
 	}
+}
+
+// run evaluates the arguments of step i and runs it. It reports false
+// when the step was settled without it: its tool did not return before
+// its context ended (see callPlain).
+func (d *dispatcher) run(i int) (outcome, bool) {
+	r, e := d.r, d.e
+	spec, serr := e.prepare(i)
+	if serr != nil {
+		return outcome{err: serr, start: r.elapsed()}, true
+	}
+	if !r.plain(spec) {
+		return r.work(d.calls, e, spec), true
+	}
+	if serr := r.startPlain(d, spec); serr != nil {
+		return outcome{err: serr, start: r.elapsed()}, true
+	}
+	out, mine := r.callPlain(spec)
+	if !mine {
+		return outcome{}, false
+	}
+	return r.limitOutput(spec, out), true
 }
 
 // abandon settles a plain step whose tool did not return before its
@@ -581,31 +597,33 @@ func (d *dispatcher) worker(spec *callSpec) {
 // on in the worker's place.
 func (d *dispatcher) abandon(c *callCtx) {
 	serr := toStepError(c.Err(), c, c.info.Tool, c.spec.step.ID, c.timeout)
-	d.worker(d.settle(c.spec, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}, nil))
+	d.worker(d.settle(c.spec.i, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}, nil))
 }
 
-// settle records a step that ran, or its waiting for a decision, and
-// dispatches what is ready; it returns the step the calling goroutine
+// settle records the outcome of step i, or its waiting for a decision,
+// and dispatches what is ready; it returns the step the calling goroutine
 // runs next. When there is none, a worker (wake not nil) waits for one on
-// wake; settle returns nil once the dispatcher is idle.
-func (d *dispatcher) settle(spec *callSpec, out outcome, wake chan *callSpec) *callSpec {
-	out = d.r.limitOutput(spec, out)
+// wake; settle returns -1 once the dispatcher is idle.
+func (d *dispatcher) settle(i int, out outcome, wake chan int) int {
 	d.mu.Lock()
 	d.running--
 	if out.waiting {
-		d.e.res[spec.i].Status = StatusWaiting
+		d.e.res[i].Status = StatusWaiting
 		d.e.waiting++
 	} else {
-		d.finish(spec.i, out)
+		d.finish(i, out)
 	}
 	next := d.next()
-	if next != nil || d.closed || wake == nil {
+	if next >= 0 || d.closed || wake == nil {
 		d.mu.Unlock()
 		return next
 	}
 	d.parked = append(d.parked, wake)
 	d.mu.Unlock()
-	return <-wake
+	if next, ok := <-wake; ok {
+		return next
+	}
+	return -1
 }
 
 // restored returns the outcome an earlier process recorded for a step, if
@@ -732,9 +750,9 @@ func (r *runner) plain(spec *callSpec) bool {
 	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && len(s.Criteria) == 0 && s.Tool != nil && s.Tool.Plan == nil
 }
 
-// startPlain starts a plain step of d as it is dispatched, under d.mu:
-// its step-started event, and the context of its call, watched from now.
-// It returns the step's error when the journal cannot be written.
+// startPlain starts a plain step of d: its step-started event, and the
+// context of its call, watched from now. It returns the step's error when
+// the journal cannot be written.
 func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
