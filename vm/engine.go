@@ -15,7 +15,9 @@ import (
 // engine is the deterministic core of a run: it decides which steps are
 // ready, skips the ones that cannot run and why, evaluates arguments,
 // records outcomes, writes slots and applies the failure policy. It is not
-// safe for concurrent use: a driver calls it from one goroutine.
+// safe for concurrent use: a driver calls it under one lock, except
+// prepare, which only reads the slots of steps that have finished and
+// which the dispatcher calls for several steps at once, outside its lock.
 type engine struct {
 	prog    *compiler.Program
 	plan    *compiler.Plan
