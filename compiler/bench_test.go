@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/bench"
@@ -121,6 +123,17 @@ func BenchmarkFrontEnd(b *testing.B) {
 	typical := bench.Typical(30)
 	b.Run("plan/typical-30", func(b *testing.B) {
 		frontEnd(b, 0, func() (*lang.File, lang.Diagnostics) { return lang.Parse("typical.plan", typical) }, Config{})
+	})
+	// The same plan with every condition different ("> 1", "> 2", …), so
+	// that no expression has the shape of another and each is parsed
+	// and checked.
+	n := 0
+	distinct := regexp.MustCompile(`\) > 0`).ReplaceAllFunc(typical, func([]byte) []byte {
+		n++
+		return fmt.Appendf(nil, ") > %d", n)
+	})
+	b.Run("plan/typical-30-distinct", func(b *testing.B) {
+		frontEnd(b, 0, func() (*lang.File, lang.Diagnostics) { return lang.Parse("typical.plan", distinct) }, Config{})
 	})
 	input := seedInput(b)
 	for _, e := range benchPlans() {

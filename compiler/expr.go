@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -250,7 +251,15 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		return op // the reference errors say what is wrong
 	}
 	op.Text = e.Text
-	ast, iss := env.Parse(e.CELText())
+	op.env = env
+	op.expr = e
+	shape, shareable := pc.celShape(e, env, sc)
+	if t, ok := pc.shapes[shape]; ok && shareable {
+		op.Type = t
+		pc.bareNames(e, sc)
+		return op
+	}
+	ast, iss := parseCEL(env, e.CELText())
 	if iss.Err() != nil {
 		pc.celIssues(e, iss.Errors(), lang.ParseError)
 		return op
@@ -260,26 +269,145 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		pc.celIssues(e, iss.Errors(), lang.TypeMismatch)
 		return op
 	}
-	op.CEL = checked
-	op.env = env
-	pc.celCost(e, env, checked)
+	op.checked = checked
 	op.Type = pc.types.planType(checked.OutputType())
+	if pc.celCost(e, env, checked) && shareable {
+		pc.shapes[shape] = op.Type
+	}
 	pc.bareNames(e, sc)
 	return op
+}
+
+// celShape is what decides the check of a CEL expression: the
+// environment, and the text with each reference replaced by the types it
+// reads through. Two expressions of one shape parse to the same tree but
+// for the names of the fields their references select, and those names
+// lead CEL to the same types, so they check alike: an expression of a
+// shape already checked without errors is not checked again (plans
+// repeat the conditions of their steps, as in "size(†state.hitsN) > 0").
+// The second result is false for an expression that cannot be keyed so.
+type celShape struct {
+	env  *cel.Env
+	text string
+}
+
+func (pc *planChecker) celShape(e *lang.CELExpr, env *cel.Env, sc *scope) (celShape, bool) {
+	base := e.Span.Start.Offset
+	if base+len(e.Text) != e.Span.End.Offset || strings.IndexByte(e.Text, 0) >= 0 {
+		return celShape{}, false // a JSON string with escapes, or a NUL of its own
+	}
+	b := pc.keyBuf[:0]
+	last := 0
+	for _, r := range e.Refs {
+		start, end := r.Span.Start.Offset-base, r.Span.End.Offset-base
+		if start < last || end < start || end > len(e.Text) {
+			return celShape{}, false
+		}
+		b = append(b, e.Text[last:start]...)
+		b = append(b, 0)
+		var ok bool
+		if b, ok = pc.refShape(b, r, sc); !ok {
+			return celShape{}, false
+		}
+		b = append(b, 0)
+		last = end
+	}
+	b = append(b, e.Text[last:]...)
+	pc.keyBuf = b
+	return celShape{env: env, text: string(b)}, true
+}
+
+// refShape appends to b how a reference reads: its root, and for each
+// element of its path how it is written and the type it leads to.
+func (pc *planChecker) refShape(b []byte, r *lang.Ref, sc *scope) ([]byte, bool) {
+	var t *Type
+	path := r.Path
+	switch root := r.Root.Name; {
+	case root == "state":
+		if len(path) == 0 || path[0].IsIndex || path[0].Quoted {
+			return b, false
+		}
+		slot := pc.p.Slots[path[0].Field]
+		if slot == nil {
+			return b, false
+		}
+		t, path = slot.Type, path[1:]
+		b = append(b, 's')
+	case root == "input":
+		t = pc.p.Input
+		b = append(b, 'i')
+	case sc != nil && sc.elem != "" && root == sc.elem:
+		t = sc.elemType
+		b = append(b, 'e')
+	default:
+		return b, false
+	}
+	b = pc.appendTypeID(b, t)
+	for _, el := range path {
+		switch {
+		case t == nil:
+			return b, false
+		case t.Kind == KindAny:
+			b = append(b, '*')
+		case el.IsIndex:
+			if t.Kind != KindList {
+				return b, false
+			}
+			t = t.Elem
+			b = append(b, '[')
+		case t.Kind == KindObject && t.Open && len(t.Fields) == 0:
+			t = AnyType
+			b = append(b, '.')
+		case t.Kind == KindObject:
+			f := t.Field(el.Field)
+			if f == nil {
+				return b, false
+			}
+			t = f.Type
+			b = append(b, '.')
+		default:
+			return b, false
+		}
+		if el.Quoted {
+			b = append(b, '"')
+		}
+		b = pc.appendTypeID(b, t)
+	}
+	return b, true
+}
+
+// appendTypeID appends a number that stands for t in this plan.
+func (pc *planChecker) appendTypeID(b []byte, t *Type) []byte {
+	id, ok := pc.typeIDs[t]
+	if !ok {
+		id = uint32(len(pc.typeIDs))
+		pc.typeIDs[t] = id
+	}
+	return binary.LittleEndian.AppendUint32(b, id)
 }
 
 // celCost reports an expression whose worst-case cost, as cel-go
 // estimates it with unknown sizes taken as Limits.SizeHint, is over
 // Limits.MaxCost: an untrusted plan could otherwise make every evaluation
 // run to the interpreter's runtime limit.
-func (pc *planChecker) celCost(e *lang.CELExpr, env *cel.Env, checked *cel.Ast) {
+//
+// It returns false if it reported the expression.
+func (pc *planChecker) celCost(e *lang.CELExpr, env *cel.Env, checked *cel.Ast) bool {
 	lim := pc.c.limits
+	// The estimate reads only the checked tree and the cost models of the
+	// libraries, which every plan's environment takes from baseEnv; baseEnv
+	// compiles its models once, where a plan's environment would compile
+	// them for each plan.
+	if base, err := baseEnv(); err == nil {
+		env = base
+	}
 	est, err := env.EstimateCost(checked, sizeHint(lim.SizeHint))
 	if err != nil || est.Max <= lim.MaxCost {
-		return
+		return true
 	}
 	pc.c.errorf(lang.LimitExceeded, e.Span, "this expression may cost up to %s to evaluate, more than the limit of %d (a list, map or string of unknown size is taken to hold %d elements): iterate over fewer or smaller lists, or raise the limit if the plan is trusted",
 		costText(est.Max), lim.MaxCost, lim.SizeHint)
+	return false
 }
 
 // costText prints a cost estimate; an unbounded one is "an unbounded

@@ -33,9 +33,8 @@ type Operand struct {
 	Elems []*Operand
 	Keys  []string
 	Vals  []*Operand
-	// CEL is the checked expression, Text its source as written in the
-	// plan, and Refs the references it reads.
-	CEL  *cel.Ast
+	// Text is a CEL expression's source as written in the plan, and Refs
+	// the references it reads.
 	Text string
 	Refs []*RefPath
 	// Type is the operand's static type.
@@ -43,6 +42,11 @@ type Operand struct {
 	Span lang.Span
 	// env is the CEL environment the expression was checked in.
 	env *cel.Env
+	// checked is the checked expression; nil for an expression of a
+	// shape already checked (see celShape), which Program.CEL checks
+	// when it first compiles it.
+	checked *cel.Ast
+	expr    *lang.CELExpr
 }
 
 // RefPath is a resolved reference: a root (input, state, or a for-each

@@ -28,6 +28,11 @@ type planChecker struct {
 	// of its own (a field the slot's type lacks): they count as read, so
 	// that the error does not also make them "never read".
 	misread map[string]bool
+	// shapes holds the type of every CEL expression shape checked
+	// without errors; typeIDs numbers the types in their keys.
+	shapes  map[celShape]*Type
+	typeIDs map[*Type]uint32
+	keyBuf  []byte
 }
 
 type stepReads struct {
@@ -45,7 +50,7 @@ type scope struct {
 }
 
 func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
-	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}}
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), reads: map[*Step]*stepReads{}, labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}}
 	p.Slots = map[string]*Slot{}
 	pc.settings(items)
 	pc.input(items, params)

@@ -266,10 +266,23 @@ func (p *Program) CEL(op *Operand, opts ...cel.ProgramOption) (cel.Program, erro
 	if env == nil {
 		env = p.Plan.Env
 	}
-	if env == nil || op.CEL == nil {
+	checked := op.checked
+	if checked == nil && env != nil && op.expr != nil {
+		// An expression of a shape checked before: the same check,
+		// now for this text.
+		ast, iss := parseCEL(env, op.expr.CELText())
+		if iss.Err() == nil {
+			ast, iss = env.Check(ast)
+		}
+		if err := iss.Err(); err != nil {
+			return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
+		}
+		checked = ast
+	}
+	if env == nil || checked == nil {
 		return nil, fmt.Errorf("expression %q was not checked", op.Text)
 	}
-	prg, err := env.Program(op.CEL, opts...)
+	prg, err := env.Program(checked, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
 	}

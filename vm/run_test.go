@@ -222,6 +222,42 @@ output {
 	}
 }
 
+// Conditions of one shape are checked once; each still reads its own
+// slots when it runs.
+func TestRunWhenSameShape(t *testing.T) {
+	prog := compile(t, `
+tool check(who: string) -> {orders: int} pure
+tool refund(n: int) -> string idempotent
+check(who: "a") -> †state.a
+check(who: "b") -> †state.b
+refund(n: †state.a.orders) -> †state.ra
+  when †state.a.orders > 0
+refund(n: †state.b.orders) -> †state.rb
+  when †state.b.orders > 0
+`)
+	tools := newFakeTools().
+		on("check", func(ctx context.Context, args map[string]any) (any, error) {
+			if args["who"] == "a" {
+				return map[string]any{"orders": int64(0)}, nil
+			}
+			return map[string]any{"orders": int64(2)}, nil
+		}).
+		on("refund", func(ctx context.Context, args map[string]any) (any, error) {
+			return fmt.Sprint("refunded ", args["n"]), nil
+		})
+	res, err := Run(context.Background(), prog, nil, opts(tools, &recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"check#1": "completed", "check#2": "completed", "refund#1": "skipped", "refund#2": "completed"}
+	if diff := cmp.Diff(want, statuses(res)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if got := res.State["rb"]; got != "refunded 2" {
+		t.Errorf("rb = %v, want refunded 2", got)
+	}
+}
+
 func TestRunWhen(t *testing.T) {
 	prog := compile(t, `
 tool check() -> {orders: int} pure

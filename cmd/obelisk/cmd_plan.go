@@ -129,7 +129,7 @@ func applyCommand() *command {
 					return status
 				}
 				defer stop()
-				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, name) })
+				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, pf.Source.Path(name)) })
 				if err == nil {
 					err = pf.Stale(now)
 				}
@@ -153,7 +153,7 @@ func applyCommand() *command {
 						return exitUsage
 					}
 				}
-				mocksPath := mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Name, ".plan"), ".json"))
+				mocksPath := mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Path(pf.Source.Name), ".plan"), ".json"))
 				if mocksPath != "" {
 					b, err := os.ReadFile(mocksPath)
 					if err != nil {
@@ -163,7 +163,7 @@ func applyCommand() *command {
 					s.Mocks, s.MocksFile = string(b), mocksPath
 				}
 				rf.files = s.Files
-				tools, err := s.tools(rf, prog, pf.Source.Dir)
+				tools, err := s.tools(rf, prog, pf.Source.Path(pf.Source.Dir))
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
 					return exitUsage

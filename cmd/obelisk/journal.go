@@ -180,6 +180,9 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	if c.src.path != "" {
 		src.Dir = filepath.Dir(c.src.path)
 	}
+	if wd, err := os.Getwd(); err == nil {
+		src.WorkDir = wd
+	}
 	if rf.read != nil {
 		src.Tools = rf.read.tools
 		src.Imports = rf.read.imports
@@ -450,7 +453,7 @@ func resumeCommand() *command {
 					return status
 				}
 				defer stop()
-				if x.tools, err = s.tools(rf, prog, st.Source.Dir); err != nil {
+				if x.tools, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
 					return fail("run %s: %v", id, err)
 				}
 				x.prog, x.policy = prog, s.Approval

@@ -426,6 +426,13 @@ func TestPlanApplyStale(t *testing.T) {
 	if a.code != 0 || strings.TrimSpace(a.stdout) != `"Ada"` {
 		t.Fatalf("apply: exit %d\n%s%s", a.code, a.stdout, a.stderr)
 	}
+	// From another directory, the tools file and the mocks are still
+	// found where the plan was made.
+	elsewhere := t.TempDir()
+	a = runObelisk(t, elsewhere, "apply", "--state-dir", "st", "--run-id", "a2", filepath.Join(dir, "who.planfile"))
+	if a.code != 0 || strings.TrimSpace(a.stdout) != `"Ada"` {
+		t.Fatalf("apply from another directory: exit %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
 
 	// The tool's output changes: the plan is stale.
 	writeFile(t, filepath.Join(dir, "tools.json"), strings.Replace(toolsV1, `"name": {"type": "string"}`, `"name": {"type": "string"}, "age": {"type": "integer"}`, 1))

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -41,6 +42,9 @@ type Source struct {
 	Text string `json:"text"`
 	// Dir is the directory relative imports are read from.
 	Dir string `json:"dir,omitempty"`
+	// WorkDir is the directory the plan was made in: Name, Dir and the
+	// names of Tools and Imports, where relative, are relative to it.
+	WorkDir string `json:"workDir,omitempty"`
 	// Tools are the tools files read outside the plan (MCP tools/list
 	// or OpenAI functions JSON), the built-in tools' definitions among
 	// them, in the order the checker takes them.
@@ -52,6 +56,16 @@ type Source struct {
 	// options.
 	Strict      bool `json:"strict,omitempty"`
 	MaxParallel int  `json:"maxParallel,omitempty"`
+}
+
+// Path returns where the file the source names name is now: relative
+// to WorkDir, so that a plan made in one directory is applied or resumed
+// from any other.
+func (s *Source) Path(name string) string {
+	if s.WorkDir == "" || name == "" || filepath.IsAbs(name) || strings.HasPrefix(name, "<") {
+		return name
+	}
+	return filepath.Join(s.WorkDir, name)
 }
 
 // Config returns the checker's configuration for the source: its tools
