@@ -119,7 +119,7 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		}
 		name := rp.Path[0].Field
 		slot := pc.p.Slots[name]
-		rp.slot = slot
+		rp.state = slot
 		if slot == nil || (len(slot.Writers) == 0 && len(slot.ErrorWriters) == 0 && !slot.HasInitial) {
 			if sc != nil && containsString(sc.own, name) && slot != nil {
 				t = slot.Type

@@ -30,7 +30,7 @@ func (pc *planChecker) graph() []int {
 		add := func(refs []*RefPath, kind DepKind, allowOwn bool) {
 			for _, ref := range refs {
 				name := ref.Slot()
-				slot := ref.slot
+				slot := ref.state
 				if slot == nil && name != "" {
 					slot = p.Slots[name]
 				}

@@ -233,7 +233,19 @@ type Step struct {
 	// Gated is set when an approval gate (this step's, an ancestor's, or
 	// the plan's) comes before the step.
 	Gated bool
+
+	// outSlot and errSlot are 1 + the positions of Out and ErrOut in
+	// Plan.SlotNames, set by Compile; 0 when absent or not compiled.
+	outSlot, errSlot int32
 }
+
+// OutIndex returns the position of Out in Plan.SlotNames; ok is false
+// when the step writes no slot or its plan is not compiled.
+func (s *Step) OutIndex() (pos int, ok bool) { return int(s.outSlot) - 1, s.outSlot > 0 }
+
+// ErrOutIndex returns the position of ErrOut in Plan.SlotNames; ok is
+// false when the step has no error slot or its plan is not compiled.
+func (s *Step) ErrOutIndex() (pos int, ok bool) { return int(s.errSlot) - 1, s.errSlot > 0 }
 
 // ToolName is the name of the tool or sub-plan the step calls, whether it
 // was resolved or not.
@@ -251,7 +263,13 @@ type Dep struct {
 	// reads it.
 	Slot string
 	Kind DepKind
+	// slot is 1 + the position of Slot in Plan.SlotNames, set by Compile.
+	slot int32
 }
+
+// SlotIndex returns the position of Slot in Plan.SlotNames; ok is false
+// until the plan is compiled.
+func (d Dep) SlotIndex() (pos int, ok bool) { return int(d.slot) - 1, d.slot > 0 }
 
 // DepKind says how a step reads the slot it depends through.
 type DepKind uint8

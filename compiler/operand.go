@@ -55,9 +55,17 @@ type RefPath struct {
 	Root string
 	Path []PathElem
 	Span lang.Span
-	// slot is the state slot the reference reads, once checked.
-	slot *Slot
+	// slot is 1 + the position in Plan.SlotNames of the slot a †state
+	// reference reads, set by Compile.
+	slot int32
+	// state is the slot a †state reference reads, set by Check.
+	state *Slot
 }
+
+// SlotIndex returns the position in Plan.SlotNames of the slot a †state
+// reference reads; ok is false for other references, and until the plan
+// is compiled.
+func (r *RefPath) SlotIndex() (pos int, ok bool) { return int(r.slot) - 1, r.slot > 0 }
 
 // PathElem is one step of a reference path.
 type PathElem struct {

@@ -136,6 +136,7 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 	for i, name := range plan.SlotNames {
 		p.SlotIndex[name] = i
 	}
+	resolveSlots(plan, p.SlotIndex)
 	// Every step's predecessors in one piece, and its successors in
 	// another.
 	edges := 0
@@ -177,6 +178,59 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 	}
 	p.Analysis = analyze(p, opts)
 	return p, nil
+}
+
+// resolveSlots records in the plan's steps and references the positions
+// of the slots they name, so that the interpreter does not look them up
+// by name. The positions are 1-based, 0 meaning unknown.
+func resolveSlots(plan *Plan, index map[string]int) {
+	pos := func(name string) int32 {
+		if i, ok := index[name]; ok {
+			return int32(i) + 1
+		}
+		return 0
+	}
+	ref := func(r *RefPath) {
+		if r != nil && r.Root == "state" && len(r.Path) > 0 && !r.Path[0].IsIndex {
+			r.slot = pos(r.Path[0].Field)
+		}
+	}
+	operand := func(o *Operand) {
+		o.Walk(func(x *Operand) {
+			ref(x.Ref)
+			for _, r := range x.Refs {
+				ref(r)
+			}
+		})
+	}
+	for _, s := range plan.Steps {
+		if s.Out != "" {
+			s.outSlot = pos(s.Out)
+		}
+		if s.ErrOut != "" {
+			s.errSlot = pos(s.ErrOut)
+		}
+		for k := range s.Deps {
+			s.Deps[k].slot = pos(s.Deps[k].Slot)
+		}
+		for _, a := range s.Args {
+			operand(a.Value)
+		}
+		if s.Fallback != nil {
+			for _, a := range s.Fallback.Args {
+				operand(a.Value)
+			}
+		}
+		if s.Each != nil {
+			operand(s.Each.List)
+		}
+		operand(s.When)
+		operand(s.Result)
+		for _, x := range s.Expects {
+			operand(x)
+		}
+	}
+	operand(plan.Output)
 }
 
 // Graph returns the plan as a graph of the dominikbraun/graph library:

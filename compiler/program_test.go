@@ -285,3 +285,59 @@ func checkShape(t *testing.T, prog *Program) {
 		}
 	}
 }
+
+// TestSlotIndexes: in every compiled example and its sub-plans, each step,
+// dependency and †state reference knows the position of the slot it names.
+func TestSlotIndexes(t *testing.T) {
+	refs := 0
+	for _, path := range examplePlans(t) {
+		prog := compileFile(t, path)
+		progs := []*Program{prog}
+		for _, sub := range prog.Sub {
+			progs = append(progs, sub)
+		}
+		for _, p := range progs {
+			check := func(what, name string, pos int, ok bool) {
+				t.Helper()
+				if want, has := p.SlotIndex[name]; !ok || !has || pos != want {
+					t.Errorf("%s: %s names †state.%s at %d (%v), want %d", path, what, name, pos, ok, want)
+				}
+			}
+			for _, s := range p.Steps {
+				if s.Out != "" {
+					pos, ok := s.OutIndex()
+					check(s.ID+" out", s.Out, pos, ok)
+				}
+				if s.ErrOut != "" {
+					pos, ok := s.ErrOutIndex()
+					check(s.ID+" error out", s.ErrOut, pos, ok)
+				}
+				for _, d := range s.Deps {
+					pos, ok := d.SlotIndex()
+					check(s.ID+" dependency", d.Slot, pos, ok)
+				}
+				var ops []*Operand
+				for _, a := range s.Args {
+					ops = append(ops, a.Value)
+				}
+				ops = append(append(ops, s.When, s.Result), s.Expects...)
+				for _, o := range ops {
+					if o == nil {
+						continue
+					}
+					for _, r := range o.AllRefs() {
+						if r.Root != "state" {
+							continue
+						}
+						refs++
+						pos, ok := r.SlotIndex()
+						check(s.ID+" reference "+r.String(), r.Slot(), pos, ok)
+					}
+				}
+			}
+		}
+	}
+	if refs == 0 {
+		t.Error("no †state reference was checked")
+	}
+}

@@ -25,16 +25,19 @@ type CallInfo struct {
 	Key string
 }
 
-type callInfoKey struct{}
+// CallInfoKey is the context key of a call's identity: WithCallInfo
+// stores a CallInfo under it. A context type of its own that carries a
+// call's identity answers Value(CallInfoKey{}) with its CallInfo.
+type CallInfoKey struct{}
 
 // WithCallInfo returns a context that carries a call's identity.
 func WithCallInfo(ctx context.Context, c CallInfo) context.Context {
-	return context.WithValue(ctx, callInfoKey{}, c)
+	return context.WithValue(ctx, CallInfoKey{}, c)
 }
 
 // CallInfoFrom returns the identity of the call ctx belongs to.
 func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	c, ok := ctx.Value(CallInfoKey{}).(CallInfo)
 	return c, ok
 }
 

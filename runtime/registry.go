@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -55,8 +57,12 @@ type Annotations struct {
 
 // Registry holds tools by name. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]*entry
+	mu    sync.Mutex
+	tools map[string]*entry // guarded by mu
+	// read is a copy of tools that calls read without a lock, which every
+	// call of every step would share; nil after a tool is registered,
+	// until the next call makes it again.
+	read atomic.Pointer[map[string]*entry]
 }
 
 type entry struct {
@@ -71,6 +77,22 @@ type entry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{tools: map[string]*entry{}} }
+
+// lookup returns the tool of a name.
+func (r *Registry) lookup(name string) (*entry, bool) {
+	m := r.read.Load()
+	if m == nil {
+		r.mu.Lock()
+		if m = r.read.Load(); m == nil {
+			c := maps.Clone(r.tools)
+			m = &c
+			r.read.Store(m)
+		}
+		r.mu.Unlock()
+	}
+	e, ok := (*m)[name]
+	return e, ok
+}
 
 // Register adds a tool. Its schemas must be valid JSON Schemas; the input
 // schema must describe an object (the arguments).
@@ -101,6 +123,7 @@ func (r *Registry) Register(def Definition, impl Tool) error {
 		return fmt.Errorf("registering tool %s: a tool of that name is already registered", def.Name)
 	}
 	r.tools[def.Name] = e
+	r.read.Store(nil)
 	return nil
 }
 
@@ -127,21 +150,19 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 
 // Definitions returns the definitions of every tool, sorted by name.
 func (r *Registry) Definitions() []Definition {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
 	out := make([]Definition, 0, len(r.tools))
 	for _, e := range r.tools {
 		out = append(out, e.def)
 	}
+	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // Has reports whether a tool is registered.
 func (r *Registry) Has(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.tools[name]
+	_, ok := r.lookup(name)
 	return ok
 }
 
@@ -155,9 +176,7 @@ func (r *Registry) ToolsJSON() []byte {
 // Call validates args against the tool's input schema, calls it, converts
 // its result to JSON shape and validates it against the output schema.
 func (r *Registry) Call(ctx context.Context, name string, args map[string]any) (any, error) {
-	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
+	e, ok := r.lookup(name)
 	if !ok {
 		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %s is registered", name)}
 	}

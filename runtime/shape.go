@@ -15,10 +15,16 @@ type shape struct {
 	any        bool   // {} or true: every value
 	typ        string // "" when the schema gives no type
 	props      map[string]*shape
+	propList   []namedShape // props, to look up in an object
 	required   []string
 	additional *shape // nil: any additional property
 	closed     bool   // additionalProperties: false
 	items      *shape
+}
+
+type namedShape struct {
+	name  string
+	shape *shape
 }
 
 // annotations are the keywords a shape ignores: they do not constrain
@@ -71,6 +77,7 @@ func shapeOfValue(v any, depth int) *shape {
 					if s.props[name] = shapeOfValue(sub, depth+1); s.props[name] == nil {
 						return nil
 					}
+					s.propList = append(s.propList, namedShape{name, s.props[name]})
 				}
 			case k == "required":
 				list, ok := x.([]any)
@@ -170,6 +177,23 @@ func (s *shape) acceptsObject(v any) bool {
 	}
 	if s.items != nil {
 		return false // items on an object schema: leave it to the validator
+	}
+	if len(s.propList) <= 2*len(obj)+8 {
+		// Few properties: look each up in the object, which is cheaper
+		// than going through the object's keys; when the object has no
+		// other key, that is all.
+		found := 0
+		for _, p := range s.propList {
+			if x, ok := obj[p.name]; ok {
+				if !p.shape.accepts(x) {
+					return false
+				}
+				found++
+			}
+		}
+		if found == len(obj) {
+			return true
+		}
 	}
 	for k, x := range obj {
 		if p, ok := s.props[k]; ok {

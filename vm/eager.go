@@ -29,6 +29,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 		return nil, nil, errors.New("running a plan: no tools are configured")
 	}
 	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}}
+	defer r.calls.stop()
 	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
 	return s.run(ctx, sp)
 }
@@ -55,6 +56,8 @@ type parsed struct {
 func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.Diagnostics, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	calls := s.r.calls.group(ctx)
+	defer calls.stop()
 	items := make(chan parsed)
 	go func() {
 		defer close(items)
@@ -89,7 +92,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 				running++
 				s.e.res[i].Status = StatusRunning
 				e := s.e
-				go func() { done <- completion{i, r.work(ctx, e, spec)} }()
+				go func() { done <- completion{i, r.work(calls, e, spec)} }()
 			}
 		}
 		if !streaming && running == 0 {
@@ -128,7 +131,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		// Nothing ran; build an engine over the declarations alone for the
 		// output.
 		if prog, _, _ := s.compile(); prog != nil {
-			s.e, _ = newEngine(prog, s.input, nil, r.emit, r.elapsed, r.celOpts())
+			s.e, _ = newEngine(prog, s.input, nil, r.emit, r.clock, r.celOpts())
 		}
 	}
 	if s.e == nil {
@@ -323,7 +326,7 @@ func (s *stream) admit() []int {
 		return nil
 	}
 	if s.e == nil {
-		e, err := newEngine(prog, s.input, nil, s.r.emit, s.r.elapsed, s.r.celOpts())
+		e, err := newEngine(prog, s.input, nil, s.r.emit, s.r.clock, s.r.celOpts())
 		if err != nil {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil

@@ -15,7 +15,9 @@ import (
 // engine is the deterministic core of a run: it decides which steps are
 // ready, skips the ones that cannot run and why, evaluates arguments,
 // records outcomes, writes slots and applies the failure policy. It is not
-// safe for concurrent use: a driver calls it from one goroutine.
+// safe for concurrent use: a driver calls it under one lock, except
+// prepare, which only reads the slots of steps that have finished and
+// which the dispatcher calls for several steps at once, outside its lock.
 type engine struct {
 	prog    *compiler.Program
 	plan    *compiler.Plan
@@ -23,11 +25,15 @@ type engine struct {
 	res     []*StepResult
 	remain  []int32
 	decided []bool
-	celOpts []cel.ProgramOption
+	// released, cands and ready are the lists release and settle return
+	// or work on, kept from one call to the next.
+	released, cands, ready []int
+	celOpts                []cel.ProgramOption
 	// prefix is prepended to step IDs in events ("research#1/").
-	prefix  string
-	emit    func(Event, *StepResult)
-	elapsed func() time.Duration
+	prefix string
+	emit   func(Event, *StepResult)
+	// clock returns the time and the time since the run started.
+	clock func() (time.Time, time.Duration)
 	// stop is set when the policy stops the run: abort, or replan (which
 	// lets running steps finish and dispatches nothing new).
 	stop     error
@@ -49,7 +55,7 @@ type engine struct {
 // newEngine prepares a run of prog with the given input. state holds slot
 // values already written (a replanned run's completed work); the plan's
 // initial values fill the rest.
-func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), elapsed func() time.Duration, celOpts []cel.ProgramOption) (*engine, error) {
+func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), celOpts []cel.ProgramOption) (*engine, error) {
 	plan := prog.Plan
 	n := len(prog.Steps)
 	e := &engine{
@@ -60,7 +66,7 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 		decided: make([]bool, n),
 		celOpts: celOpts,
 		emit:    emit,
-		elapsed: elapsed,
+		clock:   clock,
 	}
 	in, err := checkInput(plan, input)
 	if err != nil {
@@ -72,12 +78,17 @@ func newEngine(prog *compiler.Program, input map[string]any, state map[string]an
 		index:   prog.SlotIndex,
 		input:   in,
 	}
-	for i, name := range plan.SlotNames {
-		slot := plan.Slots[name]
-		if v, ok := state[name]; ok {
-			e.sc.slots[i], e.sc.written[i] = v, true
-		} else if slot.HasInitial {
+	// The state block's initial values, then the slots already written,
+	// without looking every slot up by name.
+	for name, slot := range plan.Slots {
+		if _, written := state[name]; slot.HasInitial && !written {
+			i := prog.SlotIndex[name]
 			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+		}
+	}
+	for name, v := range state {
+		if i, ok := prog.SlotIndex[name]; ok {
+			e.sc.slots[i], e.sc.written[i] = v, true
 		}
 	}
 	results := make([]StepResult, n)
@@ -143,8 +154,7 @@ func (e *engine) stepEvent(ev Event, r *StepResult) {
 	if e.emit == nil {
 		return
 	}
-	ev.Elapsed = e.elapsed()
-	ev.Time = time.Now()
+	ev.Time, ev.Elapsed = e.clock()
 	if ev.Step != "" {
 		ev.Step = e.prefix + ev.Step
 	}
@@ -217,27 +227,30 @@ func (e *engine) roots() []int {
 
 // settle decides the candidates whose dependencies have all finished:
 // each either becomes ready or is skipped, and skipping may make more
-// candidates. It returns the ready steps in index order.
+// candidates. It returns the ready steps in index order, in a list that
+// holds until the next settle.
 func (e *engine) settle(cands []int) []int {
-	var ready []int
-	for len(cands) > 0 {
-		i := cands[0]
-		cands = cands[1:]
+	// cands may be the list of a release, which the finishing and skipping
+	// below reuse.
+	e.cands = append(e.cands[:0], cands...)
+	ready := e.ready[:0]
+	for k := 0; k < len(e.cands); k++ {
+		i := e.cands[k]
 		if e.decided[i] {
 			continue
 		}
 		if e.stop != nil {
 			if e.replanAt == nil {
-				cands = append(cands, e.skip(i, "the run stopped: "+e.stop.Error())...)
+				e.cands = append(e.cands, e.skip(i, "the run stopped: "+e.stop.Error())...)
 			}
 			continue
 		}
 		reason, err := e.blocked(i)
 		switch {
 		case err != nil:
-			cands = append(cands, e.finish(i, outcome{err: err})...)
+			e.cands = append(e.cands, e.finish(i, outcome{err: err})...)
 		case reason != "":
-			cands = append(cands, e.skip(i, reason)...)
+			e.cands = append(e.cands, e.skip(i, reason)...)
 		default:
 			e.decided[i] = true
 			e.res[i].Status = StatusPending // ready, waiting for a free slot
@@ -245,6 +258,7 @@ func (e *engine) settle(cands []int) []int {
 		}
 	}
 	sortInts(ready)
+	e.ready = ready
 	return ready
 }
 
@@ -254,7 +268,10 @@ func (e *engine) settle(cands []int) []int {
 func (e *engine) blocked(i int) (string, *StepError) {
 	s := e.prog.Steps[i]
 	for _, d := range s.Deps {
-		idx := e.sc.index[d.Slot]
+		idx, ok := d.SlotIndex()
+		if !ok {
+			idx = e.sc.index[d.Slot]
+		}
 		if e.sc.written[idx] {
 			continue
 		}
@@ -311,6 +328,9 @@ type callSpec struct {
 	fallback []map[string]any // per element, or one for a plain call
 	known    any
 	hasKnown bool
+	// call is the context of the call of a plain step, made with the
+	// spec to save an allocation.
+	call callCtx
 }
 
 // prepare evaluates a ready step's arguments.
@@ -441,7 +461,7 @@ func (e *engine) finish(i int, out outcome) []int {
 	if out.err == nil {
 		r.Status, r.Result = StatusCompleted, out.value
 		if s.Out != "" {
-			e.write(s.Out, out.value)
+			e.write(s.Out, s.OutIndex, out.value)
 		}
 		ev := Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration}
 		if out.restored {
@@ -460,11 +480,11 @@ func (e *engine) finish(i int, out outcome) []int {
 	switch {
 	case s.ErrOut != "":
 		r.Handled = true
-		e.write(s.ErrOut, out.err.Value())
+		e.write(s.ErrOut, s.ErrOutIndex, out.err.Value())
 	case e.plan.Policy.Action == "continue":
 		r.Reason = "on failure continue: its dependents run with null in its slot"
 		if s.Out != "" {
-			e.write(s.Out, nil)
+			e.write(s.Out, s.OutIndex, nil)
 		}
 	case e.plan.Policy.Action == "skip":
 		r.Reason = "on failure skip: the steps that read its result are skipped"
@@ -500,7 +520,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	// rather than copying every slot for each step that has an expectation.
 	sc := e.sc
 	if s.Out != "" {
-		idx := sc.index[s.Out]
+		idx := sc.slot(s.Out, s.OutIndex)
 		old, had := sc.slots[idx], sc.written[idx]
 		sc.slots[idx], sc.written[idx] = value, true
 		defer func() { sc.slots[idx], sc.written[idx] = old, had }()
@@ -558,8 +578,10 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	return nil
 }
 
-func (e *engine) write(slot string, v any) {
-	idx := e.sc.index[slot]
+// write writes a slot of a step: its Out or its ErrOut, with the method
+// that gives its position.
+func (e *engine) write(slot string, pos func() (int, bool), v any) {
+	idx := e.sc.slot(slot, pos)
 	e.sc.slots[idx], e.sc.written[idx] = v, true
 }
 
@@ -574,15 +596,16 @@ func (e *engine) skip(i int, reason string) []int {
 }
 
 // release counts a finished step off its successors and returns those
-// left waiting for nothing.
+// left waiting for nothing, in a list that holds until the next release.
 func (e *engine) release(i int) []int {
-	var out []int
+	out := e.released[:0]
 	for _, j := range e.prog.Succ[i] {
 		e.remain[j]--
 		if e.remain[j] == 0 {
 			out = append(out, int(j))
 		}
 	}
+	e.released = out
 	return out
 }
 

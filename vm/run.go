@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -189,6 +188,7 @@ func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts
 	opts.defaults()
 	r := &runner{opts: opts, start: time.Now()}
 	r.emitMu = &sync.Mutex{}
+	defer r.calls.stop()
 	return r.run(ctx, prog, input)
 }
 
@@ -201,9 +201,20 @@ type runner struct {
 	journalErr error
 	// randMu guards opts.Rand, which workers share.
 	randMu sync.Mutex
+	// calls watches the deadlines of the tool calls.
+	calls watcher
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
+
+// clock returns the time and the time since the run started, from one
+// reading of the monotonic clock: the time is the run's start on the wall
+// clock and the time since then, so events are in time order even when
+// the wall clock is set during the run (time.Now would read both clocks).
+func (r *runner) clock() (time.Time, time.Duration) {
+	el := time.Since(r.start)
+	return r.start.Add(el), el
+}
 
 // emit records an event in the journal, then hands it to the observer.
 func (r *runner) emit(e Event, step *StepResult) {
@@ -222,12 +233,14 @@ func (r *runner) emit(e Event, step *StepResult) {
 	}
 }
 
+// event emits an event that happens now, or at e.Time when it is set.
 func (r *runner) event(e Event) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
 	}
-	now := time.Now()
-	e.Time, e.Elapsed = now, now.Sub(r.start)
+	if e.Time.IsZero() {
+		e.Time, e.Elapsed = r.clock()
+	}
 	r.emit(e, nil)
 }
 
@@ -290,7 +303,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		maxReplans = 3
 	}
 	for round := 0; ; round++ {
-		e, err := newEngine(prog, input, state, r.emit, r.elapsed, r.celOpts())
+		e, err := newEngine(prog, input, state, r.emit, r.clock, r.celOpts())
 		if err != nil {
 			return nil, err
 		}
@@ -439,16 +452,19 @@ type completion struct {
 // finish. There is no driver goroutine: the goroutine whose step finishes
 // settles it under the dispatcher's lock and goes on with the first step
 // it dispatches, so a chain runs on one goroutine without handing over.
-// The caller only waits: a tool that hangs may hold a worker for good.
+// A worker with nothing to run waits for a step to be handed to it, and
+// a goroutine is started for a step only when no worker waits. The
+// caller only waits: a tool that hangs may hold a worker for good.
 func (r *runner) drive(ctx context.Context, e *engine) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{})}
+	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{}), calls: r.calls.group(ctx)}
+	defer d.calls.stop()
 	d.mu.Lock()
-	d.ready = e.settle(e.roots())
+	d.ready.add(e.settle(e.roots()))
 	first := d.next()
 	d.mu.Unlock()
-	if first != nil {
+	if first >= 0 {
 		go d.worker(first)
 	}
 	<-d.idle
@@ -467,49 +483,64 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 }
 
 // dispatcher shares one engine among the goroutines running its steps.
+// What decides steps (finishing them, settling their successors,
+// dispatching) happens under its lock; what a step does alone (evaluating
+// its arguments, calling its tool, checking the size of its result)
+// happens outside it, on the goroutine that runs the step. A step's
+// arguments read slots whose writers have all finished, which nothing
+// writes again, so they are read without the lock.
 type dispatcher struct {
 	r      *runner
 	e      *engine
 	ctx    context.Context
 	cancel context.CancelFunc
-	// mu guards the engine, ready and running.
+	// calls are the tool calls made under ctx.
+	calls *callGroup
+	// mu guards the engine (but for the reads of a step's arguments),
+	// ready, running, closed and parked.
 	mu      sync.Mutex
-	ready   []int
+	ready   readyQueue
 	running int
 	// idle is closed once nothing runs and nothing more can start.
 	idle   chan struct{}
 	closed bool
+	// parked are the channels of the workers that wait for a step, the
+	// last to wait last; each is closed when the dispatcher is idle.
+	parked []chan int
 }
 
 // next dispatches ready steps in index order, up to the parallelism
-// bound. It returns the first for the calling goroutine to run and starts
-// a goroutine for each of the others. d.mu is held.
-func (d *dispatcher) next() *callSpec {
+// bound. It returns the first for the calling goroutine to run, or -1,
+// and hands each of the others to a waiting worker or starts a goroutine
+// for it. d.mu is held.
+func (d *dispatcher) next() int {
 	e, r := d.e, d.r
-	var mine *callSpec
-	for d.running < r.opts.MaxParallel && len(d.ready) > 0 && e.stop == nil && d.ctx.Err() == nil {
-		i := d.ready[0]
-		d.ready = d.ready[1:]
+	mine := -1
+	for d.running < r.opts.MaxParallel && d.ready.len() > 0 && e.stop == nil && d.ctx.Err() == nil {
+		i := d.ready.pop()
 		if out, ok := r.restored(e, i); ok {
 			d.finish(i, out)
 			continue
 		}
-		spec, serr := e.prepare(i)
-		if serr != nil {
-			d.finish(i, outcome{err: serr, start: r.elapsed()})
-			continue
-		}
 		d.running++
 		e.res[i].Status = StatusRunning
-		if mine == nil {
-			mine = spec
-		} else {
-			go d.worker(spec)
+		switch n := len(d.parked); {
+		case mine < 0:
+			mine = i
+		case n > 0:
+			d.parked[n-1] <- i
+			d.parked = d.parked[:n-1]
+		default:
+			go d.worker(i)
 		}
 	}
 	if d.running == 0 && !d.closed {
 		d.closed = true
 		close(d.idle)
+		for _, w := range d.parked {
+			close(w)
+		}
+		d.parked = nil
 	}
 	return mine
 }
@@ -518,48 +549,81 @@ func (d *dispatcher) next() *callSpec {
 // the run stops when the journal cannot be written, and an abort cancels
 // the steps still running. d.mu is held.
 func (d *dispatcher) finish(i int, out outcome) {
-	d.ready = mergeSorted(d.ready, d.e.settle(d.e.finish(i, out)))
+	d.ready.add(d.e.settle(d.e.finish(i, out)))
 	d.r.checkJournal(d.e)
 	if d.e.stop != nil && d.e.replanAt == nil {
 		d.cancel()
 	}
 }
 
-// worker runs a step, settles it, and goes on with the next step it
-// dispatches, until it dispatches none.
-func (d *dispatcher) worker(spec *callSpec) {
-	for spec != nil {
-		if d.r.plain(spec) {
-			out, mine := d.r.callPlain(d.ctx, d.e, spec, func(out outcome) {
-				// The tool did not return in time: this goroutine
-				// settles the step and goes on in the worker's place.
-				d.worker(d.settle(spec, out))
-			})
-			if !mine {
-				return // the tool returned too late; its step was settled
-			}
-			spec = d.settle(spec, out)
-			continue
+// worker runs step i, settles it, and goes on with the next step it
+// dispatches; when it dispatches none, it waits for a step to be handed
+// to it, until the dispatcher is idle.
+func (d *dispatcher) worker(i int) {
+	wake := make(chan int, 1)
+	for i >= 0 {
+		out, mine := d.run(i)
+		if !mine {
+			return // the tool returned too late; its step was settled
 		}
-		spec = d.settle(spec, d.r.work(d.ctx, d.e, spec))
+		i = d.settle(i, out, wake)
 	}
 }
 
-// settle records a step that ran, or its waiting for a decision, and
-// dispatches what is ready; it returns the step the calling goroutine
-// runs next, if any.
-func (d *dispatcher) settle(spec *callSpec, out outcome) *callSpec {
-	out = d.r.limitOutput(spec, out)
+// run evaluates the arguments of step i and runs it. It reports false
+// when the step was settled without it: its tool did not return before
+// its context ended (see callPlain).
+func (d *dispatcher) run(i int) (outcome, bool) {
+	r, e := d.r, d.e
+	spec, serr := e.prepare(i)
+	if serr != nil {
+		return outcome{err: serr, start: r.elapsed()}, true
+	}
+	if !r.plain(spec) {
+		return r.work(d.calls, e, spec), true
+	}
+	if serr := r.startPlain(d, spec); serr != nil {
+		return outcome{err: serr, start: r.elapsed()}, true
+	}
+	out, mine := r.callPlain(spec)
+	if !mine {
+		return outcome{}, false
+	}
+	return r.limitOutput(spec, out), true
+}
+
+// abandon settles a plain step whose tool did not return before its
+// context ended, on the goroutine the call's watcher started, which goes
+// on in the worker's place.
+func (d *dispatcher) abandon(c *callCtx) {
+	serr := toStepError(c.Err(), c, c.info.Tool, c.spec.step.ID, c.timeout)
+	d.worker(d.settle(c.spec.i, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}, nil))
+}
+
+// settle records the outcome of step i, or its waiting for a decision,
+// and dispatches what is ready; it returns the step the calling goroutine
+// runs next. When there is none, a worker (wake not nil) waits for one on
+// wake; settle returns -1 once the dispatcher is idle.
+func (d *dispatcher) settle(i int, out outcome, wake chan int) int {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.running--
 	if out.waiting {
-		d.e.res[spec.i].Status = StatusWaiting
+		d.e.res[i].Status = StatusWaiting
 		d.e.waiting++
 	} else {
-		d.finish(spec.i, out)
+		d.finish(i, out)
 	}
-	return d.next()
+	next := d.next()
+	if next >= 0 || d.closed || wake == nil {
+		d.mu.Unlock()
+		return next
+	}
+	d.parked = append(d.parked, wake)
+	d.mu.Unlock()
+	if next, ok := <-wake; ok {
+		return next
+	}
+	return -1
 }
 
 // restored returns the outcome an earlier process recorded for a step, if
@@ -593,13 +657,61 @@ func (r *runner) checkJournal(e *engine) {
 	}
 }
 
-// mergeSorted merges two sorted lists of step indexes.
+// readyQueue holds the ready steps of a dispatcher in index order.
+type readyQueue struct {
+	steps []int // steps[head:] are ready
+	head  int
+	spare []int // the list the next merge writes
+}
+
+func (q *readyQueue) len() int { return len(q.steps) - q.head }
+
+// pop takes the first ready step.
+func (q *readyQueue) pop() int {
+	i := q.steps[q.head]
+	q.head++
+	if q.head == len(q.steps) {
+		q.steps, q.head = q.steps[:0], 0
+	}
+	return i
+}
+
+// add adds a sorted list of steps. Steps made ready later mostly come
+// after those waiting, so they are appended; otherwise the two lists are
+// merged.
+func (q *readyQueue) add(b []int) {
+	if len(b) == 0 {
+		return
+	}
+	a := q.steps[q.head:]
+	if len(a) == 0 || a[len(a)-1] <= b[0] {
+		if q.head > 0 && len(q.steps)+len(b) > cap(q.steps) {
+			q.steps, q.head = append(q.steps[:0], a...), 0
+		}
+		q.steps = append(q.steps, b...)
+		return
+	}
+	out := q.spare[:0]
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] <= b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	out = append(append(out, a...), b...)
+	q.spare = q.steps[:0]
+	q.steps, q.head = out, 0
+}
+
+// mergeSorted merges two sorted lists of step indexes into a new one
+// (unless b is empty): b may be a list the engine reuses.
 func mergeSorted(a, b []int) []int {
 	if len(b) == 0 {
 		return a
 	}
 	if len(a) == 0 {
-		return b
+		return append([]int(nil), b...)
 	}
 	out := make([]int, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
@@ -613,8 +725,8 @@ func mergeSorted(a, b []int) []int {
 }
 
 // work runs one step and holds its result to the size limit.
-func (r *runner) work(ctx context.Context, e *engine, spec *callSpec) outcome {
-	return r.limitOutput(spec, r.runStep(ctx, e, spec))
+func (r *runner) work(g *callGroup, e *engine, spec *callSpec) outcome {
+	return r.limitOutput(spec, r.runStep(g, e, spec))
 }
 
 // limitOutput fails a step whose result is over the size limit.
@@ -638,44 +750,47 @@ func (r *runner) plain(spec *callSpec) bool {
 	return !s.Approve && !spec.hasKnown && s.Each == nil && s.Retry <= 0 && s.Fallback == nil && len(s.Criteria) == 0 && s.Tool != nil && s.Tool.Plan == nil
 }
 
-// callPlain runs a plain step: what runStep does for it, with the tool
-// called on this goroutine instead of one of its own. If the call is not
-// over when its context ends (its timeout, or the run stopping), a
-// watchdog reports the step failed to abandoned, on a goroutine of its
-// own, and callPlain reports false once the tool returns: the goroutine
-// that called it must then leave the step alone.
-func (r *runner) callPlain(ctx context.Context, e *engine, spec *callSpec, abandoned func(outcome)) (outcome, bool) {
+// startPlain starts a plain step of d: its step-started event, and the
+// context of its call, watched from now. It returns the step's error when
+// the journal cannot be written.
+func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
-	start := r.elapsed()
-	id := e.prefix + s.ID
-	tool := s.Tool.Name
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	now, start := r.clock()
+	id := d.e.prefix + s.ID
+	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
 	if err := r.journalFailed(); err != nil {
-		return outcome{err: &StepError{Code: codeJournal, Message: err.Error(), Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}, true
+		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
-	cctx, cancel, timeout := r.callContext(ctx, s, s.Tool, id, 1)
-	defer cancel()
-	var owner atomic.Int32 // 0: undecided; 1: the call returned first; 2: the watchdog fired first
-	stop := context.AfterFunc(cctx, func() {
-		if owner.CompareAndSwap(0, 2) {
-			serr := toStepError(cctx.Err(), cctx, tool, s.ID, timeout)
-			abandoned(outcome{err: serr, attempts: 1, start: start, duration: r.elapsed() - start})
-		}
-	})
-	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(cctx, tool, spec.args) })
-	if !owner.CompareAndSwap(0, 1) {
+	c := &spec.call
+	r.newCall(c, d.calls, s, s.Tool, id, 1)
+	c.d, c.spec, c.start = d, spec, start
+	r.calls.watch(c, now)
+	return nil
+}
+
+// callPlain runs a plain step started by startPlain: what runStep does
+// for it, with the tool called on this goroutine instead of one of its
+// own. If the call is not over when its context ends (its timeout, or the
+// run stopping), the watcher settles the step as failed on a goroutine of
+// its own (dispatcher.abandon), and callPlain reports false once the tool
+// returns: the goroutine that called it must then leave the step alone.
+func (r *runner) callPlain(spec *callSpec) (outcome, bool) {
+	c := &spec.call
+	tool := c.info.Tool
+	v, err := r.callTool(tool, func() (any, error) { return r.opts.Tools.Call(c, tool, spec.args) })
+	if !c.returned() {
 		return outcome{}, false
 	}
-	stop()
-	out := outcome{value: v, attempts: 1, start: start}
+	defer c.release()
+	out := outcome{value: v, attempts: 1, start: c.start}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrWaiting):
-		return outcome{waiting: true, start: start}, true
+		return outcome{waiting: true, start: c.start}, true
 	default:
-		out.value, out.err = nil, toStepError(err, cctx, tool, s.ID, timeout)
+		out.value, out.err = nil, toStepError(err, c, tool, spec.step.ID, c.timeout)
 	}
-	out.duration = r.elapsed() - start
+	out.duration = r.elapsed() - c.start
 	return out, true
 }
 
@@ -691,7 +806,8 @@ func (r *runner) callTool(tool string, call func() (any, error)) (v any, err err
 
 // runStep runs one step: approval, then the known result, the for-each
 // elements or the call, with retries and fallback.
-func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome {
+func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
+	ctx := g.ctx
 	s := spec.step
 	start := r.elapsed()
 	id := e.prefix + s.ID
@@ -728,7 +844,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(ctx, e, s, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, s, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
@@ -744,6 +860,8 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 	total, retried := 0, 0
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	eg := r.calls.group(ectx)
+	defer eg.stop()
 	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
 	var wg sync.WaitGroup
 	for k := range n {
@@ -756,7 +874,7 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(ectx, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -784,7 +902,8 @@ func (r *runner) runStep(ctx context.Context, e *engine, spec *callSpec) outcome
 // attempts calls a step's tool with its retries and backoff, then its
 // fallback. It returns the value, the number of calls made, how many of
 // them were retries, and the error of the last call when all failed.
-func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+	ctx := g.ctx
 	tool := s.Tool
 	calls, retries := 0, 0
 	var last *StepError
@@ -798,7 +917,7 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 			retries++
 		}
 		calls++
-		v, serr := r.call(ctx, e, s, tool, args, id, calls)
+		v, serr := r.call(g, e, s, tool, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -810,7 +929,7 @@ func (r *runner) attempts(ctx context.Context, e *engine, s *compiler.Step, id s
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(ctx, e, s, s.Fallback.Tool, fbArgs, id, calls)
+		v, serr := r.call(g, e, s, s.Fallback.Tool, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -858,9 +977,12 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
-	cctx, cancel, timeout := r.callContext(ctx, s, tool, id, attempt)
-	defer cancel()
+func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+	cctx := new(callCtx)
+	r.newCall(cctx, g, s, tool, id, attempt)
+	r.calls.watch(cctx, time.Now())
+	defer cctx.release()
+	timeout := cctx.timeout
 	type reply struct {
 		v   any
 		err error
@@ -889,14 +1011,14 @@ func (r *runner) call(ctx context.Context, e *engine, s *compiler.Step, tool *co
 	}
 }
 
-// callContext is the context of one call of a tool: the step's timeout
-// (or the default), and the call's identity for the tool.
-func (r *runner) callContext(ctx context.Context, s *compiler.Step, tool *compiler.Tool, id string, attempt int) (context.Context, context.CancelFunc, time.Duration) {
+// newCall sets up c, a new context of one call of a tool in group g: the
+// step's timeout (or the default), and the call's identity for the tool.
+// The caller watches it once it is set up.
+func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = r.opts.StepTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
 	key := id
 	if r.opts.RunID != "" {
 		key = r.opts.RunID + "/" + id
@@ -904,7 +1026,8 @@ func (r *runner) callContext(ctx context.Context, s *compiler.Step, tool *compil
 	if tool != s.Tool {
 		key += "/fallback"
 	}
-	return runtime.WithCallInfo(cctx, runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}), cancel, timeout
+	c.group, c.timeout = g, timeout
+	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}
 }
 
 // toStepError turns a tool's error into the error value of its step.
@@ -945,7 +1068,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
-	e, err := newEngine(sub, args, nil, r.emit, r.elapsed, r.celOpts())
+	e, err := newEngine(sub, args, nil, r.emit, r.clock, r.celOpts())
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}

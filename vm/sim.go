@@ -159,7 +159,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 			s.opts.Observer(ev)
 		}
 	}
-	e, err := newEngine(prog, input, nil, emit, func() time.Duration { return now }, nil)
+	e, err := newEngine(prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -174,7 +174,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 		}
 	}
 	var running finishHeap
-	ready := e.settle(e.roots())
+	ready := mergeSorted(nil, e.settle(e.roots()))
 	for ctx.Err() == nil {
 		for running.Len() < s.opts.MaxParallel && len(ready) > 0 && e.stop == nil {
 			i := ready[0]

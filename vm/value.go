@@ -50,6 +50,15 @@ type scope struct {
 	lenient bool
 }
 
+// slot returns the position of a step's slot: from pos, the step's
+// method that gives it once its plan is compiled, else by name.
+func (sc *scope) slot(name string, pos func() (int, bool)) int {
+	if i, ok := pos(); ok {
+		return i
+	}
+	return sc.index[name]
+}
+
 // lookup evaluates a reference.
 func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 	var v any
@@ -59,7 +68,10 @@ func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 		if len(path) == 0 {
 			return nil, fmt.Errorf("%s names no slot", r)
 		}
-		i, ok := sc.index[path[0].Field]
+		i, ok := r.SlotIndex()
+		if !ok {
+			i, ok = sc.index[path[0].Field]
+		}
 		if !ok || !sc.written[i] {
 			if sc.lenient {
 				return nil, nil
@@ -162,7 +174,11 @@ func (e *engine) evalCEL(op *compiler.Operand, sc *scope) (any, error) {
 		switch r.Root {
 		case "state":
 			name := r.Slot()
-			if i, ok := sc.index[name]; ok && sc.written[i] {
+			i, ok := r.SlotIndex()
+			if !ok {
+				i, ok = sc.index[name]
+			}
+			if ok && sc.written[i] {
 				if _, unknown := sc.slots[i].(Unknown); unknown {
 					return Unknown{}, nil
 				}
