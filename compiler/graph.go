@@ -67,7 +67,7 @@ func (pc *planChecker) graph() []int {
 	readers := make([]*Step, len(reading))
 	for _, sr := range reading {
 		if sr.slot.Readers == nil {
-			sr.slot.Readers = take(&readers, sr.slot.readers)[:0]
+			sr.slot.Readers = take(&readers, int(sr.slot.readers))[:0]
 		}
 		sr.slot.Readers = append(sr.slot.Readers, sr.step)
 	}

@@ -145,6 +145,8 @@ type Plan struct {
 	Env *cel.Env
 	// order is a topological order of the steps, when they have no cycle.
 	order []int
+	// slots are the slots in the order of SlotNames.
+	slots []*Slot
 }
 
 // RunMode returns the mode the plan runs in: its declared mode, else lazy
@@ -192,7 +194,9 @@ type Slot struct {
 	// While the dependency graph is built: the last step found reading
 	// the slot, and how many do.
 	readBy  *Step
-	readers int
+	readers int32
+	// index is 1 + the slot's position in Plan.SlotNames.
+	index int32
 }
 
 // Step is a checked step.

@@ -468,8 +468,9 @@ func (pc *planChecker) slotTypes() {
 	slots := make([]*Slot, len(byName))
 	for i, ns := range byName {
 		names[i], slots[i] = ns.name, ns.slot
+		ns.slot.index = int32(i) + 1
 	}
-	pc.p.SlotNames, pc.slots = names, slots
+	pc.p.SlotNames, pc.p.slots, pc.slots = names, slots, slots
 	type writer struct {
 		step *Step
 		typ  *Type

@@ -191,11 +191,22 @@ func resolveSlots(plan *Plan, index map[string]int) {
 		return 0
 	}
 	ref := func(r *RefPath) {
-		if r != nil && r.Root == "state" && len(r.Path) > 0 && !r.Path[0].IsIndex {
+		switch {
+		case r == nil:
+		case r.state != nil: // the checker found the slot
+			r.slot = r.state.index
+		case r.Root == "state" && len(r.Path) > 0 && !r.Path[0].IsIndex:
 			r.slot = pos(r.Path[0].Field)
 		}
 	}
 	operand := func(o *Operand) {
+		switch {
+		case o == nil || o.Kind == OpConst:
+			return
+		case o.Kind == OpRef: // most arguments, without walking
+			ref(o.Ref)
+			return
+		}
 		o.Walk(func(x *Operand) {
 			ref(x.Ref)
 			for _, r := range x.Refs {
@@ -203,15 +214,35 @@ func resolveSlots(plan *Plan, index map[string]int) {
 			}
 		})
 	}
+	if len(plan.slots) == len(plan.SlotNames) {
+		// The checker's slots, in order, know the steps that write them.
+		for i, sl := range plan.slots {
+			for _, w := range sl.Writers {
+				w.outSlot = int32(i) + 1
+			}
+			for _, w := range sl.ErrorWriters {
+				w.errSlot = int32(i) + 1
+			}
+		}
+	} else {
+		for _, s := range plan.Steps {
+			if s.Out != "" {
+				s.outSlot = pos(s.Out)
+			}
+			if s.ErrOut != "" {
+				s.errSlot = pos(s.ErrOut)
+			}
+		}
+	}
 	for _, s := range plan.Steps {
-		if s.Out != "" {
-			s.outSlot = pos(s.Out)
-		}
-		if s.ErrOut != "" {
-			s.errSlot = pos(s.ErrOut)
-		}
-		for k := range s.Deps {
-			s.Deps[k].slot = pos(s.Deps[k].Slot)
+		// A dependency is on a slot its step writes: its error slot for
+		// an error dependency, else its slot.
+		for k, d := range s.Deps {
+			if w := plan.Steps[d.Step]; d.Kind == DepError {
+				s.Deps[k].slot = w.errSlot
+			} else {
+				s.Deps[k].slot = w.outSlot
+			}
 		}
 		for _, a := range s.Args {
 			operand(a.Value)
