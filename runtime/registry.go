@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Tool is the implementation of a tool.
@@ -66,13 +68,47 @@ type Registry struct {
 }
 
 type entry struct {
-	def    Definition
-	impl   Tool
-	input  *jsonschema.Schema
-	output *jsonschema.Schema
+	def  Definition
+	impl Tool
+	// input and output validate arguments and results. The validator of
+	// a simple schema is compiled when a value first needs it (see
+	// lazySchema).
+	input, output *lazySchema
 	// inShape and outShape check the common simple schemas without the
 	// validator; nil when a schema is not simple.
 	inShape, outShape *shape
+}
+
+// lazySchema is a JSON Schema compiled when first used. Compiling takes
+// time quadratic in the number of properties (a tool of 20,000 parameters
+// takes seconds), and a simple schema, which a shape checks, needs the
+// validator only for a value the shape does not surely accept.
+type lazySchema struct {
+	name   string
+	raw    json.RawMessage
+	once   sync.Once
+	schema *jsonschema.Schema
+	err    error
+}
+
+// newSchema compiles a schema now, or later for a simple one.
+func newSchema(name string, raw json.RawMessage, simple bool) (*lazySchema, error) {
+	l := &lazySchema{name: name, raw: raw}
+	if !simple {
+		l.once.Do(l.compile)
+	}
+	return l, l.err
+}
+
+func (l *lazySchema) compile() { l.schema, l.err = compileSchema(l.name, l.raw) }
+
+// Validate validates v against the schema.
+func (l *lazySchema) Validate(v any) error {
+	l.once.Do(l.compile)
+	if l.err != nil {
+		return fmt.Errorf("the schema does not compile: %w", l.err)
+	}
+	return l.schema.Validate(v)
 }
 
 // NewRegistry returns an empty registry.
@@ -108,14 +144,14 @@ func (r *Registry) Register(def Definition, impl Tool) error {
 	}
 	e := &entry{def: def, impl: impl, inShape: shapeOf(def.InputSchema)}
 	var err error
-	if e.input, err = compileSchema(def.Name+"/input", def.InputSchema); err != nil {
+	if e.input, err = newSchema(def.Name+"/input", def.InputSchema, e.inShape != nil); err != nil {
 		return fmt.Errorf("registering tool %s: input schema: %w", def.Name, err)
 	}
 	if len(def.OutputSchema) > 0 {
-		if e.output, err = compileSchema(def.Name+"/output", def.OutputSchema); err != nil {
+		e.outShape = shapeOf(def.OutputSchema)
+		if e.output, err = newSchema(def.Name+"/output", def.OutputSchema, e.outShape != nil); err != nil {
 			return fmt.Errorf("registering tool %s: output schema: %w", def.Name, err)
 		}
-		e.outShape = shapeOf(def.OutputSchema)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -204,6 +240,7 @@ func (r *Registry) Call(ctx context.Context, name string, args map[string]any) (
 
 // validationMessage shortens a schema validation error to its causes.
 func validationMessage(err error) string {
+	english := message.NewPrinter(language.English)
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return err.Error()
@@ -213,7 +250,7 @@ func validationMessage(err error) string {
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, fmt.Sprintf("at %s: %v", loc, e.ErrorKind))
+			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(english)))
 			return
 		}
 		for _, c := range e.Causes {

@@ -56,6 +56,9 @@ func shapeOfValue(v any, depth int) *shape {
 		for k, x := range v {
 			switch {
 			case annotations[k]:
+				if !validAnnotation(k, x) {
+					return nil // not a valid schema: the validator says why
+				}
 			case k == "type":
 				t, ok := x.(string)
 				if !ok {
@@ -208,6 +211,24 @@ func (s *shape) acceptsObject(v any) bool {
 		case s.additional != nil && !s.additional.accepts(x):
 			return false
 		}
+	}
+	return true
+}
+
+// validAnnotation reports whether an annotation's value has the type the
+// JSON Schema meta-schema gives it, so that a schema read as a shape is a
+// valid schema.
+func validAnnotation(k string, x any) bool {
+	switch k {
+	case "description", "title", "$comment":
+		_, ok := x.(string)
+		return ok
+	case "readOnly", "writeOnly", "deprecated":
+		_, ok := x.(bool)
+		return ok
+	case "examples":
+		_, ok := x.([]any)
+		return ok
 	}
 	return true
 }

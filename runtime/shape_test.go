@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -79,4 +81,33 @@ func FuzzShape(f *testing.F) {
 			t.Fatalf("schema %s: the shape accepts %s, the validator says %v", schema, value, err)
 		}
 	})
+}
+
+// A simple schema's validator is compiled only when a value needs it; a
+// schema that is not valid is still refused when the tool is registered.
+func TestRegistryCompilesSimpleSchemasLazily(t *testing.T) {
+	r := NewRegistry()
+	def := Definition{Name: "t", InputSchema: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer", "description": "a count"}}, "required": ["n"]}`)}
+	if err := r.Register(def, ToolFunc(func(ctx context.Context, args map[string]any) (any, error) { return nil, nil })); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := r.lookup("t")
+	if e.input.schema != nil {
+		t.Error("the validator of a simple schema was compiled at registration")
+	}
+	if _, err := r.Call(context.Background(), "t", map[string]any{"n": int64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if e.input.schema != nil {
+		t.Error("a value the shape accepts compiled the validator")
+	}
+	_, err := r.Call(context.Background(), "t", map[string]any{"n": "one"})
+	if err == nil || !strings.Contains(err.Error(), "at /n: got string, want integer") {
+		t.Errorf("bad argument: %v", err)
+	}
+	for _, bad := range []string{`{"type": "object", "description": 5}`, `{"type": "objekt"}`, `{"type": "object", "required": "n"}`} {
+		if err := r.Register(Definition{Name: "bad" + bad, InputSchema: json.RawMessage(bad)}, ToolFunc(func(ctx context.Context, args map[string]any) (any, error) { return nil, nil })); err == nil {
+			t.Errorf("registered a tool with the invalid schema %s", bad)
+		}
+	}
 }
