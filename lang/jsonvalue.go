@@ -290,15 +290,7 @@ func (p *jsonParser) object(v *jvalue) {
 	p.enter()
 	v.kind = jObject
 	base := len(p.members)
-	defer func() {
-		if n := len(p.members) - base; n > 0 {
-			start := len(p.memberArena)
-			p.memberArena = append(p.memberArena, p.members[base:]...)
-			v.obj = p.memberArena[start : start+n : start+n]
-		}
-		clear(p.members[base:])
-		p.members = p.members[:base]
-	}()
+	defer func() { v.obj = popInto(&p.members, base, &p.memberArena) }()
 	p.off++
 	p.space()
 	if p.off < len(p.src) && p.src[p.off] == '}' {
@@ -347,15 +339,7 @@ func (p *jsonParser) array(v *jvalue, stream func(*jvalue) bool) {
 	p.enter()
 	v.kind = jArray
 	base := len(p.elems)
-	defer func() {
-		if n := len(p.elems) - base; n > 0 {
-			start := len(p.elemArena)
-			p.elemArena = append(p.elemArena, p.elems[base:]...)
-			v.arr = p.elemArena[start : start+n : start+n]
-		}
-		clear(p.elems[base:])
-		p.elems = p.elems[:base]
-	}()
+	defer func() { v.arr = popInto(&p.elems, base, &p.elemArena) }()
 	p.off++
 	p.space()
 	if p.off < len(p.src) && p.src[p.off] == ']' {
@@ -565,4 +549,19 @@ func (v *jvalue) toGo() any {
 		return out
 	}
 	return nil
+}
+
+// popInto moves what a value pushed on stack since base into arena, and
+// returns it (nil for none): a value's members or elements are gathered on
+// a stack while nested values push theirs, then kept side by side.
+func popInto[T any](stack *[]T, base int, arena *[]T) []T {
+	var out []T
+	if n := len(*stack) - base; n > 0 {
+		start := len(*arena)
+		*arena = append(*arena, (*stack)[base:]...)
+		out = (*arena)[start : start+n : start+n]
+	}
+	clear((*stack)[base:])
+	*stack = (*stack)[:base]
+	return out
 }
