@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -278,20 +279,15 @@ func (n *Net) checkHost(host string, port uint16) error {
 			return denied("%s is denied by --deny-net (%s)", where, r.text)
 		}
 	}
+	if !n.anyPublic && !slices.ContainsFunc(n.allow, func(r rule) bool { return r.matches(host, ip, port) }) {
+		return denied("%s is not in --allow-net: run again with --allow-net=%s", where, fix)
+	}
 	if ip.IsValid() {
 		if kind := special(ip); kind != "" && !n.named(host, ip, port) {
 			return denied("%s is %s address, reached only when named: run again with --allow-net=%s", where, kind, fix)
 		}
 	}
-	if n.anyPublic {
-		return nil
-	}
-	for _, r := range n.allow {
-		if r.matches(host, ip, port) {
-			return nil
-		}
-	}
-	return denied("%s is not in --allow-net: run again with --allow-net=%s", where, fix)
+	return nil
 }
 
 // checkAddr checks an address a host resolved to, before it is dialed.

@@ -293,7 +293,7 @@ func TestLists(t *testing.T) {
 		"https://example.com.evil.io/": "example.com.evil.io:443 is not in --allow-net",
 		"https://badexample.com/":      "is not in --allow-net",
 		"http://localhost:" + port:     "localhost:" + port + " is not in --allow-net: run again with --allow-net=localhost:" + port,
-		"http://127.0.0.1:1/":          "127.0.0.1:1 is a loopback address, reached only when named: run again with --allow-net=127.0.0.1:1",
+		"http://127.0.0.1:1/":          "127.0.0.1:1 is not in --allow-net: run again with --allow-net=127.0.0.1:1",
 	} {
 		wantDenied(t, n.Allowed(mustURL(u)), want)
 	}
