@@ -262,8 +262,8 @@ func literal(host string) netip.Addr {
 	return a.WithZone("").Unmap()
 }
 
-// off reports whether the grants allow no host at all.
-func (n *Net) off() bool {
+// Off reports whether the grants allow no host at all.
+func (n *Net) Off() bool {
 	return n == nil || !n.anyPublic && len(n.allow) == 0
 }
 
@@ -271,7 +271,7 @@ func (n *Net) off() bool {
 func (n *Net) checkHost(host string, port uint16) error {
 	ip := literal(host)
 	where, fix := display(host, port), suggest(host, port)
-	if n.off() {
+	if n.Off() {
 		return denied("%s: the network is off: run again with --allow-net=%s to reach it", where, fix)
 	}
 	for _, r := range n.deny {
