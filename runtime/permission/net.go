@@ -366,7 +366,7 @@ func (n *Net) dialContext(ctx context.Context, network, address string) (net.Con
 			}
 			continue
 		}
-		conn, err := n.dial(ctx, network, netip.AddrPortFrom(a, port).String())
+		conn, err := n.dial(ctx, network, netip.AddrPortFrom(a.Unmap(), port).String())
 		if err == nil {
 			return conn, nil
 		}
