@@ -72,7 +72,7 @@ func TestGrantFlags(t *testing.T) {
 		{"--allow-env=A,,B", "an empty entry"},
 		{"--deny-env=A-B", `"A-B" is not an environment variable name`},
 	} {
-		for _, cmd := range []string{"run", "check", "dry-run", "compile", "plan", "resume", "apply"} {
+		for _, cmd := range []string{"run", "check", "dry-run", "compile", "graph", "plan", "resume", "apply", "agent"} {
 			code, stdout, stderr := cli(t, cmd, tc.flag, plan)
 			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
 				t.Errorf("%s %s: exit %d, stdout %q; want 2 and %q in:\n%s", cmd, tc.flag, code, stdout, tc.want, stderr)
