@@ -273,6 +273,10 @@ const (
 	CodePanic            = "panic"
 	CodeRejected         = "rejected"
 	CodeExpectFailed     = "expect-failed"
+	// CodePermissionDenied: the operator has not granted what the call
+	// needs (a host, an environment variable); the message says which
+	// flag would.
+	CodePermissionDenied = "permission-denied"
 )
 
 // Error is a tool failure with a code. A tool may return one to give its

@@ -4,14 +4,12 @@
 package stdlib
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/permission"
 )
 
 // Options configure the built-in tools.
@@ -28,9 +27,9 @@ type Options struct {
 	// are not registered when it is empty, so a plan touches no file
 	// unless its user allows it.
 	FilesRoot string
-	// HTTPClient makes the requests of http.get and http.request (default
-	// http.DefaultClient).
-	HTTPClient *http.Client
+	// Net is the network http.get and http.request may reach; with none
+	// (nil) a call fails with code permission-denied.
+	Net *permission.Net
 	// MaxBodyBytes bounds an HTTP response body and a file read (default
 	// 10 MiB).
 	MaxBodyBytes int64
@@ -38,9 +37,6 @@ type Options struct {
 
 // Register adds the built-in tools to a registry.
 func Register(reg *runtime.Registry, opts Options) error {
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
-	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
@@ -68,11 +64,11 @@ func Register(reg *runtime.Registry, opts Options) error {
 		{def("http.get", "Fetches a URL with GET and returns its status, headers and body (JSON bodies decoded).",
 			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
-			httpTool(opts, true)},
+			httpTool(opts, "http.get")},
 		{def("http.request", "Sends an HTTP request (any method, optional JSON body, the call's Idempotency-Key header) and returns its status, headers and body.",
 			`{"type":"object","properties":{"method":{"type":"string","default":"GET"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"description":"sent as JSON"}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{Destructive: &yes, Latency: "300ms"}),
-			httpTool(opts, false)},
+			httpTool(opts, "http.request")},
 	}
 	if opts.FilesRoot != "" {
 		root, err := filepath.Abs(opts.FilesRoot)
@@ -108,8 +104,6 @@ func Register(reg *runtime.Registry, opts Options) error {
 	}
 	return nil
 }
-
-const httpResultSchema = `{"type":"object","properties":{"status":{"type":"integer"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{}},"required":["status","headers","body"]}`
 
 func def(name, desc, in, out string, ann runtime.Annotations) runtime.Definition {
 	d := runtime.Definition{Name: name, Description: desc, InputSchema: json.RawMessage(in), Annotations: ann}
@@ -211,66 +205,6 @@ func formatTool(ctx context.Context, args map[string]any) (any, error) {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
 	}
 	return b.String(), nil
-}
-
-func httpTool(opts Options, getOnly bool) runtime.Tool {
-	return runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-		method := http.MethodGet
-		if m, ok := args["method"].(string); ok && !getOnly {
-			method = strings.ToUpper(m)
-		}
-		var body io.Reader
-		if b, ok := args["body"]; ok && !getOnly {
-			enc, err := json.Marshal(b)
-			if err != nil {
-				return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
-			}
-			body = bytes.NewReader(enc)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, args["url"].(string), body)
-		if err != nil {
-			return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
-		}
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		// The call's idempotency key, the same for its retries and across
-		// resumes of the run, lets a server act on it once.
-		if key := runtime.IdempotencyKey(ctx); key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		if hs, ok := args["headers"].(map[string]any); ok {
-			for k, v := range hs {
-				req.Header.Set(k, fmt.Sprint(v))
-			}
-		}
-		resp, err := opts.HTTPClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, req.URL, err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, opts.MaxBodyBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading the response of %s: %w", req.URL, err)
-		}
-		if int64(len(raw)) > opts.MaxBodyBytes {
-			return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("the response of %s is larger than %d bytes", req.URL, opts.MaxBodyBytes), NotRetryable: true}
-		}
-		headers := map[string]any{}
-		for k := range resp.Header {
-			headers[k] = resp.Header.Get(k)
-		}
-		var out any = string(raw)
-		if strings.Contains(resp.Header.Get("Content-Type"), "json") {
-			if v, err := runtime.DecodeJSON(raw); err == nil {
-				out = v
-			}
-		}
-		if resp.StatusCode >= 500 {
-			return nil, fmt.Errorf("%s %s: server error %s", method, req.URL, resp.Status)
-		}
-		return map[string]any{"status": int64(resp.StatusCode), "headers": headers, "body": out}, nil
-	})
 }
 
 // confine resolves a path under root, refusing one that leaves it.

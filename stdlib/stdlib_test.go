@@ -3,8 +3,6 @@ package stdlib
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,44 +97,6 @@ func TestFormat(t *testing.T) {
 	_, err = reg.Call(context.Background(), "text.format", map[string]any{"template": "{{.missing}}", "values": map[string]any{}})
 	if code(err) != runtime.CodeInvalidArguments {
 		t.Errorf("missing key: %v", err)
-	}
-}
-
-func TestHTTP(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/json":
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(`{"n": 3, "who": "` + r.Header.Get("X-Who") + `"}`))
-		case "/echo":
-			b := make([]byte, r.ContentLength)
-			r.Body.Read(b)
-			w.Write([]byte(r.Method + " " + string(b)))
-		case "/fail":
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case "/big":
-			w.Write([]byte(strings.Repeat("x", 100)))
-		}
-	}))
-	defer srv.Close()
-	reg := registry(t, Options{HTTPClient: srv.Client(), MaxBodyBytes: 50})
-	v, err := reg.Call(context.Background(), "http.get", map[string]any{"url": srv.URL + "/json", "headers": map[string]any{"X-Who": "me"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := v.(map[string]any)
-	if m["status"] != int64(200) || !cmp.Equal(m["body"], map[string]any{"n": int64(3), "who": "me"}) {
-		t.Errorf("get: %v", m)
-	}
-	v, err = reg.Call(context.Background(), "http.request", map[string]any{"method": "post", "url": srv.URL + "/echo", "body": map[string]any{"a": int64(1)}})
-	if err != nil || v.(map[string]any)["body"] != `POST {"a":1}` {
-		t.Errorf("post: %v %v", v, err)
-	}
-	if _, err := reg.Call(context.Background(), "http.get", map[string]any{"url": srv.URL + "/fail"}); err == nil || !strings.Contains(err.Error(), "503") {
-		t.Errorf("server error: %v", err)
-	}
-	if _, err := reg.Call(context.Background(), "http.get", map[string]any{"url": srv.URL + "/big"}); code(err) != "too-large" {
-		t.Errorf("big body: %v", err)
 	}
 }
 

@@ -25,12 +25,15 @@ type checkFlags struct {
 	// read holds the files config's checker configuration read, the
 	// tools files first: what a run records to build its program again.
 	read *readFiles
+	// grants are the network and environment the tools may use.
+	grants grantFlags
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
 	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
 	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
+	cf.grants.register(fs)
 }
 
 // registerLimits adds the flags of the limits for untrusted plans.
@@ -137,7 +140,7 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if !pd.HasErrors() && !diags.HasErrors() {
 		info, cd := compiler.Check(f, cfg)
 		out.info = info
-		bound, bd := bindTools(sortedTools(info), cfg.Dir)
+		bound, bd := bindTools(sortedTools(info), cfg.Dir, cf.grants.httpOptions())
 		out.bound = bound
 		cd = append(cd, bd...)
 		diags = append(diags, cd...)

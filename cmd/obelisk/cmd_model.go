@@ -422,7 +422,7 @@ func bindContextTools(rf *runFlags, reg *runtime.Registry, decls []*lang.ToolDec
 			tools = append(tools, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
 		}
 	}
-	bound, diags := bindTools(tools, "")
+	bound, diags := bindTools(tools, "", rf.grants.httpOptions())
 	if diags.HasErrors() {
 		return diags
 	}

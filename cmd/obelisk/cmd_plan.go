@@ -105,6 +105,8 @@ func applyCommand() *command {
 			var mcpSpecs stringList
 			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
+			var gf grantFlags
+			gf.register(fs) // the grants are the command line's, not the planfile's
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "apply", "expected one planfile, got %d", len(args))
@@ -163,9 +165,16 @@ func applyCommand() *command {
 					s.Mocks, s.MocksFile = string(b), mocksPath
 				}
 				rf.files = s.Files
-				tools, err := s.tools(rf, prog, pf.Source.Path(pf.Source.Dir))
+				rf.grants = gf
+				tools, problems, err := s.tools(rf, prog, pf.Source.Path(pf.Source.Dir))
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					return exitUsage
+				}
+				if len(problems) > 0 && xf.replay == "" {
+					for _, pr := range problems {
+						fmt.Fprintf(e.stderr, "obelisk apply: %s\n", pr)
+					}
 					return exitUsage
 				}
 				check, _ := pf.Source.Config()

@@ -205,26 +205,29 @@ func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, 
 
 // tools builds the tools of a program from the settings: the built-in
 // tools, the MCP servers' (started by connect), the tools its tools files
-// say how to call, and the mocks.
-func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, error) {
+// say how to call, and the mocks. It returns what keeps them from running
+// too (see preflight). The grants are rf's, from the command line.
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), dir)
+	bound, diags := bindTools(sortedTools(prog.Info), dir, rf.grants.httpOptions())
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, nil, diags
 	}
-	if _, err := rf.registerBound(reg, bound); err != nil {
-		return nil, err
+	off, err := rf.registerBound(reg, bound)
+	if err != nil {
+		return nil, nil, err
 	}
 	var mocks *runtime.Mocks
 	if s.Mocks != "" {
 		if mocks, err = runtime.ParseMocks([]byte(s.Mocks)); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.MocksFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
 		}
 	}
-	return runtime.Chain{Mocks: mocks, Registry: reg}, nil
+	p := &prepared{checked: &checked{bound: bound}, prog: prog, mocks: mocks, commandsOff: len(off) > 0, netOff: rf.grants.grants().net.Off()}
+	return runtime.Chain{Mocks: mocks, Registry: reg}, p.preflight(), nil
 }
 
 // execution is a run about to start or resume.
@@ -409,6 +412,8 @@ func resumeCommand() *command {
 			var xf execFlags
 			xf.register(fs, false)
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
+			var gf grantFlags
+			gf.register(fs) // the grants are the command line's, not the journal's
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
@@ -453,8 +458,23 @@ func resumeCommand() *command {
 					return status
 				}
 				defer stop()
-				if x.tools, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
+				rf.grants = gf
+				var problems []string
+				if x.tools, problems, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
 					return fail("run %s: %v", id, err)
+				}
+				if len(problems) > 0 && xf.replay == "" {
+					for _, pr := range problems {
+						fmt.Fprintf(e.stderr, "obelisk resume: %s\n", pr)
+					}
+					// The run is left to be resumed with the grants it needs.
+					left := &vm.Result{Status: vm.RunCanceled, Err: errors.New("its tools may not run: " + problems[0])}
+					if st.Status == vm.RunWaiting {
+						left = &vm.Result{Status: vm.RunWaiting}
+					}
+					jr.Finish(left)
+					db.Close()
+					return exitUsage
 				}
 				x.prog, x.policy = prog, s.Approval
 				x.check, _ = st.Source.Config()

@@ -190,7 +190,7 @@ func TestKillAndResume(t *testing.T) {
 
 	// The run nobody interrupts.
 	ref := newStepServer(t)
-	whole := runObelisk(t, dir, "run", "--state-dir", "ref", "--run-id", "whole", "--input", `{"base": "`+ref.URL+`"}`, "diamond.plan")
+	whole := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "ref", "--run-id", "whole", "--input", `{"base": "`+ref.URL+`"}`, "diamond.plan")
 	if whole.code != 0 {
 		t.Fatalf("the uninterrupted run: exit %d\n%s", whole.code, whole.stderr)
 	}
@@ -206,7 +206,7 @@ func TestKillAndResume(t *testing.T) {
 			input := `{"base": "` + srv.URL + `"}`
 			ev1, ev2 := filepath.Join(dir, killAt+"-1.jsonl"), filepath.Join(dir, killAt+"-2.jsonl")
 
-			first := obelisk(t, dir, "run", "--state-dir", state, "--run-id", "r", "--events", ev1, "--input", input, "diamond.plan")
+			first := obelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", state, "--run-id", "r", "--events", ev1, "--input", input, "diamond.plan")
 			if err := first.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +245,7 @@ func TestKillAndResume(t *testing.T) {
 			heard1 := eventLines(t, ev1)
 
 			srv.setBlock("")
-			second := runObelisk(t, dir, "resume", "--state-dir", state, "--events", ev2, "r")
+			second := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", state, "--events", ev2, "r")
 			if second.code != 0 {
 				t.Fatalf("resume: exit %d\n%s", second.code, second.stderr)
 			}
@@ -324,7 +324,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 	srv := newStepServer(t)
 	input := `{"base": "` + srv.URL + `"}`
 
-	first := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "pay-1", "--input", input, "gated.plan")
+	first := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "pay-1", "--input", input, "gated.plan")
 	if first.code != exitWaiting || first.stdout != "" {
 		t.Fatalf("first: exit %d, stdout %q\n%s", first.code, first.stdout, first.stderr)
 	}
@@ -349,7 +349,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		t.Errorf("a second approval: exit %d\n%s", again.code, again.stderr)
 	}
 
-	third := runObelisk(t, dir, "resume", "--state-dir", "st", "pay-1")
+	third := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "pay-1")
 	if third.code != 0 || strings.TrimSpace(third.stdout) != `"mail(charge(check()))"` {
 		t.Fatalf("resume: exit %d, output %s\n%s", third.code, third.stdout, third.stderr)
 	}
@@ -369,13 +369,13 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 	// Rejected: the gated step fails with code rejected and the run stops.
 	srv2 := newStepServer(t)
 	input2 := `{"base": "` + srv2.URL + `"}`
-	if r := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "pay-2", "--input", input2, "gated.plan"); r.code != exitWaiting {
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "pay-2", "--input", input2, "gated.plan"); r.code != exitWaiting {
 		t.Fatalf("pay-2: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--reject", "--note", "too much", "pay-2", "charge"); r.code != 0 {
 		t.Fatalf("reject: exit %d\n%s", r.code, r.stderr)
 	}
-	r := runObelisk(t, dir, "resume", "--state-dir", "st", "pay-2")
+	r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "pay-2")
 	if r.code != exitInput || !strings.Contains(r.stderr, "a person rejected charge: too much [rejected]") || srv2.counts()["charge"] != 0 {
 		t.Errorf("rejected: exit %d, calls %v\n%s", r.code, srv2.counts(), r.stderr)
 	}
@@ -392,7 +392,7 @@ func TestApprovalTimeoutDefault(t *testing.T) {
 	srv := newStepServer(t)
 	input := `{"base": "` + srv.URL + `"}`
 	// A timeout of 1ns has passed by the time the run is resumed.
-	r := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "t", "--approval-timeout", "1ns", "--approval-default", "approve", "--input", input, "gated.plan")
+	r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "t", "--approval-timeout", "1ns", "--approval-default", "approve", "--input", input, "gated.plan")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -465,7 +465,7 @@ func TestRecordReplay(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "diamond.plan"), diamond)
 	srv := newStepServer(t)
 	input := `{"base": "` + srv.URL + `"}`
-	rec := runObelisk(t, dir, "run", "--no-journal", "--record", "calls.jsonl", "--input", input, "diamond.plan")
+	rec := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--no-journal", "--record", "calls.jsonl", "--input", input, "diamond.plan")
 	if rec.code != 0 {
 		t.Fatalf("record: exit %d\n%s", rec.code, rec.stderr)
 	}
@@ -506,7 +506,7 @@ func TestApproveEdited(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "broken.plan"), "nosuchtool() -> †state.x\n")
 	srv := newStepServer(t)
 	input := `{"base": "` + srv.URL + `"}`
-	if r := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "w", "--input", input, "whole.plan"); r.code != exitWaiting || !strings.Contains(r.stderr, `waiting for approval of the plan "Run it?"`) {
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "whole.plan"); r.code != exitWaiting || !strings.Contains(r.stderr, `waiting for approval of the plan "Run it?"`) {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "broken.plan", "w"); r.code != exitInput || !strings.Contains(r.stderr, "unknown tool nosuchtool") {
@@ -515,7 +515,7 @@ func TestApproveEdited(t *testing.T) {
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "edited.plan", "w", "plan"); r.code != 0 {
 		t.Fatalf("approve --edit: exit %d\n%s", r.code, r.stderr)
 	}
-	r := runObelisk(t, dir, "resume", "--state-dir", "st", "w")
+	r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "w")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != `"only()"` {
 		t.Errorf("resume: exit %d, output %s\n%s", r.code, r.stdout, r.stderr)
 	}

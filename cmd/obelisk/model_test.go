@@ -240,7 +240,7 @@ func TestAgentHTTPTool(t *testing.T) {
   "annotations": {"readOnlyHint": true},
   "http": {"url": "`+api.URL+`/forecast/{city}"}}]}`)
 	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
-		"agent", "--goal", "How warm is Lyon?", "--tools", tools)
+		"agent", "--goal", "How warm is Lyon?", "--tools", tools, "--allow-net="+api.Listener.Addr().String())
 	if code != exitOK || !strings.Contains(stdout, `"output": 21.5`) || calls.Load() != 1 {
 		t.Fatalf("exit %d, calls %d\nstdout %s\nstderr %s", code, calls.Load(), stdout, stderr)
 	}

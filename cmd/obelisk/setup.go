@@ -42,7 +42,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 // registry returns the built-in tools and the MCP servers' tools.
 func (rf *runFlags) registry() (*runtime.Registry, error) {
 	reg := runtime.NewRegistry()
-	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files}); err != nil {
+	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files, Net: rf.grants.grants().net}); err != nil {
 		return nil, err
 	}
 	if err := rf.registerMCP(reg); err != nil {
@@ -59,8 +59,9 @@ type prepared struct {
 	mocks *runtime.Mocks
 	reg   *runtime.Registry
 	cfg   compiler.Config
-	// commandsOff is set when the plan's command tools may not run.
-	commandsOff bool
+	// commandsOff is set when the plan's command tools may not run;
+	// netOff when the built-in network tools may reach no host.
+	commandsOff, netOff bool
 	// source is what the program was compiled from, to build it again;
 	// mocksText is the mocks file's text.
 	source    *planfile.Source
@@ -89,6 +90,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		return nil, exitUsage
 	}
 	p.commandsOff = len(off) > 0
+	p.netOff = rf.grants.grants().net.Off()
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
 	if p.input, err = rf.readInput(c, base); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/cmdtool"
 	"github.com/obelisk-plan/obelisk/runtime/httptool"
 	"github.com/obelisk-plan/obelisk/runtime/mcp"
+	"github.com/obelisk-plan/obelisk/stdlib"
 )
 
 // Tools from outside the plan: MCP servers (--mcp), and tools files whose
@@ -127,9 +128,9 @@ type boundTool struct {
 // bindTools makes the tools whose declarations have an "http" or
 // "command" block. dir is the directory relative imports are read from
 // (the plan's); a tool from an import (file != "") was read from there, the
-// others from the path their binding names. A block that is wrong is a
-// diagnostic at the block.
-func bindTools(tools []*compiler.Tool, dir string) ([]*boundTool, lang.Diagnostics) {
+// others from the path their binding names. web holds the grants of HTTP
+// tools. A block that is wrong is a diagnostic at the block.
+func bindTools(tools []*compiler.Tool, dir string, web httptool.Options) ([]*boundTool, lang.Diagnostics) {
 	var out []*boundTool
 	var diags lang.Diagnostics
 	for _, t := range tools {
@@ -147,7 +148,7 @@ func bindTools(tools []*compiler.Tool, dir string) ([]*boundTool, lang.Diagnosti
 		var err error
 		switch b.Kind {
 		case "http":
-			bt.impl, err = httptool.New(def, b.JSON, httptool.Options{})
+			bt.impl, err = httptool.New(def, b.JSON, web)
 		case "command":
 			bt.impl, err = cmdtool.New(def, b.JSON, cmdtool.Options{Dir: fileDir})
 		}
@@ -198,9 +199,10 @@ func commandsOff(bt *boundTool) string {
 }
 
 // preflight says what keeps the tools the plan calls from running, before
-// anything runs: a command tool while command tools are off, an HTTP tool
-// whose environment variables are not set. Tools the mocks answer are not
-// called, so nothing keeps them.
+// anything runs: a command tool while command tools are off, a built-in
+// network tool while the network is off, an HTTP tool whose environment
+// variables are not granted or not set or whose host is not allowed.
+// Tools the mocks answer are not called, so nothing keeps them.
 func (p *prepared) preflight() []string {
 	bound := map[string]*boundTool{}
 	for _, bt := range p.bound {
@@ -208,8 +210,15 @@ func (p *prepared) preflight() []string {
 	}
 	var out []string
 	for _, name := range p.calledTools() {
+		if p.mocks.Has(name) {
+			continue
+		}
+		if p.netOff && stdlib.NeedsNetwork(name) && bound[name] == nil {
+			out = append(out, fmt.Sprintf("%s reaches the network, which is off: run again with --allow-net=HOST,… naming the hosts the plan may reach (bare --allow-net: any public host), or answer it in a mocks file", name))
+			continue
+		}
 		bt := bound[name]
-		if bt == nil || p.mocks.Has(name) {
+		if bt == nil {
 			continue
 		}
 		switch impl := bt.impl.(type) {
@@ -218,8 +227,12 @@ func (p *prepared) preflight() []string {
 				out = append(out, commandsOff(bt))
 			}
 		case *httptool.Tool:
-			if missing := impl.MissingEnv(); len(missing) > 0 {
+			if err := impl.CheckEnv(); err != nil {
+				out = append(out, fmt.Sprintf("%s reads the environment (its http block in %s): %v", bt.def.Name, bt.file, err))
+			} else if missing := impl.MissingEnv(); len(missing) > 0 {
 				out = append(out, fmt.Sprintf("%s needs the environment variable %s (its http block in %s): set it, or answer the tool in a mocks file", bt.def.Name, strings.Join(missing, ", "), bt.file))
+			} else if err := impl.CheckNet(); err != nil {
+				out = append(out, fmt.Sprintf("%s (its http block in %s): %v", bt.def.Name, bt.file, err))
 			}
 		}
 	}

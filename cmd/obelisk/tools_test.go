@@ -157,11 +157,15 @@ func TestMCPServerFailures(t *testing.T) {
 
 // weatherAPI is a loopback HTTP server for the HTTP tools.
 type weatherAPI struct {
-	mu    sync.Mutex
-	notes []string
+	mu       sync.Mutex
+	notes    []string
+	requests int
 }
 
 func (w *weatherAPI) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.mu.Lock()
+	w.requests++
+	w.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer s3cret" {
 		http.Error(rw, `{"error": "who are you?"}`, http.StatusUnauthorized)
 		return
@@ -223,16 +227,46 @@ func TestHTTPTools(t *testing.T) {
 	if code != exitOK || stdout != "" {
 		t.Fatalf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
-	// The token is not set: the run stops before any call.
-	code, _, stderr = cli(t, "run", plan)
-	if code != exitUsage || !strings.Contains(stderr, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in tools.json)") {
-		t.Fatalf("run without the token: exit %d\n%s", code, stderr)
-	}
-	if len(api.notes) != 0 {
-		t.Fatal("a note was posted")
+	// Each run below stops before any call, and says why.
+	allowEnv := "--allow-env=OBELISK_TEST_URL,OBELISK_TEST_TOKEN"
+	host := srv.Listener.Addr().String()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "obelisk run: forecast reads the environment (its http block in tools.json): --allow-env does not grant OBELISK_TEST_TOKEN, OBELISK_TEST_URL: run again with --allow-env=OBELISK_TEST_TOKEN,OBELISK_TEST_URL"},
+		{[]string{"--allow-env=OBELISK_TEST_URL"}, "obelisk run: notes.add reads the environment (its http block in tools.json): --allow-env does not grant OBELISK_TEST_TOKEN: run again with --allow-env=OBELISK_TEST_TOKEN"},
+		{[]string{"--allow-env", "--deny-env=OBELISK_TEST_TOKEN"}, "obelisk run: forecast reads the environment (its http block in tools.json): --deny-env denies OBELISK_TEST_TOKEN"},
+		// The token is not set.
+		{[]string{allowEnv}, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in tools.json)"},
+	} {
+		code, _, stderr = cli(t, append(append([]string{"run"}, tc.args...), plan)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
+		}
 	}
 	t.Setenv("OBELISK_TEST_TOKEN", "s3cret")
-	code, stdout, stderr = cli(t, "run", plan)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{allowEnv}, "obelisk run: forecast (its http block in tools.json): " + host + ": the network is off: run again with --allow-net=" + host + " to reach it"},
+		{[]string{allowEnv, "--allow-net=api.example.com"}, "obelisk run: forecast (its http block in tools.json): " + host + " is not in --allow-net: run again with --allow-net=" + host},
+		{[]string{allowEnv, "--allow-net"}, "obelisk run: forecast (its http block in tools.json): " + host + " is a loopback address, reached only when named: run again with --allow-net=" + host},
+		{[]string{allowEnv, "--allow-net=127.0.0.1", "--deny-net=" + host}, "is denied by --deny-net (" + host + ")"},
+	} {
+		code, _, stderr = cli(t, append(append([]string{"run"}, tc.args...), plan)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
+		}
+	}
+	api.mu.Lock()
+	sent := api.requests
+	api.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("the API got %d requests", sent)
+	}
+	code, stdout, stderr = cli(t, "run", allowEnv, "--allow-net="+host, plan)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
@@ -248,7 +282,7 @@ func TestHTTPTools(t *testing.T) {
 	// without signatures and arrives on a stream (eager mode).
 	eager := strings.Replace(weatherPlan, `import "tools.json"`, "tool forecast\ntool notes.add", 1)
 	os.WriteFile(plan, []byte(eager), 0o644)
-	code, stdout, stderr = cli(t, "run", "--mode", "eager", "--tools", filepath.Join(dir, "tools.json"), plan)
+	code, stdout, stderr = cli(t, "run", "--mode", "eager", "--tools", filepath.Join(dir, "tools.json"), allowEnv, "--allow-net="+host, plan)
 	if code != exitOK {
 		t.Fatalf("eager run: exit %d\n%s", code, stderr)
 	}

@@ -9,7 +9,15 @@
 //
 // The HTTP API wants the header "Authorization: Bearer TOKEN", where TOKEN
 // is the environment variable WEATHER_TOKEN of the server (demo-token when
-// it is not set):
+// it is not set). Obelisk's HTTP tools (examples/weather.tools.json) reach
+// it only when the command line grants the address and the variables they
+// read, as in
+//
+//	WEATHER_URL=http://127.0.0.1:8787 WEATHER_TOKEN=demo-token obelisk run \
+//	  --tools examples/weather.tools.json --no-mocks --allow-commands \
+//	  --allow-env=WEATHER_URL,WEATHER_TOKEN --allow-net=127.0.0.1:8787 examples/weather.plan
+//
+// The API:
 //
 //	GET  /v1/forecast/{city}?days=N   {"city", "daily": [{"day", "high", "low", "rain"}]}
 //	POST /v1/notes                    {"title", "items"} → {"id"}; an Idempotency-Key
@@ -49,7 +57,7 @@ func main() {
 		if token == "" {
 			token = "demo-token"
 		}
-		log.Printf("serving the weather API on http://%s", os.Args[2])
+		log.Printf("serving the weather API on http://%s (obelisk reaches it with --allow-net=%s)", os.Args[2], os.Args[2])
 		err = http.ListenAndServe(os.Args[2], newAPI(token))
 	case "mcp":
 		err = mcpServer().Run(context.Background(), &sdk.StdioTransport{})

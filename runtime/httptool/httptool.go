@@ -30,6 +30,45 @@
 // return. A status outside 2xx is an error with code http-STATUS whose
 // message holds the status and the start of the body; 408, 425, 429 and
 // 5xx may be retried, other statuses may not. "timeout" bounds the call.
+//
+// # Grants
+//
+// The tools file says how a tool is called; the operator says what it may
+// reach (Options.Net and Options.Env, from --allow-net and --allow-env). A
+// tool reads ${NAME} only when Env grants NAME, and reaches its host only
+// when Net allows it; otherwise a call fails with code permission-denied,
+// naming the variable or the host and the flag that would grant it.
+//
+// A parameter may not form or change the scheme, user, host or port of
+// the url: a template with a {name} before the path starts (in the scheme
+// or the authority, or before any text when the url starts with one) is
+// refused when the tool is made. A {name} that follows an ${ENV} directly
+// (${BASE}{path}) is allowed, for a base URL with a path, and checked when
+// the tool is called: the URL the arguments make must have the origin
+// (scheme, host and port) and the user information of the url with its
+// environment variables and without its arguments, or the call fails with
+// permission-denied. An argument in the path that makes a path segment of
+// dots ("." or "..", also percent-encoded, after a / or \ it holds, or
+// before a ;) is refused with invalid-arguments: servers and proxies
+// would read it as a step up or out of the path the template gives.
+//
+// "redirects" says which redirects are followed: "same-origin" (the
+// default) follows those within the url's origin only; "any" follows
+// those to any host Net allows, without the Authorization,
+// Proxy-Authorization and Cookie headers or a header that holds an ${ENV},
+// past the first origin. Every redirect is checked against Net.
+//
+// # Secrets
+//
+// The values of the environment variables a tool reads, the user
+// information of its url and the values of its Authorization,
+// Proxy-Authorization and Cookie headers are secrets: none appears in the
+// tool's errors or in the strings of its result (a server that echoes a
+// request's headers must not hand its token to the plan). An
+// environment variable's value is replaced by ${NAME}, other secrets by
+// [redacted]; secrets shorter than four bytes are left, since hiding them
+// would garble everything else and they are too short to keep anything
+// secret.
 package httptool
 
 import (
@@ -42,18 +81,24 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/permission"
 )
 
 // Options configure HTTP tools.
 type Options struct {
-	// Client sends the requests (default http.DefaultClient).
-	Client *http.Client
+	// Net is the network the tools may reach; with none (nil) a call
+	// fails with permission-denied.
+	Net *permission.Net
+	// Env says which environment variables ${NAME} may read; with none
+	// (nil) a tool that reads one fails with permission-denied.
+	Env *permission.Env
 	// LookupEnv reads environment variables (default os.LookupEnv).
 	LookupEnv func(name string) (string, bool)
 	// MaxBodyBytes bounds a response body (default 10 MiB).
@@ -62,15 +107,16 @@ type Options struct {
 
 // spec is an "http" block.
 type spec struct {
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	Body    json.RawMessage   `json:"body"`
-	Result  string            `json:"result"`
-	Timeout string            `json:"timeout"`
+	Method    string            `json:"method"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	Body      json.RawMessage   `json:"body"`
+	Result    string            `json:"result"`
+	Timeout   string            `json:"timeout"`
+	Redirects string            `json:"redirects"`
 }
 
-var specKeys = []string{"method", "url", "headers", "body", "result", "timeout"}
+var specKeys = []string{"method", "url", "headers", "body", "result", "timeout", "redirects"}
 
 // Tool is an HTTP tool; it implements runtime.Tool.
 type Tool struct {
@@ -87,6 +133,7 @@ type Tool struct {
 	result   []string // JSON Pointer tokens
 	timeout  time.Duration
 	opts     Options
+	client   *http.Client
 }
 
 type header struct {
@@ -105,11 +152,9 @@ var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": tr
 
 // New makes the tool def describes from its "http" block. It reports what
 // is wrong with the block: an unknown key, an unknown method, a
-// placeholder that names no parameter, a path parameter that is optional.
+// placeholder that names no parameter, a path parameter that is optional,
+// a parameter in the scheme or the authority of the url.
 func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
-	if opts.Client == nil {
-		opts.Client = http.DefaultClient
-	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
@@ -148,6 +193,9 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 	}
 	whole, err := parseTemplate(sp.URL)
 	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if err := whole.checkAuthority(); err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
 	path, query := whole.cut('?')
@@ -218,7 +266,28 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 		}
 		t.timeout = d
 	}
+	copts := permission.ClientOptions{SecretHeaders: t.envHeaders()}
+	switch sp.Redirects {
+	case "", "same-origin":
+	case "any":
+		copts.Redirects = permission.AnyOrigin
+	default:
+		return nil, fmt.Errorf("redirects: %q: use \"same-origin\" (the default) or \"any\"", sp.Redirects)
+	}
+	t.client = opts.Net.Client(copts)
 	return t, nil
+}
+
+// envHeaders returns the names of the headers that hold an environment
+// variable.
+func (t *Tool) envHeaders() []string {
+	var out []string
+	for _, h := range t.headers {
+		if slices.ContainsFunc(h.value, func(pc piece) bool { return pc.env != "" }) {
+			out = append(out, h.name)
+		}
+	}
+	return out
 }
 
 func (t *Tool) parseBody(raw json.RawMessage, params map[string]bool, list string) error {
@@ -320,11 +389,14 @@ func (t *Tool) Env() []string {
 	return out
 }
 
-// MissingEnv returns the environment variables the tool reads that are not
-// set, sorted.
+// MissingEnv returns the environment variables the tool reads, of those
+// the grants let it read, that are not set, sorted.
 func (t *Tool) MissingEnv() []string {
 	var out []string
 	for _, n := range t.Env() {
+		if !t.opts.Env.Granted(n) {
+			continue
+		}
 		if _, ok := t.opts.LookupEnv(n); !ok {
 			out = append(out, n)
 		}
@@ -332,15 +404,65 @@ func (t *Tool) MissingEnv() []string {
 	return out
 }
 
+// lookup reads an environment variable, if the grants let the tool read
+// it.
+func (t *Tool) lookup(name string) (string, bool) {
+	if !t.opts.Env.Granted(name) {
+		return "", false
+	}
+	return t.opts.LookupEnv(name)
+}
+
+// CheckEnv reports whether the grants let the tool read every environment
+// variable it reads: nil, or a permission-denied error that names those
+// they do not and the flag that would grant them.
+func (t *Tool) CheckEnv() error {
+	return t.opts.Env.Check(t.Env())
+}
+
+// CheckNet reports whether the grants let the tool reach the host of its
+// url, as its environment variables make it: nil, or a permission-denied
+// error that names the host and the flag that would allow it. The
+// addresses a host name resolves to are checked when a call dials them.
+// It is meaningful once CheckEnv and MissingEnv find nothing.
+func (t *Tool) CheckNet() error {
+	_, base, err := t.base()
+	if err == nil {
+		err = t.opts.Net.Allowed(base)
+	}
+	if err != nil {
+		return t.secrets().error(err)
+	}
+	return nil
+}
+
 // Call sends the request the arguments make and returns the response's
-// result.
+// result, with the tool's secrets taken out of it and of its errors.
 func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
+	if err := t.CheckEnv(); err != nil {
+		return nil, prefixed(t.name, err)
+	}
 	if missing := t.MissingEnv(); len(missing) > 0 {
 		return nil, &runtime.Error{Code: "missing-env", Message: fmt.Sprintf("%s needs the environment variable %s, which is not set", t.name, strings.Join(missing, ", ")), NotRetryable: true}
 	}
+	sec := t.secrets()
+	out, err := t.call(ctx, args)
+	if err != nil {
+		if err == ctx.Err() {
+			return nil, err // the step's own deadline or cancellation
+		}
+		return nil, sec.error(err)
+	}
+	return sec.value(out), nil
+}
+
+func (t *Tool) call(ctx context.Context, args map[string]any) (any, error) {
 	u, err := t.url(args)
 	if err != nil {
 		return nil, err
+	}
+	if err := t.opts.Net.Allowed(u); err != nil {
+		return nil, prefixed(t.name, err)
 	}
 	var body io.Reader
 	if b, ok, err := t.body(args); err != nil {
@@ -364,19 +486,23 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for _, h := range t.headers {
-		v, ok := h.value.expand(args, t.opts.LookupEnv, nil)
+		v, ok := h.value.expand(args, t.lookup, nil)
 		if ok {
 			req.Header.Set(h.name, v)
 		}
 	}
 	where := t.method + " " + redact(u)
-	resp, err := t.opts.Client.Do(req)
+	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the step's own deadline or cancellation
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, &runtime.Error{Code: runtime.CodeTimeout, Message: fmt.Sprintf("%s: no answer within %s", where, t.timeout)}
+		}
+		var re *runtime.Error
+		if errors.As(err, &re) {
+			return nil, prefixed(t.name+": "+where, re) // a host or a redirect the grants refuse
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -411,28 +537,68 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 	return t.selectResult(out, where)
 }
 
+// prefixed returns a tool's error with its message prefixed.
+func prefixed(prefix string, err error) error {
+	var re *runtime.Error
+	if !errors.As(err, &re) {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	return &runtime.Error{Code: re.Code, Message: prefix + ": " + re.Message, NotRetryable: re.NotRetryable}
+}
+
 // retryable reports whether a request that got status may succeed if
 // sent again.
 func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests
 }
 
-// url expands the url template.
+// base returns the url with its environment variables and without its
+// arguments: the URL whose origin and user every call's URL must have.
+// It returns the URL's text too.
+func (t *Tool) base() (string, *url.URL, error) {
+	s, _ := t.path.expand(nil, t.lookup, func(string, any) (string, bool) { return "", true })
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
+		err = errors.New("it is not an http or https URL with a host")
+	}
+	if err != nil {
+		return "", nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: the url %s: %v", t.name, redactText(s), err), NotRetryable: true}
+	}
+	return s, u, nil
+}
+
+// authority returns the start of a URL up to the end of its authority:
+// scheme, user, host and port.
+func authority(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return ""
+	}
+	if j := strings.IndexAny(s[i+3:], "/?#"); j >= 0 {
+		return s[:i+3+j]
+	}
+	return s
+}
+
+// url expands the url template. The URL must have the origin and the user
+// of the url without its arguments, and no argument may make a path
+// segment of dots.
 func (t *Tool) url(args map[string]any) (*url.URL, error) {
-	var missing string
-	path, _ := t.path.expand(args, t.opts.LookupEnv, func(p string, v any) (string, bool) {
-		if v == nil {
-			missing = p
-			return "", false
-		}
-		return url.PathEscape(text(v)), true
-	})
+	path, spans, missing := t.path.expandPath(args, t.lookup)
 	if missing != "" {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: the url needs the argument %s", t.name, missing), NotRetryable: true}
 	}
+	baseText, base, err := t.base()
+	if err != nil {
+		return nil, err
+	}
+	if a := authority(baseText); !strings.HasPrefix(path, a) || len(path) > len(a) && !strings.ContainsRune("/?#", rune(path[len(a)])) {
+		return nil, &runtime.Error{Code: runtime.CodePermissionDenied, NotRetryable: true,
+			Message: fmt.Sprintf("%s: the arguments would change the host or port of its url (%s): an argument may not form or change the scheme, user, host or port", t.name, permission.Origin(base))}
+	}
 	var pairs []string
 	for _, q := range t.query {
-		pairs = append(pairs, q.expandQuery(args, t.opts.LookupEnv)...)
+		pairs = append(pairs, q.expandQuery(args, t.lookup)...)
 	}
 	full := path
 	if len(pairs) > 0 {
@@ -445,7 +611,56 @@ func (t *Tool) url(args map[string]any) (*url.URL, error) {
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: the url %s: %v", t.name, redactText(path), err), NotRetryable: true}
 	}
+	if permission.Origin(u) != permission.Origin(base) || u.User.String() != base.User.String() {
+		return nil, &runtime.Error{Code: runtime.CodePermissionDenied, NotRetryable: true,
+			Message: fmt.Sprintf("%s: the arguments would send the request to %s, not to %s, the origin of its url: an argument may not form or change the scheme, user, host or port", t.name, permission.Origin(u), permission.Origin(base))}
+	}
+	if seg := dotSegment(path, spans); seg != "" {
+		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, NotRetryable: true,
+			Message: fmt.Sprintf("%s: the arguments make the path segment %q, which servers read as . or ..: give a name, not a step up or out of the path", t.name, seg)}
+	}
 	return u, nil
+}
+
+// dotSegment returns the first segment of a path that an argument is part
+// of and that is made of dots alone ("." or ".."), however it is written:
+// percent-encoded, once or more; with / or \ inside it, which some
+// servers decode and split at; or before a ; (path parameters). "" when
+// there is none.
+func dotSegment(path string, spans [][2]int) string {
+	for start := 0; start <= len(path); {
+		end := strings.IndexByte(path[start:], '/')
+		if end < 0 {
+			end = len(path)
+		} else {
+			end += start
+		}
+		seg := path[start:end]
+		if slices.ContainsFunc(spans, func(s [2]int) bool { return s[0] < end && s[1] > start }) && dots(seg) {
+			return seg
+		}
+		start = end + 1
+	}
+	return ""
+}
+
+// dots reports whether a segment, decoded, is or holds a name made of dots
+// alone.
+func dots(seg string) bool {
+	for range 8 {
+		d, err := url.PathUnescape(seg)
+		if err != nil || d == seg {
+			break
+		}
+		seg = d
+	}
+	for _, name := range strings.FieldsFunc(seg, func(r rune) bool { return r == '/' || r == '\\' }) {
+		name, _, _ = strings.Cut(name, ";")
+		if name != "" && strings.Trim(name, ".") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // body returns the request body, if the request has one.

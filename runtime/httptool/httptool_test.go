@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/permission"
 )
 
 const forecastSchema = `{"type": "object", "properties": {
@@ -46,9 +47,21 @@ func env(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// granted returns options that let a tool read every variable of vars
+// and reach loopback.
+func granted(t testing.TB, vars map[string]string) Options {
+	t.Helper()
+	n, err := permission.NewNet(permission.NetOptions{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := permission.NewEnv(permission.EnvOptions{Any: true})
+	return Options{Net: n, Env: e, LookupEnv: env(vars)}
+}
+
 func newTool(t *testing.T, block string, vars map[string]string) *Tool {
 	t.Helper()
-	tool, err := New(runtime.Definition{Name: "weather.forecast", InputSchema: json.RawMessage(forecastSchema)}, []byte(block), Options{LookupEnv: env(vars)})
+	tool, err := New(runtime.Definition{Name: "weather.forecast", InputSchema: json.RawMessage(forecastSchema)}, []byte(block), granted(t, vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +206,8 @@ func TestArgumentsAndEnvironment(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != "missing-env" || !re.NotRetryable || !strings.Contains(re.Message, "TOKEN") {
 		t.Errorf("got %v; want missing-env naming TOKEN", err)
 	}
-	tool = newTool(t, `{"url": "{city}/f"}`, nil)
-	_, err = tool.Call(context.Background(), map[string]any{"city": "ftp://host"})
+	tool = newTool(t, `{"url": "${BASE}/f/{city}"}`, map[string]string{"BASE": "ftp://host"})
+	_, err = tool.Call(context.Background(), map[string]any{"city": "x"})
 	if !errors.As(err, &re) || re.Code != runtime.CodeInvalidArguments || !strings.Contains(re.Message, "not an http or https URL") {
 		t.Errorf("got %v; want invalid-arguments for a URL that is not http", err)
 	}
@@ -215,6 +228,9 @@ func TestNewErrors(t *testing.T) {
 		{`{"url": "http://x", "body": 3}`, `neither a parameter name nor a list`},
 		{`{"url": "http://x", "result": "data"}`, `not a JSON Pointer`},
 		{`{"url": "http://x", "timeout": "soon"}`, `timeout: "soon" is not a duration`},
+		{`{"url": "http://x", "redirects": "all"}`, `redirects: "all": use "same-origin" (the default) or "any"`},
+		{`{"url": "{city}/f"}`, `url: {city} is before the path starts, where it could change the scheme, user, host or port: put parameters in the path (after a /) or the query`},
+		{`{"url": "ftp://x/{city}"}`, `url: the scheme "ftp": use http or https`},
 	} {
 		_, err := New(runtime.Definition{Name: "weather.forecast", InputSchema: json.RawMessage(forecastSchema)}, []byte(tc.block), Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -228,7 +244,7 @@ func TestNewErrors(t *testing.T) {
 func TestThroughRegistry(t *testing.T) {
 	srv, seen := server(t, 200, "application/json", `{"ok": true}`)
 	def := runtime.Definition{Name: "weather.forecast", InputSchema: json.RawMessage(forecastSchema), OutputSchema: json.RawMessage(`{"type": "object"}`)}
-	tool, err := New(def, []byte(`{"url": "${BASE}/f/{city}"}`), Options{LookupEnv: env(map[string]string{"BASE": srv.URL})})
+	tool, err := New(def, []byte(`{"url": "${BASE}/f/{city}"}`), granted(t, map[string]string{"BASE": srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +272,7 @@ func BenchmarkCall(b *testing.B) {
 	defer srv.Close()
 	tool, err := New(runtime.Definition{Name: "f", InputSchema: json.RawMessage(forecastSchema)},
 		[]byte(`{"url": "${BASE}/v1/forecast/{city}?days={days}", "headers": {"Authorization": "Bearer ${TOKEN}"}, "result": "/forecast"}`),
-		Options{LookupEnv: env(map[string]string{"BASE": srv.URL, "TOKEN": "t"})})
+		granted(b, map[string]string{"BASE": srv.URL, "TOKEN": "t"}))
 	if err != nil {
 		b.Fatal(err)
 	}

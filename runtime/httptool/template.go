@@ -189,3 +189,66 @@ func (t template) expandQuery(args map[string]any, lookup func(string) (string, 
 	}
 	return out
 }
+
+// checkAuthority reports a parameter that comes before the path of a url
+// template starts, where it could form or change the scheme, the user,
+// the host or the port: in a literal scheme or authority (http://api{p}/,
+// http://{p}.example.com/), or before any text ({p}/x). One that follows
+// an environment variable with no / between (${BASE}{p}) is left for the
+// call to check, since the variable may hold a path. A literal scheme must
+// be http or https.
+func (t template) checkAuthority() error {
+	afterScheme, sawEnv := false, false
+	for i, pc := range t {
+		switch {
+		case pc.env != "":
+			sawEnv = true
+		case pc.param != "":
+			if afterScheme || !sawEnv {
+				return fmt.Errorf("{%s} is before the path starts, where it could change the scheme, user, host or port: put parameters in the path (after a /) or the query", pc.param)
+			}
+		default:
+			lit := pc.lit
+			if i == 0 {
+				if scheme, _, ok := strings.Cut(lit, "://"); ok && !strings.ContainsAny(scheme, "/?#") {
+					if s := strings.ToLower(scheme); s != "http" && s != "https" {
+						return fmt.Errorf("the scheme %q: use http or https", scheme)
+					}
+				}
+			}
+			if j := strings.Index(lit, "://"); j >= 0 && !strings.ContainsAny(lit[:j], "/?#") {
+				afterScheme = true
+				lit = lit[j+3:]
+			}
+			if strings.ContainsAny(lit, "/?#") {
+				return nil // the path, query or fragment has started
+			}
+		}
+	}
+	return nil
+}
+
+// expandPath fills the path part of a url template: arguments
+// path-escaped, environment variables as they are. It returns where each
+// argument's text is in the path, and the first argument that is absent.
+func (t template) expandPath(args map[string]any, lookup func(string) (string, bool)) (path string, spans [][2]int, missing string) {
+	var b strings.Builder
+	for _, pc := range t {
+		switch {
+		case pc.env != "":
+			v, _ := lookup(pc.env)
+			b.WriteString(v)
+		case pc.param != "":
+			v := args[pc.param]
+			if v == nil {
+				return "", nil, pc.param
+			}
+			start := b.Len()
+			b.WriteString(url.PathEscape(text(v)))
+			spans = append(spans, [2]int{start, b.Len()})
+		default:
+			b.WriteString(pc.lit)
+		}
+	}
+	return b.String(), spans, ""
+}
