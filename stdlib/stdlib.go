@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -61,7 +60,7 @@ func Register(reg *runtime.Registry, opts Options) error {
 		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats.",
 			`{"type":"object","properties":{"template":{"type":"string"},"values":{"type":"object"}},"required":["template"]}`, `{"type":"string"}`,
 			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-			runtime.ToolFunc(formatTool)},
+			runtime.ToolFunc(formatter{max: opts.MaxBodyBytes, work: maxFormatWork}.call)},
 		{def("http.get", "Fetches a URL with GET and returns its status, headers and body (JSON bodies decoded).",
 			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
@@ -193,18 +192,6 @@ func Select(v any, path string) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-func formatTool(ctx context.Context, args map[string]any) (any, error) {
-	tmpl, err := template.New("format").Option("missingkey=error").Parse(args["template"].(string))
-	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
-	}
-	var b strings.Builder
-	if err := tmpl.Execute(&b, args["values"]); err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
-	}
-	return b.String(), nil
 }
 
 func httpTool(opts Options, getOnly bool) runtime.Tool {
