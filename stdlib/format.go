@@ -254,11 +254,15 @@ func printfBound(format string, args []any, limit int64) (n, steps int64) {
 	n = int64(len(format))
 	steps = n >> 10
 	argNum := 0
+	var most struct{ width, prec int64 }
 	for i := 0; i < len(format) && n <= limit; i++ {
 		if format[i] != '%' {
 			continue
 		}
 		i++
+		// fmt's complaints about a directive (%!(BADWIDTH), %!(BADPREC),
+		// %!v(BADINDEX), %!(NOVERB), %!v(MISSING)) fit in 64 bytes.
+		n += 64
 		simple := true // strings written as they are
 		for ; i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0; i++ {
 			if format[i] == '#' || format[i] == '+' {
@@ -272,9 +276,9 @@ func printfBound(format string, args []any, limit int64) (n, steps int64) {
 			i = argIndex(format, i+1, &argNum)
 			prec, i = formatNumber(format, i, args, &argNum)
 		}
+		most.width, most.prec = max(most.width, width), max(most.prec, prec)
 		i = argIndex(format, i, &argNum)
 		if i >= len(format) {
-			n += 16 // %!(NOVERB)
 			break
 		}
 		verb, size := utf8.DecodeRuneInString(format[i:])
@@ -294,11 +298,12 @@ func printfBound(format string, args []any, limit int64) (n, steps int64) {
 			v = args[argNum]
 		}
 		argNum++
-		n += z.size(v, limit-n, &steps) + 16
+		n += z.size(v, limit-n, &steps)
 	}
-	// Arguments the format does not use are written after it:
-	// %!(EXTRA type=value, …).
-	z := sizer{num: 32, mult: 1}
+	// Arguments the format does not use are written after it,
+	// %!(EXTRA type=value, …), with what is left of the last directive's
+	// width and precision.
+	z := sizer{num: 330 + most.prec, leaf: most.width + most.prec, mult: 5}
 	for _, a := range args {
 		if n > limit {
 			break
@@ -325,14 +330,14 @@ func argIndex(format string, i int, argNum *int) int {
 }
 
 // formatNumber reads a width or a precision at i in a format: digits, or
-// * for the next argument. fmt refuses one above a million.
+// * for the next argument. fmt takes digits up to about ten million and
+// an argument up to a million.
 func formatNumber(format string, i int, args []any, argNum *int) (int64, int) {
-	const most = 1_000_000
 	if i < len(format) && format[i] == '*' {
 		var w int64
 		if *argNum < len(args) {
 			if k, ok := toInt(args[*argNum]); ok {
-				w = min(max(k, -k), most)
+				w = min(max(k, -k), 1_000_000)
 			}
 		}
 		*argNum++
@@ -340,7 +345,7 @@ func formatNumber(format string, i int, args []any, argNum *int) (int64, int) {
 	}
 	var w int64
 	for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
-		w = min(w*10+int64(format[i]-'0'), most)
+		w = min(w*10+int64(format[i]-'0'), 10_000_010)
 	}
 	return w, i
 }
