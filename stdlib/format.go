@@ -20,6 +20,13 @@ import (
 // about half a second of work, and far more than a text a person reads.
 const maxFormatWork = 10_000_000
 
+// maxControlActions bounds the actions of a template that open or
+// continue a block, and with them how deep its blocks nest: the parser
+// and the interpreter recur once for each level, a few kilobytes of stack
+// each, and a template nested a few hundred thousand deep would take a
+// gigabyte of stack, which ends the process.
+const maxControlActions = 10_000
+
 // codeLimitExceeded is the code of a call refused for the work or the
 // memory it would take.
 const codeLimitExceeded = "limit-exceeded"
@@ -61,9 +68,14 @@ type formatter struct {
 
 // call is text.format.
 func (f formatter) call(ctx context.Context, args map[string]any) (any, error) {
+	text := args["template"].(string)
+	if n := controlActions(text); n > maxControlActions {
+		return nil, &runtime.Error{Code: codeLimitExceeded, NotRetryable: true,
+			Message: fmt.Sprintf("text.format: the template has more than %d {{if}}, {{range}}, {{with}} and {{else}} actions; write a shorter template", maxControlActions)}
+	}
 	b := &budget{ctx: ctx, maxWork: f.work, maxBytes: f.max}
 	tmpl := template.New("format").Option("missingkey=error").Funcs(b.funcs())
-	if _, err := tmpl.Parse(args["template"].(string)); err != nil {
+	if _, err := tmpl.Parse(text); err != nil {
 		return nil, invalid("text.format: %v", err)
 	}
 	if len(tmpl.Templates()) > 1 || hasTemplateCall(tmpl.Tree.Root) {
@@ -388,6 +400,36 @@ func (z sizer) size(v any, limit int64, steps *int64) int64 {
 		return 2*z.num + 8 + z.leaf
 	}
 	return z.num + z.leaf
+}
+
+// controlActions counts the actions of a template that may open or
+// continue a block ({{if}}, {{range}}, {{with}}, {{else}}, {{block}},
+// {{define}}): every "{{" followed by one of those words, wherever it is,
+// so that the count is never less than the parser's.
+func controlActions(text string) int {
+	n := 0
+	for {
+		i := strings.Index(text, "{{")
+		if i < 0 {
+			return n
+		}
+		text = text[i+2:]
+		rest := text
+		if len(rest) > 1 && rest[0] == '-' && strings.IndexByte(" \t\r\n", rest[1]) >= 0 {
+			rest = rest[1:] // a trim marker
+		}
+		rest = strings.TrimLeft(rest, " \t\r\n")
+		for _, word := range []string{"if", "range", "with", "else", "block", "define"} {
+			if after, ok := strings.CutPrefix(rest, word); ok && (after == "" || !isWordByte(after[0])) {
+				n++
+				break
+			}
+		}
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // cappedWriter keeps up to max bytes and refuses more.
