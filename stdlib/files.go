@@ -121,6 +121,9 @@ func (f *files) write(ctx context.Context, args map[string]any) (any, error) {
 func writeTemp(root *os.Root, dir, base, content string) (string, error) {
 	var b [8]byte
 	rand.Read(b[:])
+	if len(base) > 100 {
+		base = base[:100] // the name stays within the file system's limit
+	}
 	name := filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+".tmp")
 	file, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

@@ -207,6 +207,10 @@ func TestFileWriteIdempotent(t *testing.T) {
 	if got := entries(t, filepath.Join(root, "deep", "er")); !slices.Equal(got, []string{"note.txt"}) {
 		t.Errorf("deep/er: %v", got)
 	}
+	long := strings.Repeat("n", 250)
+	if _, err := reg.Call(context.Background(), "file.write", map[string]any{"path": long, "content": "x"}); err != nil {
+		t.Errorf("a long name: %v", err)
+	}
 	if re := callErr(t, reg, "file.write", map[string]any{"path": "deep/er/note.txt/x", "content": "x"}); re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, "is a file, not a directory") {
 		t.Errorf("a file as a directory: %+v", re)
 	}
