@@ -57,7 +57,7 @@ func Register(reg *runtime.Registry, opts Options) error {
 			`{"type":"object","properties":{"value":{"description":"the value to select from"},"path":{"type":"string"}},"required":["value","path"]}`, ``,
 			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
 			runtime.ToolFunc(selectTool)},
-		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats.",
+		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats ({{define}} and {{template}} are not offered; the work and the text are bounded).",
 			`{"type":"object","properties":{"template":{"type":"string"},"values":{"type":"object"}},"required":["template"]}`, `{"type":"string"}`,
 			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
 			runtime.ToolFunc(formatter{max: opts.MaxBodyBytes, work: maxFormatWork}.call)},
@@ -87,7 +87,7 @@ func Register(reg *runtime.Registry, opts Options) error {
 			struct {
 				def  runtime.Definition
 				impl runtime.Tool
-			}{def("file.write", "Writes a text file under the files root, creating directories as needed; writing the same content twice has no further effect.",
+			}{def("file.write", "Writes a text file under the files root, creating directories as needed and replacing the file whole; writing the same content twice has no further effect.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"},"content":{"type":"string"}},"required":["path","content"]}`,
 				`{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`,
 				runtime.Annotations{Idempotent: true, Latency: "1ms"}),
