@@ -154,6 +154,8 @@ func TestFormatFeatures(t *testing.T) {
 		{`{{print .name 1 2}} {{html "<a>"}} {{js "'"}} {{urlquery "a b"}} {{.name | printf "%s!"}}`, `Ada1 2 &lt;a&gt; \' a+b Ada!`},
 		{`{{with .name}}{{.}}{{end}}{{with .missing_ok}}{{end}}`, "Ada"},
 		{`{{$n := 0}}{{range .rows}}{{$n = len $.rows}}{{end}}{{$n}}`, "5000"},
+		{``, ""},
+		{`{{/* a comment */}}`, ""},
 	} {
 		values["missing_ok"] = nil
 		v, err := format(t, reg, tc.template, values)
