@@ -59,7 +59,7 @@ func TestIdempotencyKeyPerRun(t *testing.T) {
 	if len(keys) != 4 {
 		t.Fatalf("the server got %d requests (keys %q); want 4", len(keys), keys)
 	}
-	form := regexp.MustCompile(`^[0-9a-f]{8}/pay$`)
+	form := regexp.MustCompile(`^[0-9a-f]{16}/pay$`)
 	for _, k := range keys {
 		if !form.MatchString(k) {
 			t.Errorf("key %q; want RUN/pay with a random run ID", k)
