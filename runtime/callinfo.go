@@ -6,7 +6,8 @@ import "context"
 // the context of every call; a tool reads it with CallInfoFrom or
 // IdempotencyKey.
 type CallInfo struct {
-	// Run is the run's ID, or "" when the run is not journaled.
+	// Run is the run's ID: the journal's for a journaled run, else a
+	// random one the run was given when it started.
 	Run string
 	// Step is the step's ID, with the element index of a for each
 	// ("fetch[2]") and the calling steps of a sub-plan
@@ -18,10 +19,11 @@ type CallInfo struct {
 	// first retry, …).
 	Attempt int
 	// Key is the idempotency key: the run, the step and the element,
-	// and the fallback's tool for a fallback call. It is the same for
-	// every attempt of a call and across resumes of a run, so a tool
-	// that receives a key it has already acted on can return its first
-	// result instead of acting again.
+	// and "fallback" for a fallback call ("3f9ac2e1/fetch[2]"). It is the
+	// same for every attempt of a call and across resumes of a run, so a
+	// tool that receives a key it has already acted on can return its
+	// first result instead of acting again; it differs from run to run,
+	// a run without a journal included.
 	Key string
 }
 

@@ -1,20 +1,16 @@
 // Package stdlib provides the built-in tools every plan can call: HTTP
-// requests, JSON selection, text formatting, files confined to a root
-// directory, sleep and echo.
+// requests to the hosts the operator allows, JSON selection, bounded text
+// formatting, files confined to a root directory the operator names, sleep
+// and echo.
 package stdlib
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -57,10 +53,10 @@ func Register(reg *runtime.Registry, opts Options) error {
 			`{"type":"object","properties":{"value":{"description":"the value to select from"},"path":{"type":"string"}},"required":["value","path"]}`, ``,
 			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
 			runtime.ToolFunc(selectTool)},
-		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats.",
+		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats ({{define}} and {{template}} are not offered; the work and the text are bounded).",
 			`{"type":"object","properties":{"template":{"type":"string"},"values":{"type":"object"}},"required":["template"]}`, `{"type":"string"}`,
 			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-			runtime.ToolFunc(formatTool)},
+			runtime.ToolFunc(formatter{max: opts.MaxBodyBytes, work: maxFormatWork}.call)},
 		{def("http.get", "Fetches a URL with GET and returns its status, headers and body (JSON bodies decoded).",
 			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
 			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
@@ -75,6 +71,7 @@ func Register(reg *runtime.Registry, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("files root: %w", err)
 		}
+		files := &files{dir: root, max: opts.MaxBodyBytes}
 		tools = append(tools,
 			struct {
 				def  runtime.Definition
@@ -82,19 +79,15 @@ func Register(reg *runtime.Registry, opts Options) error {
 			}{def("file.read", "Reads a text file under the files root.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"}},"required":["path"]}`, `{"type":"string"}`,
 				runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-				runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-					return readFile(root, args["path"].(string), opts.MaxBodyBytes)
-				})},
+				runtime.ToolFunc(files.read)},
 			struct {
 				def  runtime.Definition
 				impl runtime.Tool
-			}{def("file.write", "Writes a text file under the files root, creating directories as needed; writing the same content twice has no further effect.",
-				`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`,
+			}{def("file.write", "Writes a text file under the files root, creating directories as needed and replacing the file whole; writing the same content twice has no further effect.",
+				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"},"content":{"type":"string"}},"required":["path","content"]}`,
 				`{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`,
 				runtime.Annotations{Idempotent: true, Latency: "1ms"}),
-				runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-					return writeFile(root, args["path"].(string), args["content"].(string))
-				})},
+				runtime.ToolFunc(files.write)},
 		)
 	}
 	for _, t := range tools {
@@ -193,90 +186,4 @@ func Select(v any, path string) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-func formatTool(ctx context.Context, args map[string]any) (any, error) {
-	tmpl, err := template.New("format").Option("missingkey=error").Parse(args["template"].(string))
-	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
-	}
-	var b strings.Builder
-	if err := tmpl.Execute(&b, args["values"]); err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("text.format: %v", err), NotRetryable: true}
-	}
-	return b.String(), nil
-}
-
-// confine resolves a path under root, refusing one that leaves it.
-func confine(root, path string) (string, error) {
-	if filepath.IsAbs(path) {
-		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s is absolute; paths are relative to the files root", path), NotRetryable: true}
-	}
-	full := filepath.Join(root, path)
-	rel, err := filepath.Rel(root, full)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s leaves the files root", path), NotRetryable: true}
-	}
-	// A symbolic link inside the root may point outside it: resolve the
-	// deepest part of the path that exists (and the file itself).
-	existing := full
-	for {
-		if _, err := os.Lstat(existing); err == nil || existing == root {
-			break
-		}
-		existing = filepath.Dir(existing)
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", path, err)
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", fmt.Errorf("resolving the files root: %w", err)
-	}
-	if r, err := filepath.Rel(realRoot, resolved); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return "", &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s leaves the files root through a link", path), NotRetryable: true}
-	}
-	return full, nil
-}
-
-func readFile(root, path string, limit int64) (any, error) {
-	full, err := confine(root, path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(full)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &runtime.Error{Code: "not-found", Message: fmt.Sprintf("no file %s", path), NotRetryable: true}
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("%s is larger than %d bytes", path, limit), NotRetryable: true}
-	}
-	return string(b), nil
-}
-
-func writeFile(root, path, content string) (any, error) {
-	full, err := confine(root, path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return nil, err
-	}
-	tmp := full + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, full); err != nil {
-		return nil, err
-	}
-	return map[string]any{"path": path, "bytes": int64(len(content))}, nil
 }

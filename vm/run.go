@@ -126,7 +126,10 @@ type Options struct {
 	// limit-exceeded instead of filling the state.
 	MaxOutputBytes int
 	// RunID names the run in the idempotency key of each tool call (see
-	// runtime.CallInfo); a journaled run has one.
+	// runtime.CallInfo): a journaled run has its journal's ID. Empty gives
+	// the run a new random ID (NewRunID), so that two runs of the same
+	// plan never send the same key: a server that acts once per key acts
+	// on each run's calls.
 	RunID string
 	// Journal, when set, records the run as it happens.
 	Journal Journal
@@ -167,6 +170,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = 16 << 20
+	}
+	if o.RunID == "" {
+		o.RunID = NewRunID()
 	}
 }
 
@@ -1019,10 +1025,7 @@ func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compi
 	if timeout <= 0 {
 		timeout = r.opts.StepTimeout
 	}
-	key := id
-	if r.opts.RunID != "" {
-		key = r.opts.RunID + "/" + id
-	}
+	key := r.opts.RunID + "/" + id
 	if tool != s.Tool {
 		key += "/fallback"
 	}

@@ -252,6 +252,10 @@ type execution struct {
 // start journals a new run of a prepared plan, unless --no-journal.
 func (x *execution) start(e *env, src *planfile.Source, s settings, hash string) int {
 	if x.flags.noJournal {
+		// A run ID of its own all the same: it makes the run's
+		// idempotency keys differ from every other run's.
+		x.opts.RunID = vm.NewRunID()
+		e.log.Info("running without a journal", "run", x.opts.RunID)
 		return exitOK
 	}
 	db, err := x.flags.open()

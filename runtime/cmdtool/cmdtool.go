@@ -8,15 +8,16 @@
 //	}
 //
 // The program runs with the arguments of argv, without a shell, in dir
-// (relative to the tools file's directory, which is also the default). A
-// program named by a relative path with a slash is found from the tools
-// file's directory, one without a slash on PATH. The tool's arguments are
-// written to its standard input as one JSON object; its standard output is
-// the result (JSON decoded, else text, null when empty). An exit status
-// other than 0 is an error with code command-failed whose message holds
-// the status and the end of the program's standard error. "timeout" bounds
-// the call; the program is killed when it runs out or the step is
-// canceled.
+// (relative to the tools file's directory, which is also the default; an
+// absolute dir is taken as it is). A program named by a path with a slash
+// ("./bin/packing") is found from the tools file's directory, made
+// absolute when the tool is made, never on PATH; only a bare name ("go")
+// is looked up on PATH. The tool's arguments are written to its standard
+// input as one JSON object; its standard output is the result (JSON
+// decoded, else text, null when empty). An exit status other than 0 is an
+// error with code command-failed whose message holds the status and the
+// end of the program's standard error. "timeout" bounds the call; the
+// program is killed when it runs out or the step is canceled.
 //
 // Running programs is a decision for the user, not for a plan: the command
 // line enables command tools explicitly.
@@ -76,12 +77,20 @@ func New(def runtime.Definition, block []byte, opts Options) (*Tool, error) {
 	if len(sp.Argv) == 0 || sp.Argv[0] == "" {
 		return nil, errors.New("the command block has no \"argv\": the program and its arguments, such as [\"./bin/score\", \"--json\"]")
 	}
-	t := &Tool{name: def.Name, argv: append([]string(nil), sp.Argv...), dir: filepath.Join(opts.Dir, sp.Dir), max: opts.MaxOutputBytes}
+	// The tools file's directory is made absolute here, so that neither
+	// the program nor the run directory depends on the directory the
+	// process is in when the tool is called, and a program named by a
+	// path (./prog) is never looked up on PATH.
+	base, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("the tools file's directory: %w", err)
+	}
+	t := &Tool{name: def.Name, argv: append([]string(nil), sp.Argv...), dir: resolve(base, sp.Dir), max: opts.MaxOutputBytes}
 	if t.max <= 0 {
 		t.max = 10 << 20
 	}
-	if p := t.argv[0]; !filepath.IsAbs(p) && strings.ContainsRune(p, filepath.Separator) {
-		t.argv[0] = filepath.Join(opts.Dir, p)
+	if p := t.argv[0]; strings.ContainsAny(p, "/"+string(filepath.Separator)) {
+		t.argv[0] = resolve(base, p)
 	}
 	if sp.Timeout != "" {
 		d, err := time.ParseDuration(sp.Timeout)
@@ -133,6 +142,15 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, &runtime.Error{Code: "command-failed", Message: msg}
 	}
 	return runtime.DecodeJSONOrText(stdout.buf.Bytes()), nil
+}
+
+// resolve returns path made absolute from base, cleaned; an absolute path
+// stays as it is.
+func resolve(base, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(base, path)
 }
 
 // limitedBuffer keeps up to max bytes and notes that more came.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,62 @@ func TestNewErrors(t *testing.T) {
 		if _, err := New(runtime.Definition{Name: "score"}, []byte(tc.block), Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.block, err, tc.want)
 		}
+	}
+}
+
+// TestProgramNotFromPath: a program named by a path (./prog) in a tools
+// file given by a relative path runs from the tools file's directory,
+// and the run directory is absolute, even when a program of the same name
+// is earlier on PATH; the planted one, which would leave a marker file,
+// never runs.
+func TestProgramNotFromPath(t *testing.T) {
+	if goruntime.GOOS == "windows" {
+		t.Skip("the programs are shell scripts")
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	planted := filepath.Join(t.TempDir(), "bin")
+	marker := filepath.Join(t.TempDir(), "planted-ran")
+	script := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script(filepath.Join(planted, "prog"), "touch '"+marker+"'; echo '\"planted\"'")
+	script(filepath.Join(work, "prog"), `echo "\"real $(basename "$PWD")\""`)
+	script(filepath.Join(work, "tools", "prog"), `echo "\"tools $(basename "$PWD")\""`)
+	if err := os.Mkdir(filepath.Join(work, "tools", "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, tc := range []struct{ dir, block, want string }{
+		{".", `{"argv": ["./prog"]}`, "real " + filepath.Base(work)},
+		{"", `{"argv": ["./prog"]}`, "real " + filepath.Base(work)},
+		{"tools", `{"argv": ["./prog"], "dir": "run"}`, "tools run"},
+		{"tools", `{"argv": ["../prog"]}`, "real tools"},
+		{"tools", `{"argv": ["./prog"], "dir": ` + strconv.Quote(filepath.Join(work, "tools", "run")) + `}`, "tools run"},
+	} {
+		tool, err := New(runtime.Definition{Name: "p"}, []byte(tc.block), Options{Dir: tc.dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !filepath.IsAbs(tool.argv[0]) || !filepath.IsAbs(tool.dir) {
+			t.Errorf("dir %q, %s: program %s in %s; want absolute paths", tc.dir, tc.block, tool.argv[0], tool.dir)
+		}
+		// The directory the process is in when the tool is called does
+		// not matter: the paths were fixed when the tool was made.
+		t.Chdir(t.TempDir())
+		got, err := tool.Call(context.Background(), map[string]any{})
+		t.Chdir(work)
+		if err != nil || got != tc.want {
+			t.Errorf("dir %q, %s: got %v, %v; want %q", tc.dir, tc.block, got, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program planted on PATH ran")
 	}
 }

@@ -21,9 +21,7 @@
 package journal
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,11 +218,7 @@ var ErrNotFound = errors.New("no such run")
 func (d *DB) Create(nr NewRun) (*Run, error) {
 	id := nr.ID
 	if id == "" {
-		var b [4]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, err
-		}
-		id = hex.EncodeToString(b[:])
+		id = vm.NewRunID()
 	} else if err := checkID(id); err != nil {
 		return nil, err
 	}
