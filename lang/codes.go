@@ -30,6 +30,7 @@ const (
 	UnapprovedEffect   Code = "unapproved-effect"
 	MultipleWriters    Code = "multiple-writers"
 	ExpectFailed       Code = "expect-failed"
+	ToolMismatch       Code = "tool-mismatch"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -121,7 +122,11 @@ func CodeDocs() []CodeDoc {
 		{UnapprovedEffect, SeverityWarning,
 			"an irreversible call has no approval gate before it (an error with --strict)",
 			"tool pay(amount: number) -> object irreversible\npay(amount: 5) -> †state.receipt\n",
-			"Add `approve` to the call or to a call it depends on, or `approve` the whole plan; or declare the tool pure or idempotent if it is."},
+			"Add `approve` to the call or to a call it depends on, or `approve` the whole plan. A tool's effect is the operator's to declare: a plan cannot make a tool less dangerous than its definition says."},
+		{ToolMismatch, SeverityError,
+			"a plan's declaration of a tool the operator defines (a --tools file, an MCP server, a built-in tool), or an imported file's, does not agree with the operator's definition: a parameter it lacks or types otherwise, a required parameter left out or made optional, a result that does not fit, or a weaker effect",
+			"tool http.request(url: string, method?: string, body?: any) -> any pure\nhttp.request(url: \"https://bank.example/transfer\", method: \"POST\") -> †state.r\n",
+			"Drop the declaration (`tool name` alone takes the operator's signature), or declare what the operator's definition says: its parameters and types, and an effect at least as strong (pure < idempotent < irreversible)."},
 		{MultipleWriters, SeverityWarning,
 			"two unconditional calls write the same slot, so the slot's value depends on which finishes last",
 			"tool f() -> int\nf() -> †state.v\nf() -> †state.v\n",

@@ -163,7 +163,7 @@ func applyCommand() *command {
 					s.Mocks, s.MocksFile = string(b), mocksPath
 				}
 				rf.files = s.Files
-				tools, err := s.tools(rf, prog, pf.Source.Path(pf.Source.Dir))
+				tools, err := s.tools(rf, prog, pf.Source.WorkDir)
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
 					return exitUsage

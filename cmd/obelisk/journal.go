@@ -185,8 +185,8 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	}
 	if rf.read != nil {
 		src.Tools = rf.read.tools
-		src.Imports = rf.read.imports
 	}
+	src.Imports = planfile.Imports(c.info)
 	return src
 }
 
@@ -205,13 +205,14 @@ func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, 
 
 // tools builds the tools of a program from the settings: the built-in
 // tools, the MCP servers' (started by connect), the tools its tools files
-// say how to call, and the mocks.
-func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, error) {
+// say how to call, and the mocks. workDir is the directory the tools
+// files' names are relative to.
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, workDir string) (vm.Caller, error) {
 	reg, err := rf.registry()
 	if err != nil {
 		return nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), dir)
+	bound, diags := bindTools(sortedTools(prog.Info), workDir)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -453,7 +454,7 @@ func resumeCommand() *command {
 					return status
 				}
 				defer stop()
-				if x.tools, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
+				if x.tools, err = s.tools(rf, prog, st.Source.WorkDir); err != nil {
 					return fail("run %s: %v", id, err)
 				}
 				x.prog, x.policy = prog, s.Approval
@@ -468,10 +469,12 @@ func resumeCommand() *command {
 	}
 }
 
-// sourcesOf returns the texts of a source, for diagnostics.
+// sourcesOf returns the texts of a source, for diagnostics: the plan and
+// its tools files, never its imports, which a plan may name without the
+// right to see them.
 func sourcesOf(src *planfile.Source) lang.Sources {
 	srcs := lang.Sources{src.Name: []byte(src.Text)}
-	for _, f := range append(append([]planfile.File(nil), src.Tools...), src.Imports...) {
+	for _, f := range src.Tools {
 		srcs[f.Name] = []byte(f.Text)
 	}
 	return srcs

@@ -217,22 +217,22 @@ func TestHTTPTools(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OBELISK_TEST_URL", srv.URL)
 	dir := writeFiles(t, map[string]string{"tools.json": weatherTools, "p.plan": weatherPlan})
-	plan := filepath.Join(dir, "p.plan")
+	plan, tools := filepath.Join(dir, "p.plan"), filepath.Join(dir, "tools.json")
 
 	code, stdout, stderr := cli(t, "check", plan)
 	if code != exitOK || stdout != "" {
 		t.Fatalf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// The token is not set: the run stops before any call.
-	code, _, stderr = cli(t, "run", plan)
-	if code != exitUsage || !strings.Contains(stderr, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in tools.json)") {
+	code, _, stderr = cli(t, "run", "--tools", tools, plan)
+	if code != exitUsage || !strings.Contains(stderr, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in "+tools+")") {
 		t.Fatalf("run without the token: exit %d\n%s", code, stderr)
 	}
 	if len(api.notes) != 0 {
 		t.Fatal("a note was posted")
 	}
 	t.Setenv("OBELISK_TEST_TOKEN", "s3cret")
-	code, stdout, stderr = cli(t, "run", plan)
+	code, stdout, stderr = cli(t, "run", "--tools", tools, plan)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
@@ -255,15 +255,15 @@ func TestHTTPTools(t *testing.T) {
 	wantOutput(t, stdout, map[string]any{"high": 3.5, "missing": "http-404", "atlantis": nil, "note": "N-1"})
 }
 
-// TestBadBindings: a wrong http or command block is a diagnostic at the
-// block, in the tools file.
+// TestBadBindings: a wrong http or command block in a tools file given
+// with --tools is a diagnostic at the block.
 func TestBadBindings(t *testing.T) {
 	tools := `{"tools": [
   {"name": "forecast", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
    "http": {"url": "http://127.0.0.1/f/{cty}"}}
 ]}`
-	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "import \"tools.json\"\nforecast(city: \"x\") -> †state.f\n"})
-	code, stdout, _ := cli(t, "check", filepath.Join(dir, "p.plan"))
+	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "forecast(city: \"x\") -> †state.f\n"})
+	code, stdout, _ := cli(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
 	want := "tools.json:3:12: error: the http block of forecast: url: {cty} is not a parameter of forecast (its parameters: city) [import-error]"
 	if code != exitInput || !strings.Contains(stdout, want) {
 		t.Errorf("check: exit %d; want 1 and %q in:\n%s", code, want, stdout)
@@ -283,16 +283,17 @@ func TestCommandTools(t *testing.T) {
   "command": {"argv": ` + string(argv) + `}}]`
 	os.WriteFile(filepath.Join(dir, "tools.json"), []byte(tools), 0o644)
 	plan := filepath.Join(dir, "p.plan")
-	os.WriteFile(plan, []byte("import \"tools.json\"\necho(value: \"first\") -> †state.e\nscore(text: \"hello\") -> †state.s\noutput †state.s.score\n"), 0o644)
+	os.WriteFile(plan, []byte("echo(value: \"first\") -> †state.e\nscore(text: \"hello\") -> †state.s\noutput †state.s.score\n"), 0o644)
+	toolsFile := filepath.Join(dir, "tools.json")
 
-	code, _, stderr := cli(t, "run", plan)
-	if code != exitUsage || !strings.Contains(stderr, "obelisk run: score runs a program (its command block in tools.json); command tools are off: run again with --allow-commands") {
+	code, _, stderr := cli(t, "run", "--tools", toolsFile, plan)
+	if code != exitUsage || !strings.Contains(stderr, "obelisk run: score runs a program (its command block in "+toolsFile+"); command tools are off: run again with --allow-commands") {
 		t.Fatalf("run without --allow-commands: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(log); err == nil || strings.Contains(stderr, "completed") {
 		t.Fatalf("the program ran, or the run started:\n%s", stderr)
 	}
-	code, stdout, stderr := cli(t, "run", "--allow-commands", plan)
+	code, stdout, stderr := cli(t, "run", "--tools", toolsFile, "--allow-commands", plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "5" {
 		t.Fatalf("run --allow-commands: exit %d, output %s\n%s", code, stdout, stderr)
 	}
@@ -300,7 +301,7 @@ func TestCommandTools(t *testing.T) {
 		t.Errorf("the program got %q", b)
 	}
 	os.WriteFile(filepath.Join(dir, "p.mocks.json"), []byte(`{"score": {"result": {"score": 42}}}`), 0o644)
-	code, stdout, stderr = cli(t, "run", plan)
+	code, stdout, stderr = cli(t, "run", "--tools", toolsFile, plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("run with the tool mocked: exit %d, output %s\n%s", code, stdout, stderr)
 	}
