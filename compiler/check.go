@@ -320,6 +320,13 @@ func (c *checker) collectTools() {
 			operator[d.Name.Name] = d
 		}
 	}
+	for name, p := range c.planDecls {
+		if operator[name] != nil {
+			// A call by that name would run the plan's steps, not the
+			// operator's tool.
+			c.errorf(lang.DuplicateDecl, p.Name.Span, "sub-plan %s has the name of a tool the operator defines: rename the sub-plan", name)
+		}
+	}
 	operatorTools := map[string]*Tool{}
 	operatorTool := func(name string) *Tool {
 		t, ok := operatorTools[name]

@@ -56,7 +56,7 @@ func CodeDocs() []CodeDoc {
 			"import \"missing-tools.json\"\n",
 			"Check the path (it is relative to the plan file, and stays inside its directory), that the file holds MCP or OpenAI tool definitions, and what the message says of the block. A problem inside an imported file is shown by position only: give the file with --tools to see it."},
 		{DuplicateDecl, SeverityError,
-			"a type, tool, sub-plan, label, input field or state slot is declared twice",
+			"a type, tool, sub-plan, label, input field or state slot is declared twice, or a sub-plan takes the name of a tool the operator defines",
 			"tool f() -> int\ntool f() -> string\n",
 			"Rename or remove one of the declarations."},
 		{UnknownType, SeverityError,
