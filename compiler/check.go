@@ -356,6 +356,16 @@ func (c *checker) collectTools() {
 			}
 		}
 	}
+	names := make([]string, 0, len(operator)+len(imported))
+	for n := range operator {
+		names = append(names, n)
+	}
+	for n := range imported {
+		if operator[n] == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
 	for _, d := range ownOrder {
 		name := d.Name.Name
 		switch src, fromImport := imported[name]; {
@@ -370,28 +380,10 @@ func (c *checker) collectTools() {
 		case fromImport:
 			c.info.Tools[name] = c.importedTool(src)
 		default:
-			names := make([]string, 0, len(operator)+len(imported))
-			for n := range operator {
-				names = append(names, n)
-			}
-			for n := range imported {
-				names = append(names, n)
-			}
-			sort.Strings(names)
 			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or pass a tools file with --tools",
 				name, didYouMean(name, names))
 		}
 	}
-	names := make([]string, 0, len(operator)+len(imported))
-	for n := range operator {
-		names = append(names, n)
-	}
-	for n := range imported {
-		if operator[n] == nil {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	for _, n := range names {
 		if _, ok := own[n]; ok {
 			continue
@@ -474,9 +466,9 @@ func (c *checker) importedTool(src toolSource) *Tool {
 func (c *checker) agree(d *lang.ToolDecl, op *Tool) {
 	t := c.tool(d, c.file.Name)
 	for _, m := range disagreements(d, t, op) {
-		dd := c.errorf(lang.ToolMismatch, m.span, "%s", m.message(c.file.JSON))
-		if m.fix != "" && !c.file.JSON {
-			replaceFix(dd, m.span, m.fix, "declare it "+m.fix+", as the operator's definition is")
+		dd := c.errorf(lang.ToolMismatch, m.span, "%s", m.message(op, c.file.JSON))
+		if m.weakEffect && !c.file.JSON {
+			replaceFix(dd, m.span, op.Effect.String(), "declare it "+op.Effect.String()+", as the operator's definition is")
 		}
 	}
 }
@@ -491,7 +483,7 @@ func (c *checker) agreeImported(src toolSource, op *Tool) {
 		return
 	}
 	what := "parameters or a result the operator's definition does not accept"
-	if slices.ContainsFunc(ms, func(m mismatch) bool { return m.fix != "" }) {
+	if slices.ContainsFunc(ms, func(m mismatch) bool { return m.weakEffect }) {
 		what = "a weaker effect than the operator's definition, which is " + op.Effect.String()
 	}
 	d := c.errorf(lang.ToolMismatch, src.imp.Path.Span, "the imported file %s declares tool %s with %s: remove the tool from the file, or drop the import (the operator's tools need none)",
@@ -500,28 +492,27 @@ func (c *checker) agreeImported(src toolSource, op *Tool) {
 }
 
 // mismatch is one way a declaration disagrees with the operator's
-// definition of a tool.
+// definition of a tool: text says how, or weakEffect is set and declared
+// is the effect declared.
 type mismatch struct {
-	span lang.Span
-	text string
-	// fix is the effect to declare, when the effect is too weak.
-	fix                      string
-	declared, operatorEffect Effect
-	tool                     string
+	span       lang.Span
+	text       string
+	weakEffect bool
+	declared   Effect
 }
 
 // message is the mismatch's message, in the JSON form's terms when json
-// is set.
-func (m mismatch) message(json bool) string {
-	if m.fix == "" {
+// is set; op is the operator's definition.
+func (m mismatch) message(op *Tool, json bool) string {
+	if !m.weakEffect {
 		return m.text
 	}
 	if json {
 		return fmt.Sprintf("tool %s is declared %s (%s), but the operator's definition is %s: drop the tool message, or declare it %s (%s)",
-			m.tool, m.declared, effectHint[m.declared], m.operatorEffect, m.operatorEffect, effectHint[m.operatorEffect])
+			op.Name, m.declared, effectHint[m.declared], op.Effect, op.Effect, effectHint[op.Effect])
 	}
 	return fmt.Sprintf("tool %s is declared %s, but the operator's definition is %s: drop the declaration, or declare it %s",
-		m.tool, m.declared, m.operatorEffect, m.operatorEffect)
+		op.Name, m.declared, op.Effect, op.Effect)
 }
 
 // effectHint is the MCP annotation that declares an effect.
@@ -532,7 +523,7 @@ var effectHint = [...]string{Irreversible: `"destructiveHint": true`, Idempotent
 func disagreements(d *lang.ToolDecl, t, op *Tool) []mismatch {
 	var out []mismatch
 	add := func(span lang.Span, format string, args ...any) {
-		out = append(out, mismatch{span: span, text: fmt.Sprintf(format, args...), tool: op.Name})
+		out = append(out, mismatch{span: span, text: fmt.Sprintf(format, args...)})
 	}
 	declared := make(map[string]*Param, len(t.Params))
 	for _, p := range t.Params {
@@ -582,7 +573,7 @@ func disagreements(d *lang.ToolDecl, t, op *Tool) []mismatch {
 				span = a.Name.Span
 			}
 		}
-		out = append(out, mismatch{span: span, fix: op.Effect.String(), declared: t.Effect, operatorEffect: op.Effect, tool: op.Name})
+		out = append(out, mismatch{span: span, weakEffect: true, declared: t.Effect})
 	}
 	return out
 }
