@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
@@ -362,5 +363,22 @@ func TestPlanfileImports(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if code, out := cliIn(t, "", "apply", "--no-journal", pf); code != exitOK || !strings.Contains(out, `"Ada"`) {
 		t.Errorf("apply: exit %d\n%s", code, out)
+	}
+}
+
+// TestOperatorDeclarationsAgree: the operator's definitions, written out
+// as a plan's declarations (as generate writes them into the plans it
+// makes), agree with themselves.
+func TestOperatorDeclarationsAgree(t *testing.T) {
+	var text strings.Builder
+	decls := builtinSignatures()
+	tools, _ := lang.ParseTools("tools.json", []byte(toolsJSON+"\n"))
+	decls = append(decls, tools...)
+	for _, d := range decls {
+		text.WriteString(lang.FormatItem(d))
+	}
+	dir := writeFiles(t, map[string]string{"p.plan": text.String(), "tools.json": toolsJSON})
+	if code, out := cliIn(t, "", "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan")); code != exitOK || out != "" {
+		t.Errorf("check: exit %d\n%s\n%s", code, out, text.String())
 	}
 }
