@@ -314,9 +314,9 @@ func TestImportedBindingNotRun(t *testing.T) {
 }
 
 // TestUnknownToolOnlyFromMocks: a plan may declare a tool the operator
-// does not define, for check, dry-run and mocks; only the mocks answer it
-// at run time, and it picks up no binding, not even an imported file's
-// for the same name.
+// does not define, for check, dry-run and mocks; only the mocks or a
+// recording answer it at run time, and it picks up no binding, not even an
+// imported file's for the same name.
 func TestUnknownToolOnlyFromMocks(t *testing.T) {
 	srv := newRequestLog(t)
 	tools := `{"tools": [{"name": "crm.lookup", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
@@ -334,9 +334,15 @@ func TestUnknownToolOnlyFromMocks(t *testing.T) {
 		if code, out := cliIn(t, "", "run", "--no-journal", "--mode", "eager", plan); code == exitOK {
 			t.Errorf("eager %s: exit %d\n%s", name, code, out)
 		}
-		code, out := cliIn(t, "", "run", "--no-journal", "--mocks", filepath.Join(dir, "mocks.json"), plan)
+		rec := filepath.Join(dir, name+".calls.jsonl")
+		code, out := cliIn(t, "", "run", "--no-journal", "--record", rec, "--mocks", filepath.Join(dir, "mocks.json"), plan)
 		if code != exitOK || !strings.Contains(out, `"Ada"`) {
 			t.Errorf("run %s with mocks: exit %d\n%s", name, code, out)
+		}
+		// A recording of that run answers it too.
+		code, out = cliIn(t, "", "run", "--no-journal", "--replay", rec, plan)
+		if code != exitOK || !strings.Contains(out, `"Ada"`) {
+			t.Errorf("run %s from a recording: exit %d\n%s", name, code, out)
 		}
 	}
 	if got := srv.requests(); len(got) != 0 {
