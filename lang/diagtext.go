@@ -181,7 +181,8 @@ type Report struct {
 // MarshalJSON encodes the report as
 // {"file", "ok", "diagnostics": [{"severity", "code", "message", "range",
 // "excerpt", "related", "fix"}]}. The excerpt is the source line the range
-// starts on, which helps a model see what to repair.
+// starts on, which helps a model see what to repair; a diagnostic in
+// another file than the report's has none.
 func (r Report) MarshalJSON() ([]byte, error) {
 	out := struct {
 		File        string     `json:"file"`
@@ -196,7 +197,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			Range:    toJSONRange(d.Span),
 			Related:  []jsonRelated{},
 		}
-		if r.Source != nil && d.Span.IsValid() && d.Span.Start.Offset <= len(r.Source) {
+		if r.Source != nil && (d.File == "" || d.File == r.File) && d.Span.IsValid() && d.Span.Start.Offset <= len(r.Source) {
 			jd.Excerpt = string(lineAt(r.Source, d.Span.Start.Offset))
 		}
 		for _, rel := range d.Related {

@@ -145,9 +145,6 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 			c.Input[k] = v
 		}
 	}
-	if gf.context != "" && src.path != "" {
-		cfg.Dir = filepath.Dir(src.path)
-	}
 	return c, cfg, exitOK
 }
 

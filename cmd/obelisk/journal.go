@@ -185,8 +185,8 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	}
 	if rf.read != nil {
 		src.Tools = rf.read.tools
-		src.Imports = rf.read.imports
 	}
+	src.Imports = planfile.Imports(c.info)
 	return src
 }
 
@@ -205,14 +205,15 @@ func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, 
 
 // tools builds the tools of a program from the settings: the built-in
 // tools, the MCP servers' (started by connect), the tools its tools files
-// say how to call, and the mocks. It returns what keeps them from running
+// say how to call, and the mocks. workDir is the directory the tools
+// files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, []string, error) {
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, workDir string) (vm.Caller, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
 		return nil, nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), dir, rf.grants.httpOptions())
+	bound, diags := bindTools(sortedTools(prog.Info), workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -464,7 +465,7 @@ func resumeCommand() *command {
 				defer stop()
 				rf.grants = gf
 				var problems []string
-				if x.tools, problems, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
+				if x.tools, problems, err = s.tools(rf, prog, st.Source.WorkDir); err != nil {
 					return fail("run %s: %v", id, err)
 				}
 				if len(problems) > 0 && xf.replay == "" {
@@ -492,10 +493,12 @@ func resumeCommand() *command {
 	}
 }
 
-// sourcesOf returns the texts of a source, for diagnostics.
+// sourcesOf returns the texts of a source, for diagnostics: the plan and
+// its tools files, never its imports, which a plan may name without the
+// right to see them.
 func sourcesOf(src *planfile.Source) lang.Sources {
 	srcs := lang.Sources{src.Name: []byte(src.Text)}
-	for _, f := range append(append([]planfile.File(nil), src.Tools...), src.Imports...) {
+	for _, f := range src.Tools {
 		srcs[f.Name] = []byte(f.Text)
 	}
 	return srcs

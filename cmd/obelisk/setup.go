@@ -164,6 +164,23 @@ func (p *prepared) missingTools() []string {
 	return out
 }
 
+// explainImported says, of each tool in missing whose declaration comes
+// from an imported file with an http or command block, that only a tools
+// file given with --tools is bound; it returns the other tools.
+func (p *prepared) explainImported(e *env, missing []string) []string {
+	var rest []string
+	for _, name := range missing {
+		t := p.prog.Info.Tools[name]
+		if t == nil || t.File == "" || t.Plan != nil || t.Decl == nil || t.Decl.Binding == nil {
+			rest = append(rest, name)
+			continue
+		}
+		fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: its %s block is in %s, which the plan imports, and an imported file gives only signatures; give the file with --tools %s to call it, or answer it in a mocks file\n",
+			name, t.Decl.Binding.Kind, t.File, shellQuote(filepath.Join(p.src.importDir(), filepath.FromSlash(t.File))))
+	}
+	return rest
+}
+
 // calledTools lists the tools the plan and its sub-plans call (not the
 // sub-plans), in the order of their first call.
 func (p *prepared) calledTools() []string {

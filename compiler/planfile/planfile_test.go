@@ -2,10 +2,14 @@ package planfile
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 const toolsV1 = `{"tools": [
@@ -94,11 +98,12 @@ func TestPlanfileRoundTrip(t *testing.T) {
 }
 
 func TestSourceImportsServedFromSource(t *testing.T) {
+	const tools = `{"tools": [{"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "outputSchema": {"type": "integer"}, "annotations": {"readOnlyHint": true}}]}`
 	src := &Source{
 		Name:    "p.plan",
 		Dir:     "plans",
 		Text:    "import \"tools.json\"\nf(x: 1) -> †state.y\n",
-		Imports: []File{{Name: "plans/tools.json", Text: `{"tools": [{"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "outputSchema": {"type": "integer"}, "annotations": {"readOnlyHint": true}}]}`}},
+		Imports: []File{{Name: "tools.json", Text: tools}},
 	}
 	prog, diags, err := src.Compile()
 	if err != nil {
@@ -110,5 +115,36 @@ func TestSourceImportsServedFromSource(t *testing.T) {
 	src.Imports = nil
 	if _, _, err := src.Compile(); err == nil {
 		t.Error("an import that was not recorded compiled")
+	}
+	// Sources recorded before imports were confined to the plan's
+	// directory name an import by its path joined to Dir.
+	src.Imports = []File{{Name: "plans/tools.json", Text: tools}}
+	if _, diags, err := src.Compile(); err != nil {
+		t.Errorf("an import recorded by its old name: %v\n%s", err, diags)
+	}
+}
+
+// TestSourceImportsConfined: the names a source records for its imports
+// are read by the plan's rules, both from the record and, by Refresh,
+// from disk: nothing outside the plan's directory, however the record
+// names it.
+func TestSourceImportsConfined(t *testing.T) {
+	work := t.TempDir()
+	secret := filepath.Join(work, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"tools": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../secret.json", secret} {
+		src := &Source{Name: "plans/p.plan", Dir: "plans", WorkDir: work, Text: "import " + lang.Quote(name) + "\n",
+			Imports: []File{{Name: name, Text: `{"tools": []}`}}}
+		if _, _, err := src.Compile(); err == nil {
+			t.Errorf("import %s compiled", name)
+		}
+		if _, err := src.Refresh(os.ReadFile); err == nil || !strings.Contains(err.Error(), "reading an import") {
+			t.Errorf("import %s: Refresh read it: %v", name, err)
+		}
 	}
 }
