@@ -161,6 +161,9 @@ func readJSONObject(arg string) (map[string]any, error) {
 		}
 		raw = b
 	}
+	if err := runtime.CheckUniqueKeys(raw); err != nil {
+		return nil, err
+	}
 	v, err := runtime.DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)

@@ -335,11 +335,16 @@ func (pf *Planfile) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Read decodes a planfile and checks its hash.
+// Read decodes a planfile and checks its hash. A key given twice in an
+// object of it is an error: people review planfiles, and JSON readers
+// disagree on which of the two counts.
 func Read(b []byte) (*Planfile, error) {
 	var raw struct {
 		Planfile
 		Input json.RawMessage `json:"input"`
+	}
+	if err := runtime.CheckUniqueKeys(b); err != nil {
+		return nil, fmt.Errorf("not a planfile: %w", err)
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("not a planfile: %w", err)
