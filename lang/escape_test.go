@@ -3,6 +3,7 @@ package lang
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -46,7 +47,7 @@ func shownRaw(r rune) bool {
 // is; escaping twice is escaping once; and in JSON, the characters are
 // escaped without changing the value.
 func FuzzEscapeControl(f *testing.F) {
-	for _, s := range []string{"", "ok", "\x1b[2K\r\u009b\u202e", "\xff\xc2", "日本\u2028\U000e0001", "a\tb\nc"} {
+	for _, s := range []string{"", "ok", "\x1b[2K\r\u009b\u202e", "\xff\xc2", "日本\u2028\U000e0001", "a\tb\nc", "\u0085"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -68,6 +69,12 @@ func FuzzEscapeControl(f *testing.F) {
 		}
 		if again := EscapeControl(out); again != out {
 			t.Fatalf("EscapeControl(%q) = %q, escaped again %q", s, out, again)
+		}
+		// A string literal as the formatter writes it shows none either.
+		for _, r := range Quote(s) {
+			if shownRaw(r) {
+				t.Fatalf("Quote(%q) = %q has %U", s, Quote(s), r)
+			}
 		}
 
 		enc, err := json.Marshal(map[string]string{s: s})
@@ -108,5 +115,46 @@ func TestEscapeControlJSON(t *testing.T) {
 	clean := []byte(`{"a": [1, "b\n"],` + "\n" + `  "c": "日本"}`)
 	if got := EscapeControlJSON(clean); &got[0] != &clean[0] {
 		t.Errorf("clean JSON was copied")
+	}
+}
+
+// TestDiagnosticTextEscapes: a plan line with an escape sequence, a bare
+// carriage return and a bidirectional override is quoted escaped, with the
+// caret under the range; so are messages, related notes and fixes.
+func TestDiagnosticTextEscapes(t *testing.T) {
+	src := []byte("tool f(x: string) -> int\nf(x: \"\x1b[2K\rok\u202e\") -> †state..a\n")
+	_, diags := Parse("p.plan", src)
+	if len(diags) == 0 {
+		t.Fatal("no diagnostic")
+	}
+	diags = append(diags, &Diagnostic{Severity: SeverityWarning, Code: UnknownTool, File: "p.plan",
+		Message: "tool \x1b]0;owned\x07 \u009b2J", Span: Span{Pos{Offset: 0, Line: 1, Column: 1}, Pos{Offset: 4, Line: 1, Column: 5}},
+		Related: []Related{{Span: diags[0].Span, Message: "here\r\x1b[1A"}},
+		Fix:     &Fix{Message: "call \u202egnp.tsil"}})
+	var b strings.Builder
+	if err := WriteText(&b, Sources{"p.plan": src}, diags, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, r := range got {
+		if shownRaw(r) {
+			t.Fatalf("the text has %U raw:\n%s", r, got)
+		}
+	}
+	line := `f(x: "\x1b[2K\rok\u202e") -> †state..a`
+	caret := strings.Repeat(" ", utf8.RuneCountInString(`f(x: "\x1b[2K\rok\u202e") -> †state`)) + "^"
+	want := `p.plan:2:27: error: expected a field name after '.' in reference †state. [parse-error]
+  2 | ` + line + `
+    | ` + caret + `
+p.plan:1:1: warning: tool \x1b]0;owned\a \u009b2J [unknown-tool]
+  1 | tool f(x: string) -> int
+    | ^^^^
+  p.plan:2:27: here\r\x1b[1A
+  2 | ` + line + `
+    | ` + strings.ReplaceAll(caret, "^", "-") + `
+  fix: call \u202egnp.tsil
+`
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
