@@ -230,7 +230,11 @@ func generateCommand() *command {
 					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
 				}
 				if *out == "" {
-					e.stdout.Write(g.Plan)
+					// Shown to be read: a comment of the model's
+					// cannot act on the terminal. Its string
+					// literals are escaped already; -o writes the
+					// plan as it is.
+					escapingWriter{e.stdout}.Write(g.Plan)
 				} else if err := writeFileAtomic(*out, g.Plan); err != nil {
 					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
 					return exitUsage
@@ -405,7 +409,7 @@ func agentCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk agent: encoding the result: %v\n", err)
 					return exitUsage
 				}
-				e.stdout.Write(append(b, '\n'))
+				e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
 				fmt.Fprintln(e.stderr, goalSummary(res))
 				if res.Status != agent.GoalCompleted {
 					return exitInput

@@ -323,7 +323,9 @@ func (pf *Planfile) hash() (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// Marshal encodes the planfile as indented JSON.
+// Marshal encodes the planfile as indented JSON. People read planfiles
+// before they apply them: the characters a terminal acts on are escaped
+// (lang.EscapeControlJSON), which does not change what the JSON holds.
 func (pf *Planfile) Marshal() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -332,7 +334,7 @@ func (pf *Planfile) Marshal() ([]byte, error) {
 	if err := enc.Encode(pf); err != nil {
 		return nil, fmt.Errorf("encoding the planfile: %w", err)
 	}
-	return buf.Bytes(), nil
+	return lang.EscapeControlJSON(buf.Bytes()), nil
 }
 
 // Read decodes a planfile and checks its hash. A key given twice in an
