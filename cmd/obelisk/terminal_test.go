@@ -235,3 +235,42 @@ func TestDuplicateKeysRefused(t *testing.T) {
 		t.Errorf("the control run wrote nothing: %v", err)
 	}
 }
+
+// TestReviewOutputsEscape: what dry-run and plan print for a person to
+// review (the steps with their comments, approval gates, values) shows a
+// plan's control characters escaped, and plan -o writes a planfile
+// without them raw.
+func TestReviewOutputsEscape(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "review.plan")
+	writeFile(t, plan, "# refund a small amount\x1b[1A\x1b[2K\r\u202e\npay: echo(value: \"9999\x1b[2K\u009b\") -> †state.r\n  approve \"small\x1b[2K refund\"\n\noutput {r: †state.r, note: \"\x1b]0;title\\u0007\"}\n")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"dry-run", plan}, []string{`step pay: small\x1b[2K refund`, `"note": "\u001b]0;title\u0007"`}},
+		{[]string{"dry-run", "--format", "json", plan}, []string{`"note": "\u001b]0;title\u0007"`}},
+		{[]string{"plan", "-o", filepath.Join(dir, "review.planfile"), plan}, []string{`# refund a small amount\x1b[1A\x1b[2K\r\u202e`, `echo(value: "9999\u001b[2K\u009b")`}},
+	} {
+		code, stdout, stderr := runHere(t, "", tc.args...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", tc.args, code, stderr)
+		}
+		assertNoneRaw(t, tc.args[0]+"'s output", stdout)
+		assertNoneRaw(t, tc.args[0]+"'s standard error", stderr)
+		for _, want := range tc.want {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%s: %q is not shown:\n%s", tc.args, want, stdout)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "review.planfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoneRaw(t, "the planfile", string(b))
+	code, _, stderr := runHere(t, "", "apply", "--no-journal", "--yes", filepath.Join(dir, "review.planfile"))
+	if code != exitOK {
+		t.Errorf("the escaped planfile does not apply: exit %d\n%s", code, stderr)
+	}
+}

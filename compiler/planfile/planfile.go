@@ -401,8 +401,10 @@ func (pf *Planfile) Compile() (*compiler.Program, lang.Diagnostics, error) {
 	if err != nil {
 		return nil, diags, err
 	}
+	// Marshal escapes the characters a terminal acts on: both sides are
+	// compared escaped so.
 	var got, want bytes.Buffer
-	if json.Compact(&got, pj) != nil || json.Compact(&want, pf.Program) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+	if json.Compact(&got, lang.EscapeControlJSON(pj)) != nil || json.Compact(&want, lang.EscapeControlJSON(pf.Program)) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 		return nil, diags, errors.New("the plan compiles to another program than the planfile holds: it was written by another version of obelisk; make it again with obelisk plan")
 	}
 	return prog, diags, nil
