@@ -211,3 +211,27 @@ func TestNonFiniteNumbers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseJSONWideObject reads an input message of n keys: the time
+// per key stays the same as n grows, since a wide object's keys are found
+// through an index.
+func BenchmarkParseJSONWideObject(b *testing.B) {
+	for _, n := range []int{10, 1000, 100000} {
+		var sb strings.Builder
+		sb.WriteString(`[{"type": "input"`)
+		for i := range n {
+			fmt.Fprintf(&sb, `, "field%d": %d`, i, i)
+		}
+		sb.WriteString(`}]`)
+		src := []byte(sb.String())
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if _, diags := ParseJSON("wide.json", src); len(diags) > 0 {
+					b.Fatal(diags)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+		})
+	}
+}
