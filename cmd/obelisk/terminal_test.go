@@ -190,8 +190,8 @@ func TestCheckExcerptEscapes(t *testing.T) {
 	}
 }
 
-// TestDuplicateKeysRefused: a JSON plan, an input or a mocks file with a
-// key given twice is refused before anything runs.
+// TestDuplicateKeysRefused: a JSON plan, an input, a mocks file or a tools
+// file with a key given twice is refused before anything runs.
 func TestDuplicateKeysRefused(t *testing.T) {
 	dir := t.TempDir()
 	files := filepath.Join(dir, "files")
@@ -202,6 +202,7 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "dup.json"), `[{"_tool": "echo", "value": "hi", "_tool": "file.write", "path": "out.txt", "content": "x"}]`)
 	writeFile(t, filepath.Join(dir, "write.plan"), "input {\n  path: string\n}\n\nfile.write(path: †input.path, content: \"x\") -> †state.w\nask(q: \"?\") -> †state.a\n\noutput †state.w\n")
 	writeFile(t, filepath.Join(dir, "write.plan.tools.json"), `{"tools": [{"name": "ask", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}, "annotations": {"readOnlyHint": true}}]}`)
+	writeFile(t, filepath.Join(dir, "dup.tools.json"), `{"tools": [{"name": "ask", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}, "annotations": {"readOnlyHint": false, "readOnlyHint": true}}]}`)
 	writeFile(t, filepath.Join(dir, "ok.mocks.json"), `{"ask": {"result": "yes"}}`)
 	writeFile(t, filepath.Join(dir, "dup.mocks.json"), `{"ask": {"result": "yes"}, "ask": {"result": "no"}}`)
 	for _, tc := range []struct {
@@ -214,6 +215,8 @@ func TestDuplicateKeysRefused(t *testing.T) {
 			"--input", `{"path": "elsewhere.txt", "path": "out.txt"}`, filepath.Join(dir, "write.plan")}, `key "path" is given twice`},
 		{"mocks", []string{"run", "--no-journal", "--files", files, "--tools", filepath.Join(dir, "write.plan.tools.json"), "--mocks", filepath.Join(dir, "dup.mocks.json"),
 			"--input", `{"path": "out.txt"}`, filepath.Join(dir, "write.plan")}, `key "ask" is given twice`},
+		{"tools file", []string{"run", "--no-journal", "--files", files, "--tools", filepath.Join(dir, "dup.tools.json"), "--mocks", filepath.Join(dir, "ok.mocks.json"),
+			"--input", `{"path": "out.txt"}`, filepath.Join(dir, "write.plan")}, `key "readOnlyHint" is given twice in one object [duplicate-key]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runHere(t, "", tc.args...)
