@@ -299,8 +299,8 @@ func (p *jsonParser) object(v *jvalue) {
 	base := len(p.members)
 	defer func() { v.obj = popInto(&p.members, base, &p.memberArena) }()
 	// index finds a key among the members read so far once an object has
-	// more than smallObject of them; below that, they are searched in
-	// order, which is faster and allocates nothing.
+	// smallObject of them; until then, they are searched in order, which
+	// is faster and allocates nothing.
 	var index map[string]int
 	p.off++
 	p.space()
@@ -351,8 +351,8 @@ func (p *jsonParser) object(v *jvalue) {
 	}
 }
 
-// smallObject is the number of members up to which findMember searches an
-// object's keys one by one.
+// smallObject is the number of members from which findMember finds an
+// object's keys through an index instead of one by one.
 const smallObject = 16
 
 // findMember returns the position in p.members of the member with key
