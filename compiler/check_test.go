@@ -136,7 +136,11 @@ func TestCodeExamples(t *testing.T) {
 			if pd.HasErrors() {
 				t.Fatal(pd)
 			}
-			_, diags := checkSource("example.plan", []byte(doc.Example), Config{Tools: tools})
+			name := "example.plan"
+			if strings.HasPrefix(doc.Example, "[") || strings.HasPrefix(doc.Example, "{") {
+				name = "example.json" // the JSON form of a plan
+			}
+			_, diags := checkSource(name, []byte(doc.Example), Config{Tools: tools})
 			for _, d := range diags {
 				if d.Code == doc.Code {
 					if d.Severity != doc.Severity {
@@ -185,5 +189,20 @@ func TestSlotNamesSorted(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, info.Main.SlotNames); diff != "" {
 		t.Errorf("slot names (-sorted +got):\n%s", diff)
+	}
+}
+
+// TestNonFiniteCEL: a number literal beyond the range of a float64 in a
+// CEL expression is an error, not an infinity.
+func TestNonFiniteCEL(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"p.plan", "tool f(x: number) -> number pure\nf(x: 1) -> †state.r\n  when 2.0 < 1e999\n"},
+		{"p.plan", "tool f(x: number) -> number pure\nf(x: 1) -> †state.r\n  when 2.0 < -1e999\n"},
+		{"p.json", `[{"type": "tool", "tool": {"name": "f", "annotations": {"readOnlyHint": true}}}, {"type": "plan", "plan": [{"_tool": "f", "_when": "2.0 < 1e999", "_outputPath": "†state.r"}]}]`},
+	} {
+		_, diags := checkSource(tc.name, []byte(tc.src), Config{})
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "invalid double literal") {
+			t.Errorf("%s: got %v, want an error at the literal", tc.src, diags)
+		}
 	}
 }

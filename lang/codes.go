@@ -31,6 +31,7 @@ const (
 	MultipleWriters    Code = "multiple-writers"
 	ExpectFailed       Code = "expect-failed"
 	ToolMismatch       Code = "tool-mismatch"
+	DuplicateKey       Code = "duplicate-key"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -38,7 +39,8 @@ type CodeDoc struct {
 	Code     Code
 	Severity Severity
 	Summary  string
-	// Example is a plan that produces the code when checked.
+	// Example is a plan that produces the code when checked: its JSON
+	// form when it starts with [ or {, else .plan text.
 	Example string
 	// Fix says how to repair a plan that has the problem.
 	Fix string
@@ -131,6 +133,10 @@ func CodeDocs() []CodeDoc {
 			"two unconditional calls write the same slot, so the slot's value depends on which finishes last",
 			"tool f() -> int\nf() -> †state.v\nf() -> †state.v\n",
 			"Write each slot once, or guard the writers with exclusive `when` conditions."},
+		{DuplicateKey, SeverityError,
+			"an object of a JSON plan or tools file (a call, a message, an argument, a schema) has the same key twice, which JSON readers take differently: most keep the last value, some the first",
+			"[{\"_tool\": \"lookupOrder\", \"id\": 7, \"_tool\": \"deleteOrder\"}]\n",
+			"Give each key once. A program that wrote the plan and a person or filter who read it may have seen different values; check which one was meant."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

@@ -64,7 +64,7 @@ func planCommand() *command {
 
 // writePlan prints what a planfile will do.
 func writePlan(e *env, p *prepared, pf *planfile.Planfile) {
-	w := e.stdout
+	w := escapingWriter{e.stdout}
 	fmt.Fprintf(w, "plan %s\nhash %s\n", pf.Source.Name, pf.Hash)
 	fmt.Fprintf(w, "\ninput:\n%s\n", indentLines(jsonText(pf.Input)))
 	fmt.Fprintf(w, "\nsteps, in the order they are declared:\n")

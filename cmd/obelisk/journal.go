@@ -600,7 +600,7 @@ func approveCommand() *command {
 				if *reject {
 					verb = "rejected"
 				}
-				fmt.Fprintf(e.stdout, "%s %s of run %s\n", verb, describeApproval(ap), id)
+				fmt.Fprintf(escapingWriter{e.stdout}, "%s %s of run %s\n", verb, describeApproval(ap), id)
 				fmt.Fprintf(e.stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
 				return exitOK
 			}
@@ -658,7 +658,7 @@ func runsCommand() *command {
 					e.stdout.Write(append(jsonIndent(runs), '\n'))
 					return exitOK
 				}
-				tw := newTable(e.stdout)
+				tw := newTable(escapingWriter{e.stdout})
 				tw.row("RUN", "STATUS", "PLAN", "STEPS", "CREATED", "UPDATED")
 				for _, r := range runs {
 					tw.row(r.ID, string(r.Status), r.Plan, stepCounts(r.Steps), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
@@ -690,7 +690,7 @@ func jsonIndent(v any) []byte {
 	if err != nil {
 		return []byte(fmt.Sprintf("%q", err.Error()))
 	}
-	return b
+	return lang.EscapeControlJSON(b)
 }
 
 func showCommand() *command {
@@ -744,11 +744,12 @@ func showCommand() *command {
 					e.stdout.Write(append(jsonIndent(det), '\n'))
 					return exitOK
 				}
-				writeRun(e, det, sf.also())
+				w := escapingWriter{e.stdout}
+				writeRun(w, det, sf.also())
 				if *events {
-					fmt.Fprintf(e.stdout, "\nevents:\n")
+					fmt.Fprintf(w, "\nevents:\n")
 					for _, ev := range evs {
-						fmt.Fprintf(e.stdout, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
+						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
 					}
 				}
 				return exitOK
@@ -781,8 +782,7 @@ func eventText(ev vm.Event) string {
 }
 
 // writeRun prints a run for people.
-func writeRun(e *env, det *journal.Detail, also string) {
-	w := e.stdout
+func writeRun(w io.Writer, det *journal.Detail, also string) {
 	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
 	fmt.Fprintf(w, "plan:      %s\n", det.Plan)
 	if det.Hash != "" {
@@ -885,7 +885,12 @@ type table struct{ tw *tabwriter.Writer }
 
 func newTable(w io.Writer) *table { return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)} }
 
+// row writes a row. Its cells are escaped (lang.EscapeControl) before
+// they are aligned, so that escapes do not shift the columns.
 func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = lang.EscapeControl(c)
+	}
 	fmt.Fprintln(t.tw, strings.TrimRight(strings.Join(cells, "\t"), "\t"))
 }
 

@@ -141,6 +141,9 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 	if raw == nil {
 		return c.file.InputValues, nil
 	}
+	if err := runtime.CheckUniqueKeys(raw); err != nil {
+		return nil, fmt.Errorf("the input: %w", err)
+	}
 	v, err := runtime.DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("the input is not JSON: %w", err)

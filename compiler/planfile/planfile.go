@@ -355,7 +355,9 @@ func (pf *Planfile) hash() (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// Marshal encodes the planfile as indented JSON.
+// Marshal encodes the planfile as indented JSON. People read planfiles
+// before they apply them: the characters a terminal acts on are escaped
+// (lang.EscapeControlJSON), which does not change what the JSON holds.
 func (pf *Planfile) Marshal() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -364,14 +366,19 @@ func (pf *Planfile) Marshal() ([]byte, error) {
 	if err := enc.Encode(pf); err != nil {
 		return nil, fmt.Errorf("encoding the planfile: %w", err)
 	}
-	return buf.Bytes(), nil
+	return lang.EscapeControlJSON(buf.Bytes()), nil
 }
 
-// Read decodes a planfile and checks its hash.
+// Read decodes a planfile and checks its hash. A key given twice in an
+// object of it is an error: people review planfiles, and JSON readers
+// disagree on which of the two counts.
 func Read(b []byte) (*Planfile, error) {
 	var raw struct {
 		Planfile
 		Input json.RawMessage `json:"input"`
+	}
+	if err := runtime.CheckUniqueKeys(b); err != nil {
+		return nil, fmt.Errorf("not a planfile: %w", err)
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("not a planfile: %w", err)
@@ -426,8 +433,10 @@ func (pf *Planfile) Compile() (*compiler.Program, lang.Diagnostics, error) {
 	if err != nil {
 		return nil, diags, err
 	}
+	// Marshal escapes the characters a terminal acts on: both sides are
+	// compared escaped so.
 	var got, want bytes.Buffer
-	if json.Compact(&got, pj) != nil || json.Compact(&want, pf.Program) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+	if json.Compact(&got, lang.EscapeControlJSON(pj)) != nil || json.Compact(&want, lang.EscapeControlJSON(pf.Program)) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 		return nil, diags, errors.New("the plan compiles to another program than the planfile holds: it was written by another version of obelisk; make it again with obelisk plan")
 	}
 	return prog, diags, nil

@@ -95,6 +95,17 @@ func TestPlanfileRoundTrip(t *testing.T) {
 	if _, err := Read([]byte(tampered)); err == nil || !strings.Contains(err.Error(), "changed after it was written") {
 		t.Errorf("tampered: %v", err)
 	}
+
+	// A key given twice, which encoding/json reads as the hashed value
+	// (the last) but a reader keeping the first reads as another, is
+	// refused though the hash matches.
+	doubled := strings.Replace(string(b), `"amount": 50.5`, `"amount": 5000, "amount": 50.5`, 1)
+	if doubled == string(b) {
+		t.Fatal("the test did not change the planfile")
+	}
+	if _, err := Read([]byte(doubled)); err == nil || !strings.Contains(err.Error(), `key "amount" is given twice`) {
+		t.Errorf("a key given twice: %v", err)
+	}
 }
 
 func TestSourceImportsServedFromSource(t *testing.T) {
