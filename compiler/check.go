@@ -2,7 +2,7 @@ package compiler
 
 import (
 	"fmt"
-	"path/filepath"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -13,14 +13,17 @@ import (
 
 // Config configures Check.
 type Config struct {
-	// Tools are signatures from outside the plan: tools files given on the
-	// command line, the runtime's built-in tools. A plan's own declarations
-	// take precedence over them.
+	// Tools are the operator's tool definitions: the tools files and MCP
+	// servers given on the command line, the runtime's built-in tools.
+	// Where one defines a tool, that definition is the tool's: calls are
+	// checked against it and its effect decides approval. A plan's own
+	// declaration of the tool, and an imported file's, must agree with it,
+	// or it is a tool-mismatch error. The first definition of a name wins.
 	Tools []*lang.ToolDecl
-	// ReadFile reads a file named by `import`; relative paths are joined
-	// to Dir. When ReadFile is nil, imports are reported as errors.
-	ReadFile func(path string) ([]byte, error)
-	Dir      string
+	// Imports is the directory tree `import` reads from: ImportDir of the
+	// plan file's directory, usually. ReadImport says which files a plan
+	// may import. When Imports is nil, imports are reported as errors.
+	Imports fs.FS
 	// Strict makes unapproved-effect an error instead of a warning.
 	Strict bool
 	// Limits bound what an untrusted plan may ask for.
@@ -282,12 +285,15 @@ func (c *checker) typeOf(te lang.TypeExpr) *Type {
 type toolSource struct {
 	decl *lang.ToolDecl
 	file string
+	imp  *lang.ImportDecl // the import that read it
 }
 
-// collectTools resolves the tools a plan can call. A plan's own
-// declarations come first, then imported tools files, then the configured
-// tools; `tool name` without a signature takes its signature from the
-// latter two.
+// collectTools resolves the tools a plan can call. The operator's
+// definitions (Config.Tools) come first: a plan's own declaration of one
+// of them, or an imported file's, must agree with it, and the operator's
+// is the tool. Then come the plan's own declarations, then imported
+// files'. `tool name` without a signature takes its signature from the
+// operator's definition or an import.
 func (c *checker) collectTools() {
 	own := map[string]*lang.ToolDecl{}
 	var ownOrder []*lang.ToolDecl
@@ -308,47 +314,76 @@ func (c *checker) collectTools() {
 		own[d.Name.Name] = d
 		ownOrder = append(ownOrder, d)
 	}
-	external := map[string]toolSource{}
-	addExternal := func(d *lang.ToolDecl, file string) {
-		if _, ok := external[d.Name.Name]; !ok {
-			external[d.Name.Name] = toolSource{d, file}
+	operator := map[string]*lang.ToolDecl{}
+	for _, d := range c.cfg.Tools {
+		if _, ok := operator[d.Name.Name]; !ok && d.HasSignature {
+			operator[d.Name.Name] = d
 		}
 	}
+	for name, p := range c.planDecls {
+		if operator[name] != nil {
+			// A call by that name would run the plan's steps, not the
+			// operator's tool.
+			c.errorf(lang.DuplicateDecl, p.Name.Span, "sub-plan %s has the name of a tool the operator defines: rename the sub-plan", name)
+		}
+	}
+	operatorTools := map[string]*Tool{}
+	operatorTool := func(name string) *Tool {
+		t, ok := operatorTools[name]
+		if !ok {
+			t = c.tool(operator[name], "")
+			operatorTools[name] = t
+		}
+		return t
+	}
+	imported := map[string]toolSource{}
 	for _, it := range c.file.Items {
 		imp, ok := it.(*lang.ImportDecl)
 		if !ok {
 			continue
 		}
-		for _, d := range c.importTools(imp) {
-			addExternal(d, imp.Path.StringValue())
-		}
-	}
-	for _, d := range c.cfg.Tools {
-		addExternal(d, "")
-	}
-	for _, d := range ownOrder {
-		if d.HasSignature {
-			c.info.Tools[d.Name.Name] = c.tool(d, c.file.Name)
-			continue
-		}
-		src, ok := external[d.Name.Name]
-		if !ok || !src.decl.HasSignature {
-			names := make([]string, 0, len(external))
-			for n := range external {
-				names = append(names, n)
+		file, decls := c.importTools(imp)
+		for _, d := range decls {
+			if !d.HasSignature {
+				continue
 			}
-			sort.Strings(names)
-			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or pass a tools file with --tools",
-				d.Name.Name, didYouMean(d.Name.Name, names))
-			continue
+			src := toolSource{d, file, imp}
+			if _, ok := operator[d.Name.Name]; ok {
+				c.agreeImported(src, operatorTool(d.Name.Name))
+			}
+			if _, ok := imported[d.Name.Name]; !ok {
+				imported[d.Name.Name] = src
+			}
 		}
-		c.info.Tools[d.Name.Name] = c.tool(src.decl, src.file)
 	}
-	names := make([]string, 0, len(external))
-	for n := range external {
+	names := make([]string, 0, len(operator)+len(imported))
+	for n := range operator {
 		names = append(names, n)
 	}
+	for n := range imported {
+		if operator[n] == nil {
+			names = append(names, n)
+		}
+	}
 	sort.Strings(names)
+	for _, d := range ownOrder {
+		name := d.Name.Name
+		switch src, fromImport := imported[name]; {
+		case operator[name] != nil:
+			op := operatorTool(name)
+			if d.HasSignature {
+				c.agree(d, op)
+			}
+			c.info.Tools[name] = op
+		case d.HasSignature:
+			c.info.Tools[name] = c.tool(d, c.file.Name)
+		case fromImport:
+			c.info.Tools[name] = c.importedTool(src)
+		default:
+			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or pass a tools file with --tools",
+				name, didYouMean(name, names))
+		}
+	}
 	for _, n := range names {
 		if _, ok := own[n]; ok {
 			continue
@@ -356,38 +391,191 @@ func (c *checker) collectTools() {
 		if _, ok := c.planDecls[n]; ok {
 			continue
 		}
-		if src := external[n]; src.decl.HasSignature {
-			c.info.Tools[n] = c.tool(src.decl, src.file)
+		if operator[n] != nil {
+			c.info.Tools[n] = operatorTool(n)
+		} else {
+			c.info.Tools[n] = c.importedTool(imported[n])
 		}
 	}
 }
 
-// importTools reads the tools file an import names.
-func (c *checker) importTools(imp *lang.ImportDecl) []*lang.ToolDecl {
+// importTools reads the tools file an import names. It returns the name
+// the file was read under and its declarations. What it reports of the
+// file says where a problem is, never what the file holds: a plan may
+// name a file whose content it has no right to see.
+func (c *checker) importTools(imp *lang.ImportDecl) (string, []*lang.ToolDecl) {
 	path := imp.Path.StringValue()
-	if c.cfg.ReadFile == nil {
-		c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: this checker reads no files; pass the tools with --tools instead", lang.Quote(path))
-		return nil
-	}
-	full := path
-	if !filepath.IsAbs(full) && c.cfg.Dir != "" {
-		full = filepath.Join(c.cfg.Dir, path)
-	}
-	data, err := c.cfg.ReadFile(full)
+	name, data, err := ReadImport(c.cfg.Imports, path)
 	if err != nil {
 		c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: %v", lang.Quote(path), err)
+		return path, nil
+	}
+	if !slices.ContainsFunc(c.info.Imports, func(f Import) bool { return f.Name == name }) {
+		c.info.Imports = append(c.info.Imports, Import{Name: name, Text: data})
+	}
+	decls, diags := lang.ParseTools(name, data)
+	if len(diags) > 0 {
+		diags.Sort()
+		d := c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: it is not a tools file this checker can read (%s); an imported file's text is never shown: give the file with --tools to see what is wrong",
+			lang.Quote(path), where(diags[0].Span))
+		related(d, name, diags[0].Span, "the first problem is here")
+	}
+	for _, d := range decls {
+		d.Binding = withoutText(d.Binding)
+	}
+	return name, decls
+}
+
+// withoutText keeps what a binding is (its kind and file) and drops its
+// text: an imported file's http or command block is never bound.
+func withoutText(b *lang.ToolBinding) *lang.ToolBinding {
+	if b == nil {
 		return nil
 	}
-	decls, diags := lang.ParseTools(path, data)
-	for _, d := range diags {
-		d.Code = lang.ImportError
+	return &lang.ToolBinding{Span: b.Span, Kind: b.Kind, File: b.File}
+}
+
+// where says where a span starts, in words.
+func where(span lang.Span) string {
+	if !span.IsValid() {
+		return "the file is not valid"
 	}
-	if len(diags) > 0 {
-		d := c.errorf(lang.ImportError, imp.Path.Span, "tools file %s has errors", lang.Quote(path))
-		related(d, path, diags[0].Span, "%s", diags[0].Message)
-		c.diags = append(c.diags, diags...)
+	return fmt.Sprintf("the first problem is at line %d, column %d", span.Start.Line, span.Start.Column)
+}
+
+// importedTool converts an imported declaration. Its problems are
+// reported at the import, with where they are and not what they are (see
+// importTools).
+func (c *checker) importedTool(src toolSource) *Tool {
+	n := len(c.diags)
+	t := c.tool(src.decl, src.file)
+	if len(c.diags) > n {
+		first := c.diags[n]
+		c.diags = c.diags[:n]
+		d := c.errorf(lang.ImportError, src.imp.Path.Span, "cannot import %s: a tool in it is declared wrongly (%s); an imported file's text is never shown: give the file with --tools to see what is wrong",
+			lang.Quote(src.imp.Path.StringValue()), where(first.Span))
+		related(d, src.file, first.Span, "the first problem is here")
 	}
-	return decls
+	return t
+}
+
+// agree reports where a plan's own declaration of a tool disagrees with
+// the operator's definition op: a parameter op lacks or types otherwise, a
+// parameter op requires that the declaration omits or makes optional, a
+// declared result op's does not fit, an effect weaker than op's.
+func (c *checker) agree(d *lang.ToolDecl, op *Tool) {
+	t := c.tool(d, c.file.Name)
+	for _, m := range disagreements(d, t, op) {
+		dd := c.errorf(lang.ToolMismatch, m.span, "%s", m.message(op, c.file.JSON))
+		if m.weakEffect && !c.file.JSON {
+			replaceFix(dd, m.span, op.Effect.String(), "declare it "+op.Effect.String()+", as the operator's definition is")
+		}
+	}
+}
+
+// agreeImported reports an imported declaration that disagrees with the
+// operator's definition op, at the import, saying which part disagrees and
+// not what the file says.
+func (c *checker) agreeImported(src toolSource, op *Tool) {
+	t := c.importedTool(src)
+	ms := disagreements(src.decl, t, op)
+	if len(ms) == 0 {
+		return
+	}
+	what := "parameters or a result the operator's definition does not accept"
+	if slices.ContainsFunc(ms, func(m mismatch) bool { return m.weakEffect }) {
+		what = "a weaker effect than the operator's definition, which is " + op.Effect.String()
+	}
+	d := c.errorf(lang.ToolMismatch, src.imp.Path.Span, "the imported file %s declares tool %s with %s: remove the tool from the file, or drop the import (the operator's tools need none)",
+		lang.Quote(src.imp.Path.StringValue()), op.Name, what)
+	related(d, src.file, src.decl.Name.Span, "tool %s is declared here", op.Name)
+}
+
+// mismatch is one way a declaration disagrees with the operator's
+// definition of a tool: text says how, or weakEffect is set and declared
+// is the effect declared.
+type mismatch struct {
+	span       lang.Span
+	text       string
+	weakEffect bool
+	declared   Effect
+}
+
+// message is the mismatch's message, in the JSON form's terms when json
+// is set; op is the operator's definition.
+func (m mismatch) message(op *Tool, json bool) string {
+	if !m.weakEffect {
+		return m.text
+	}
+	if json {
+		return fmt.Sprintf("tool %s is declared %s (%s), but the operator's definition is %s: drop the tool message, or declare it %s (%s)",
+			op.Name, m.declared, effectHint[m.declared], op.Effect, op.Effect, effectHint[op.Effect])
+	}
+	return fmt.Sprintf("tool %s is declared %s, but the operator's definition is %s: drop the declaration, or declare it %s",
+		op.Name, m.declared, op.Effect, op.Effect)
+}
+
+// effectHint is the MCP annotation that declares an effect.
+var effectHint = [...]string{Irreversible: `"destructiveHint": true`, Idempotent: `"idempotentHint": true`, Pure: `"readOnlyHint": true`}
+
+// disagreements compares a declaration d (converted to t) with the
+// operator's definition op of the same tool.
+func disagreements(d *lang.ToolDecl, t, op *Tool) []mismatch {
+	var out []mismatch
+	add := func(span lang.Span, format string, args ...any) {
+		out = append(out, mismatch{span: span, text: fmt.Sprintf(format, args...)})
+	}
+	declared := make(map[string]*Param, len(t.Params))
+	for _, p := range t.Params {
+		declared[p.Name] = p
+	}
+	spans := make(map[string]lang.Span, len(d.Params))
+	for _, p := range d.Params {
+		if _, ok := spans[p.Name.Name]; !ok {
+			spans[p.Name.Name] = p.Name.Span
+		}
+	}
+	opNames := make([]string, len(op.Params))
+	for i, p := range op.Params {
+		opNames[i] = p.Name
+	}
+	for _, p := range t.Params {
+		q := op.Param(p.Name)
+		if q == nil {
+			add(spans[p.Name], "tool %s declares parameter %s, which the operator's definition does not have%s: drop it (its parameters: %s)",
+				op.Name, p.Name, didYouMean(p.Name, opNames), strings.Join(opNames, ", "))
+			continue
+		}
+		if ok, why := Assignable(p.Type, q.Type); !ok {
+			add(spans[p.Name], "parameter %s of tool %s is declared %s, but the operator's definition takes %s (%s): declare it %s", p.Name, op.Name, p.Type, q.Type, why, q.Type)
+		}
+	}
+	for _, q := range op.Params {
+		if q.Optional || q.HasDefault {
+			continue
+		}
+		switch p := declared[q.Name]; {
+		case p == nil:
+			add(d.Name.Span, "tool %s does not declare parameter %s, which the operator's definition requires: declare %s: %s", op.Name, q.Name, q.Name, q.Type)
+		case p.Optional || p.HasDefault:
+			add(spans[q.Name], "parameter %s of tool %s is declared optional, but the operator's definition requires it: declare it without ? or a default", q.Name, op.Name)
+		}
+	}
+	if d.Result != nil {
+		if ok, why := Assignable(op.Result, t.Result); !ok {
+			add(d.Result.Range(), "tool %s is declared to return %s, but the operator's definition returns %s (%s): declare -> %s, or drop the result type", op.Name, t.Result, op.Result, why, op.Result)
+		}
+	}
+	if t.Effect > op.Effect { // the effects go from the most dangerous up
+		span := d.Name.Span
+		for _, a := range d.Attrs {
+			if a.Name.Name == t.Effect.String() {
+				span = a.Name.Span
+			}
+		}
+		out = append(out, mismatch{span: span, weakEffect: true, declared: t.Effect})
+	}
+	return out
 }
 
 // tool converts a tool declaration.

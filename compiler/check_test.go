@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -61,10 +62,7 @@ func TestConformanceCheck(t *testing.T) {
 			if !ok {
 				t.Skip("no input")
 			}
-			cfg := Config{ReadFile: func(path string) ([]byte, error) {
-				return nil, fmt.Errorf("open %s: no such file or directory", path)
-			}}
-			_, diags := checkSource(name, text, cfg)
+			_, diags := checkSource(name, text, caseConfig(t, c))
 			owned := strings.HasPrefix(c.Name, "check/")
 			if !owned {
 				if _, has := c.Section("check"); !has {
@@ -74,6 +72,26 @@ func TestConformanceCheck(t *testing.T) {
 			c.Golden(t, "check", diagText(diags), *update, owned)
 		})
 	}
+}
+
+// caseConfig is the checker's configuration for a conformance case: the
+// operator's tools are its section "operator.json", and the plan's
+// directory holds its sections named "dir/NAME".
+func caseConfig(t *testing.T, c *spec.Case) Config {
+	t.Helper()
+	dir := fstest.MapFS{}
+	for name, data := range c.Files("dir/") {
+		dir[name] = &fstest.MapFile{Data: data}
+	}
+	cfg := Config{Imports: dir}
+	if b, ok := c.Section("operator.json"); ok {
+		decls, diags := lang.ParseTools("operator.json", b)
+		if diags.HasErrors() {
+			t.Fatalf("operator.json: %v", diags)
+		}
+		cfg.Tools = decls
+	}
+	return cfg
 }
 
 // TestExamplesCheckClean checks every example plan: no errors, and no
@@ -90,7 +108,7 @@ func TestExamplesCheckClean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, diags := checkSource(path, text, Config{ReadFile: os.ReadFile, Dir: "../examples"})
+		_, diags := checkSource(path, text, Config{Imports: ImportDir("../examples")})
 		if len(diags) > 0 {
 			t.Errorf("%s:\n%s", path, diagText(diags))
 		}
@@ -100,6 +118,12 @@ func TestExamplesCheckClean(t *testing.T) {
 	}
 }
 
+// exampleOperatorTools are the operator's definitions the codes' examples
+// are checked with: http.request as the runtime defines it.
+const exampleOperatorTools = `[{"name": "http.request",
+  "inputSchema": {"type": "object", "properties": {"method": {"type": "string", "default": "GET"}, "url": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}}, "body": {}}, "required": ["url"]},
+  "annotations": {"destructiveHint": true}}]`
+
 // TestCodeExamples checks that the example of every documented code
 // produces that code.
 func TestCodeExamples(t *testing.T) {
@@ -108,7 +132,15 @@ func TestCodeExamples(t *testing.T) {
 			continue
 		}
 		t.Run(string(doc.Code), func(t *testing.T) {
-			_, diags := checkSource("example.plan", []byte(doc.Example), Config{})
+			tools, pd := lang.ParseTools("operator.json", []byte(exampleOperatorTools))
+			if pd.HasErrors() {
+				t.Fatal(pd)
+			}
+			name := "example.plan"
+			if strings.HasPrefix(doc.Example, "[") || strings.HasPrefix(doc.Example, "{") {
+				name = "example.json" // the JSON form of a plan
+			}
+			_, diags := checkSource(name, []byte(doc.Example), Config{Tools: tools})
 			for _, d := range diags {
 				if d.Code == doc.Code {
 					if d.Severity != doc.Severity {
@@ -157,5 +189,20 @@ func TestSlotNamesSorted(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, info.Main.SlotNames); diff != "" {
 		t.Errorf("slot names (-sorted +got):\n%s", diff)
+	}
+}
+
+// TestNonFiniteCEL: a number literal beyond the range of a float64 in a
+// CEL expression is an error, not an infinity.
+func TestNonFiniteCEL(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"p.plan", "tool f(x: number) -> number pure\nf(x: 1) -> †state.r\n  when 2.0 < 1e999\n"},
+		{"p.plan", "tool f(x: number) -> number pure\nf(x: 1) -> †state.r\n  when 2.0 < -1e999\n"},
+		{"p.json", `[{"type": "tool", "tool": {"name": "f", "annotations": {"readOnlyHint": true}}}, {"type": "plan", "plan": [{"_tool": "f", "_when": "2.0 < 1e999", "_outputPath": "†state.r"}]}]`},
+	} {
+		_, diags := checkSource(tc.name, []byte(tc.src), Config{})
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "invalid double literal") {
+			t.Errorf("%s: got %v, want an error at the literal", tc.src, diags)
+		}
 	}
 }

@@ -385,11 +385,11 @@ func (pc *planChecker) warnings() {
 				}
 			}
 			if c.file.JSON {
-				d.Fix = &lang.Fix{Message: "add \"_approve\": true to the call (or \"approve\": true to the plan message), or declare the tool read-only or idempotent (annotations readOnlyHint, idempotentHint) if it is"}
+				d.Fix = &lang.Fix{Message: "add \"_approve\": true to the call (or \"approve\": true to the plan message)"}
 			} else {
 				end := n.Span.End
 				d.Fix = &lang.Fix{
-					Message: "add `approve` to the step (or `approve` to the plan), or declare the tool pure or idempotent if it is",
+					Message: "add `approve` to the step (or `approve` to the plan)",
 					Edits:   []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: end, End: end}, NewText: "\n  approve"}},
 				}
 			}

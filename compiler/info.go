@@ -49,7 +49,10 @@ type Tool struct {
 	Plan *Plan
 	// InputSchema is the JSON Schema the tool was imported from, if any.
 	InputSchema []byte
-	// Decl is the declaration; File names the file it is in.
+	// Decl is the declaration; File names the file it is in: the plan's,
+	// an imported file's, or "" for the operator's definition
+	// (Config.Tools), the only kind whose http or command block
+	// (Decl.Binding) may be bound to run.
 	Decl *lang.ToolDecl
 	File string
 
@@ -322,4 +325,7 @@ type Info struct {
 	Tools map[string]*Tool
 	// Types are the declared types, by name.
 	Types map[string]*Type
+	// Imports are the files the plan imported, in the order it names
+	// them: what to keep to check it again (see planfile.Source).
+	Imports []Import
 }

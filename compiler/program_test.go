@@ -36,7 +36,7 @@ func compileFile(t *testing.T, path string) *Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, diags := checkSource(path, text, Config{ReadFile: os.ReadFile, Dir: filepath.Dir(path)})
+	info, diags := checkSource(path, text, Config{Imports: ImportDir(filepath.Dir(path))})
 	prog, err := Compile(info, diags, Options{})
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", path, err, diagText(diags))

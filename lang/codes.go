@@ -30,6 +30,8 @@ const (
 	UnapprovedEffect   Code = "unapproved-effect"
 	MultipleWriters    Code = "multiple-writers"
 	ExpectFailed       Code = "expect-failed"
+	ToolMismatch       Code = "tool-mismatch"
+	DuplicateKey       Code = "duplicate-key"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -37,7 +39,8 @@ type CodeDoc struct {
 	Code     Code
 	Severity Severity
 	Summary  string
-	// Example is a plan that produces the code when checked.
+	// Example is a plan that produces the code when checked: its JSON
+	// form when it starts with [ or {, else .plan text.
 	Example string
 	// Fix says how to repair a plan that has the problem.
 	Fix string
@@ -51,11 +54,11 @@ func CodeDocs() []CodeDoc {
 			"tool f(x: int) -> int\nf(x: 1) -> †state.\n",
 			"Write the statement as the grammar says; the message names what was expected."},
 		{ImportError, SeverityError,
-			"a tools file named by `import` or --tools cannot be read, is not a tool list, or has a wrong http or command block",
+			"a tools file named by `import` or --tools cannot be read, is not a tool list, or has a wrong http or command block; or a plan imports a file it may not (outside its own directory, not a regular .json file, over 4 MiB)",
 			"import \"missing-tools.json\"\n",
-			"Check the path (it is relative to the plan file), that the file holds MCP or OpenAI tool definitions, and what the message says of the block."},
+			"Check the path (it is relative to the plan file, and stays inside its directory), that the file holds MCP or OpenAI tool definitions, and what the message says of the block. A problem inside an imported file is shown by position only: give the file with --tools to see it."},
 		{DuplicateDecl, SeverityError,
-			"a type, tool, sub-plan, label, input field or state slot is declared twice",
+			"a type, tool, sub-plan, label, input field or state slot is declared twice, or a sub-plan takes the name of a tool the operator defines",
 			"tool f() -> int\ntool f() -> string\n",
 			"Rename or remove one of the declarations."},
 		{UnknownType, SeverityError,
@@ -121,11 +124,19 @@ func CodeDocs() []CodeDoc {
 		{UnapprovedEffect, SeverityWarning,
 			"an irreversible call has no approval gate before it (an error with --strict)",
 			"tool pay(amount: number) -> object irreversible\npay(amount: 5) -> †state.receipt\n",
-			"Add `approve` to the call or to a call it depends on, or `approve` the whole plan; or declare the tool pure or idempotent if it is."},
+			"Add `approve` to the call or to a call it depends on, or `approve` the whole plan. A tool's effect is the operator's to declare: a plan cannot make a tool less dangerous than its definition says."},
+		{ToolMismatch, SeverityError,
+			"a plan's declaration of a tool the operator defines (a --tools file, an MCP server, a built-in tool), or an imported file's, does not agree with the operator's definition: a parameter it lacks or types otherwise, a required parameter left out or made optional, a result that does not fit, or a weaker effect",
+			"tool http.request(url: string, method?: string, body?: any) -> any pure\nhttp.request(url: \"https://bank.example/transfer\", method: \"POST\") -> †state.r\n",
+			"Drop the declaration (`tool name` alone takes the operator's signature), or declare what the operator's definition says: its parameters and types, and an effect at least as strong (pure < idempotent < irreversible)."},
 		{MultipleWriters, SeverityWarning,
 			"two unconditional calls write the same slot, so the slot's value depends on which finishes last",
 			"tool f() -> int\nf() -> †state.v\nf() -> †state.v\n",
 			"Write each slot once, or guard the writers with exclusive `when` conditions."},
+		{DuplicateKey, SeverityError,
+			"an object of a JSON plan or tools file (a call, a message, an argument, a schema) has the same key twice, which JSON readers take differently: most keep the last value, some the first",
+			"[{\"_tool\": \"lookupOrder\", \"id\": 7, \"_tool\": \"deleteOrder\"}]\n",
+			"Give each key once. A program that wrote the plan and a person or filter who read it may have seen different values; check which one was meant."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

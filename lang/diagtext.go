@@ -22,7 +22,9 @@ type TextOptions struct {
 // WriteText prints diagnostics for people: one header line each, as a
 // compiler does ("file:line:col: error: message [code]"), then the source
 // line with a caret under the range, related locations, and the suggested
-// fix.
+// fix. Messages and source lines quote plan text, which may hold control
+// characters: they are written escaped (see EscapeControl), so that the
+// text cannot act on the terminal, and the caret stays under its range.
 func WriteText(w io.Writer, srcs Sources, diags Diagnostics, opts TextOptions) error {
 	var b strings.Builder
 	for _, d := range diags {
@@ -51,14 +53,14 @@ func writeDiag(b *strings.Builder, srcs Sources, d *Diagnostic, opts TextOptions
 	if d.Severity != SeverityError {
 		sevColor = ansiYellow
 	}
-	loc := d.File
+	loc := EscapeControl(d.File)
 	if d.Span.IsValid() {
 		loc += ":" + d.Span.Start.String()
 	}
 	if loc != "" {
 		b.WriteString(paint(ansiBold, loc+":") + " ")
 	}
-	b.WriteString(paint(sevColor, d.Severity.String()+":") + " " + d.Message)
+	b.WriteString(paint(sevColor, d.Severity.String()+":") + " " + EscapeControl(d.Message))
 	if d.Code != "" {
 		b.WriteString(" [" + string(d.Code) + "]")
 	}
@@ -69,11 +71,11 @@ func writeDiag(b *strings.Builder, srcs Sources, d *Diagnostic, opts TextOptions
 		if file == "" {
 			file = d.File
 		}
-		fmt.Fprintf(b, "  %s: %s\n", paint(ansiBold, file+":"+r.Span.Start.String()), r.Message)
+		fmt.Fprintf(b, "  %s: %s\n", paint(ansiBold, EscapeControl(file)+":"+r.Span.Start.String()), EscapeControl(r.Message))
 		excerpt(b, srcs[file], r.Span, paint(ansiCyan, "-"))
 	}
 	if d.Fix != nil {
-		b.WriteString("  " + paint(ansiCyan, "fix:") + " " + d.Fix.Message + "\n")
+		b.WriteString("  " + paint(ansiCyan, "fix:") + " " + EscapeControl(d.Fix.Message) + "\n")
 	}
 }
 
@@ -85,7 +87,7 @@ func excerpt(b *strings.Builder, src []byte, span Span, mark string) {
 	line := lineAt(src, span.Start.Offset)
 	gutter := fmt.Sprintf("%d", span.Start.Line)
 	pad := strings.Repeat(" ", len(gutter))
-	text := expandTabs(string(line))
+	text := EscapeControl(expandTabs(string(line)))
 	fmt.Fprintf(b, "  %s | %s\n", gutter, text)
 	startCol := displayWidth(line, span.Start.Column-1)
 	n := 1
@@ -111,18 +113,22 @@ func lineAt(src []byte, off int) []byte {
 	return bytes.TrimRight(src[start:end], "\r")
 }
 
-// displayWidth returns the width of the first cols characters of line, with
-// tabs expanded to four columns.
+// displayWidth returns the width of the first cols characters of line as
+// excerpt shows them: tabs expanded to four columns, and the characters
+// EscapeControl escapes as wide as their escapes.
 func displayWidth(line []byte, cols int) int {
 	w := 0
 	for i := 0; i < cols && len(line) > 0; i++ {
 		r, n := utf8.DecodeRune(line)
-		line = line[n:]
-		if r == '\t' {
+		switch {
+		case r == '\t':
 			w += 4
-		} else {
+		case r < utf8.RuneSelf && keepASCII(byte(r)) || r >= utf8.RuneSelf && n > 1 && !escapedRune(r):
 			w++
+		default:
+			w += len(EscapeControl(string(line[:n])))
 		}
+		line = line[n:]
 	}
 	return w
 }
@@ -181,7 +187,8 @@ type Report struct {
 // MarshalJSON encodes the report as
 // {"file", "ok", "diagnostics": [{"severity", "code", "message", "range",
 // "excerpt", "related", "fix"}]}. The excerpt is the source line the range
-// starts on, which helps a model see what to repair.
+// starts on, which helps a model see what to repair; a diagnostic in
+// another file than the report's has none.
 func (r Report) MarshalJSON() ([]byte, error) {
 	out := struct {
 		File        string     `json:"file"`
@@ -196,7 +203,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			Range:    toJSONRange(d.Span),
 			Related:  []jsonRelated{},
 		}
-		if r.Source != nil && d.Span.IsValid() && d.Span.Start.Offset <= len(r.Source) {
+		if r.Source != nil && (d.File == "" || d.File == r.File) && d.Span.IsValid() && d.Span.Start.Offset <= len(r.Source) {
 			jd.Excerpt = string(lineAt(r.Source, d.Span.Start.Offset))
 		}
 		for _, rel := range d.Related {
@@ -217,13 +224,15 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	// Messages and excerpts quote plan text, which is clearer without
 	// encoding/json's escaping of <, > and & for HTML.
+	// They may hold characters a terminal acts on, which encoding/json
+	// writes as they are: EscapeControlJSON escapes them.
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return EscapeControlJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 func toJSONRange(s Span) jsonRange {

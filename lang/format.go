@@ -576,7 +576,7 @@ func Quote(s string) string {
 			b.WriteString(`\r`)
 		case r == utf8.RuneError && n == 1:
 			b.WriteString(`\ufffd`)
-		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || !unicode.IsPrint(r) && r > 0x7f && !unicode.IsSpace(r):
+		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r > 0x7f && (unicode.IsControl(r) || !unicode.IsPrint(r) && !unicode.IsSpace(r)):
 			if r > 0xFFFF { // a surrogate pair, as JSON spells it
 				r -= 0x10000
 				writeU4(&b, 0xD800+(r>>10))

@@ -85,6 +85,8 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`[{"_tool": "f", "x": "†state.a\u0042", "y": "†state.é", "z": "†state.a.0", "_outputPath": "$state._b1"}]`))
 	f.Add([]byte(`[{"_tool": "f", "x": [1, {"a": "†state.a"}], "_outputPath": "†state.b"}, {"_tool": "g", "y": "†state.b",}, 3, {"_tool": "h", "z": {"_expr": "†state.b + 1"}},]`))
 	f.Add([]byte(`[{"_tool": "f", "_outputPath": "†state.a"}, {"_tool": "g", "x": "†state.a"}, {"_tool": "h", "y": [1, 2}]`))
+	f.Add([]byte(`[{"_tool": "f", "x": {"a": 1, "a": 2}, "_tool": "g", "\u005ftool": "h"}]`))
+	f.Add([]byte(`[{"_tool": "f", "x": -1e999}]`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, diags := ParseJSON("fuzz.json", src)
 		if file == nil {

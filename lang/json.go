@@ -54,6 +54,7 @@ func parseJSONPlan(name string, src []byte, stream bool) (*File, Diagnostics) {
 		return f, Diagnostics{{Severity: SeverityError, Code: ParseError, File: name,
 			Message: "invalid JSON: " + jerr.msg, Span: Span{jerr.pos, jerr.pos}}}
 	}
+	c.diags = append(c.diags, duplicateKeys(name, p.dups)...)
 	f.Span = root.span
 	switch {
 	case root.kind == jArray && len(root.arr) > 0 && isContextMessage(root.arr[0]):
@@ -91,7 +92,8 @@ func isContextMessage(v *jvalue) bool {
 // calls the tool (ToolDecl.Binding); a plan's own tool messages may not.
 func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
 	c := &jconv{name: name, src: src, bindings: true}
-	root, jerr := parseJSON(src)
+	p := newJSONParser(src)
+	root, jerr := p.document()
 	if jerr != nil {
 		return nil, Diagnostics{{Severity: SeverityError, Code: ImportError, File: name,
 			Message: "invalid JSON in tools file: " + jerr.msg, Span: Span{jerr.pos, jerr.pos}}}
@@ -127,8 +129,22 @@ func ParseTools(name string, src []byte) ([]*ToolDecl, Diagnostics) {
 	for _, d := range c.diags {
 		d.Code = ImportError
 	}
+	c.diags = append(c.diags, duplicateKeys(name, p.dups)...)
 	c.diags.Sort()
 	return out, c.diags
+}
+
+// duplicateKeys reports each key an object of a JSON document has twice,
+// at its second occurrence.
+func duplicateKeys(name string, dups []jsonDup) Diagnostics {
+	var out Diagnostics
+	for _, d := range dups {
+		out = append(out, &Diagnostic{Severity: SeverityError, Code: DuplicateKey, File: name,
+			Message: fmt.Sprintf("key %q is given twice in one object", d.key), Span: d.second,
+			Related: []Related{{File: name, Span: d.first, Message: "first given here"}},
+			Fix:     &Fix{Message: "give the key once: JSON readers disagree on which of the two counts (most keep the last, some the first)"}})
+	}
+	return out
 }
 
 type jconv struct {

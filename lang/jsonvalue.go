@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -62,6 +63,14 @@ type jsonError struct {
 	msg string
 }
 
+// jsonDup is a key that an object has twice: the reader keeps the first
+// member and drops the second, but JSON readers disagree on which of the
+// two counts (most keep the last), so a document that has one is refused.
+type jsonDup struct {
+	key           string
+	first, second Span
+}
+
 // jsonParser reads JSON text into jvalues, computing positions as it goes.
 type jsonParser struct {
 	src []byte
@@ -88,6 +97,8 @@ type jsonParser struct {
 	// stream, when set, is given each element of a root array as soon as
 	// it is read (see document).
 	stream func(*jvalue) bool
+	// dups are the keys found twice in an object, in the order read.
+	dups []jsonDup
 }
 
 func newJSONParser(src []byte) *jsonParser {
@@ -136,10 +147,6 @@ func (p *jsonParser) release(m jsonMark) {
 
 // maxJSONDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxJSONDepth = 512
-
-func parseJSON(src []byte) (*jvalue, *jsonError) {
-	return newJSONParser(src).document()
-}
 
 // document reads the JSON document. When p.stream is set and the document
 // is an array, each element is given to p.stream as soon as it is read,
@@ -291,6 +298,10 @@ func (p *jsonParser) object(v *jvalue) {
 	v.kind = jObject
 	base := len(p.members)
 	defer func() { v.obj = popInto(&p.members, base, &p.memberArena) }()
+	// index finds a key among the members read so far once an object has
+	// smallObject of them; until then, they are searched in order, which
+	// is faster and allocates nothing.
+	var index map[string]int
 	p.off++
 	p.space()
 	if p.off < len(p.src) && p.src[p.off] == '}' {
@@ -318,7 +329,14 @@ func (p *jsonParser) object(v *jvalue) {
 		p.off++
 		p.space()
 		m.val = p.value()
-		p.members = append(p.members, m)
+		if first := p.findMember(base, key, &index); first >= 0 {
+			p.dups = append(p.dups, jsonDup{key: key, first: p.members[first].keySpan, second: m.keySpan})
+		} else {
+			if index != nil {
+				index[key] = len(p.members)
+			}
+			p.members = append(p.members, m)
+		}
 		p.space()
 		if p.off < len(p.src) && p.src[p.off] == ',' {
 			p.off++
@@ -331,6 +349,36 @@ func (p *jsonParser) object(v *jvalue) {
 		}
 		p.fail("expected ',' or '}' in object, found %s", p.describe())
 	}
+}
+
+// smallObject is the number of members from which findMember finds an
+// object's keys through an index instead of one by one.
+const smallObject = 16
+
+// findMember returns the position in p.members of the member with key
+// among those of the object whose members start at base, or -1. It builds
+// *index when the object grows past smallObject members, so that reading
+// an object takes time in proportion to its size.
+func (p *jsonParser) findMember(base int, key string, index *map[string]int) int {
+	if *index != nil {
+		if i, ok := (*index)[key]; ok {
+			return i
+		}
+		return -1
+	}
+	members := p.members[base:]
+	for i := range members {
+		if members[i].key == key {
+			return base + i
+		}
+	}
+	if len(members) >= smallObject {
+		*index = make(map[string]int, 2*len(members))
+		for i := range members {
+			(*index)[members[i].key] = base + i
+		}
+	}
+	return -1
 }
 
 // array reads an array into v. When stream is set, each element is given
@@ -382,6 +430,9 @@ func (p *jsonParser) array(v *jvalue, stream func(*jvalue) bool) {
 	}
 }
 
+// number reads a number. One beyond the range of a float64 (1e999) is an
+// error, not an infinity: JSON has none, and readers differ on what they
+// make of it.
 func (p *jsonParser) number() string {
 	start := p.off
 	if p.src[p.off] == '-' {
@@ -406,7 +457,9 @@ func (p *jsonParser) number() string {
 			p.fail("malformed number: digits expected after '.'")
 		}
 	}
+	exponent := false
 	if p.off < len(p.src) && (p.src[p.off] == 'e' || p.src[p.off] == 'E') {
+		exponent = true
 		p.off++
 		if p.off < len(p.src) && (p.src[p.off] == '+' || p.src[p.off] == '-') {
 			p.off++
@@ -415,7 +468,25 @@ func (p *jsonParser) number() string {
 			p.fail("malformed number: digits expected in exponent")
 		}
 	}
-	return p.text[start:p.off]
+	num := p.text[start:p.off]
+	// Without an exponent, only a number of more than 300 digits can be
+	// out of range: most numbers need no conversion here.
+	if exponent || len(num) > 300 {
+		if f, _ := strconv.ParseFloat(num, 64); math.IsInf(f, 0) {
+			p.off = start
+			p.fail("number %s is out of range: the largest is about 1.8e308", abbreviate(num, 32))
+		}
+	}
+	return num
+}
+
+// abbreviate returns s, or its first n bytes and an ellipsis when it is
+// longer; s is ASCII.
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // string reads a quoted string and reports whether it had escapes.

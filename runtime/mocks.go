@@ -64,8 +64,12 @@ func (e *MockError) err() error {
 	return &Error{Code: e.Code, Message: e.Message, NotRetryable: e.Retryable != nil && !*e.Retryable}
 }
 
-// ParseMocks reads a mocks file.
+// ParseMocks reads a mocks file. A key given twice in an object of it is
+// an error (see CheckUniqueKeys).
 func ParseMocks(b []byte) (*Mocks, error) {
+	if err := CheckUniqueKeys(b); err != nil {
+		return nil, fmt.Errorf("reading mocks: %w", err)
+	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&raw); err != nil {

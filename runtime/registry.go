@@ -333,7 +333,8 @@ func jsonShaped(v any, depth int) bool {
 }
 
 // DecodeJSON decodes JSON text into JSON-shaped values, with integers as
-// int64 and other numbers as float64.
+// int64 and other numbers as float64. A number beyond the range of a
+// float64 (1e999) is an error, not an infinity, which JSON cannot carry.
 func DecodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -341,27 +342,44 @@ func DecodeJSON(b []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	return fromNumbers(v), nil
+	return fromNumbers(v)
 }
 
-func fromNumbers(v any) any {
+// fromNumbers replaces the json.Numbers in v by int64s and float64s.
+func fromNumbers(v any) (any, error) {
+	var err error
 	switch v := v.(type) {
 	case json.Number:
 		if n, err := v.Int64(); err == nil {
-			return n
+			return n, nil
 		}
-		f, _ := v.Float64()
-		return f
+		f, err := v.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %s is out of range: the largest is about 1.8e308", excerptNumber(string(v)))
+		}
+		return f, nil
 	case []any:
 		for i, e := range v {
-			v[i] = fromNumbers(e)
+			if v[i], err = fromNumbers(e); err != nil {
+				return nil, err
+			}
 		}
 	case map[string]any:
 		for k, e := range v {
-			v[k] = fromNumbers(e)
+			if v[k], err = fromNumbers(e); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return v
+	return v, nil
+}
+
+// excerptNumber shortens a number's text for a message.
+func excerptNumber(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
 }
 
 // ParseLatency reads a latency hint ("300ms"); "" is zero.

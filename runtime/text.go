@@ -21,7 +21,9 @@ func DecodeJSONOrText(b []byte) any {
 	var v any
 	if err := dec.Decode(&v); err == nil {
 		if _, err := dec.Token(); err == io.EOF {
-			return fromNumbers(v)
+			if v, err := fromNumbers(v); err == nil {
+				return v
+			}
 		}
 	}
 	return strings.TrimRight(string(b), "\r\n")

@@ -70,6 +70,18 @@ func (c *Case) Section(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// Files returns the sections whose names start with prefix, by their
+// names without it: files a case gives beside its plan.
+func (c *Case) Files(prefix string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, f := range c.archive.Files {
+		if name, ok := strings.CutPrefix(f.Name, prefix); ok {
+			out[name] = f.Data
+		}
+	}
+	return out
+}
+
 // Input returns the plan under test: its file name ("input.plan" or
 // "input.json") and text.
 func (c *Case) Input() (name string, text []byte, ok bool) {

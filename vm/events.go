@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 // EventType is the kind of an Event.
@@ -126,12 +129,14 @@ func LogEvents(log hclog.Logger) Observer {
 	}
 }
 
-// JSONLEvents writes each event as one line of JSON. Write errors are
+// JSONLEvents writes each event as one line of JSON, with the characters
+// a terminal acts on escaped (lang.EscapeControlJSON). Write errors are
 // returned by the returned function err.
 func JSONLEvents(w io.Writer) (obs Observer, err func() error) {
 	var mu sync.Mutex
 	var first error
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	obs = func(e Event) {
 		mu.Lock()
@@ -139,7 +144,12 @@ func JSONLEvents(w io.Writer) (obs Observer, err func() error) {
 		if first != nil {
 			return
 		}
-		if werr := enc.Encode(e); werr != nil {
+		buf.Reset()
+		werr := enc.Encode(e)
+		if werr == nil {
+			_, werr = w.Write(lang.EscapeControlJSON(buf.Bytes()))
+		}
+		if werr != nil {
 			first = fmt.Errorf("writing events: %w", werr)
 		}
 	}

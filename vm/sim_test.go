@@ -31,7 +31,7 @@ func exampleProgram(t *testing.T, path string) (*compiler.Program, map[string]an
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	info, cd := compiler.Check(f, compiler.Config{ReadFile: os.ReadFile, Dir: filepath.Dir(path)})
+	info, cd := compiler.Check(f, compiler.Config{Imports: compiler.ImportDir(filepath.Dir(path))})
 	prog, err := compiler.Compile(info, cd, compiler.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", path, err, cd)

@@ -92,6 +92,12 @@ func run(ctx context.Context, args []string, e *env) int {
 	if e.getenv == nil {
 		e.getenv = os.Getenv
 	}
+	// Everything on standard error is for people, and much of it quotes
+	// plans and tools' results: it is escaped, whether or not it goes to
+	// a terminal, since a log file is read on one later.
+	if _, ok := e.stderr.(escapingWriter); !ok {
+		e.stderr = escapingWriter{e.stderr}
+	}
 	if e.log == nil {
 		level := hclog.LevelFromString(e.getenv("OBELISK_LOG"))
 		if level == hclog.NoLevel {
@@ -191,7 +197,8 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // marshalJSON encodes v for a person or a program to read: indented or
 // not, with <, > and & left as they are (encoding/json escapes them for
-// HTML by default), and without a trailing newline.
+// HTML by default), the characters a terminal acts on escaped (see
+// lang.EscapeControlJSON), and without a trailing newline.
 func marshalJSON(v any, indent bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -202,7 +209,21 @@ func marshalJSON(v any, indent bool) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return lang.EscapeControlJSON(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// escapingWriter writes text for people with the characters a terminal
+// acts on escaped (lang.EscapeControl). Each Write is escaped by itself,
+// so a character split between two writes shows as the escapes of its
+// bytes: write whole lines.
+type escapingWriter struct{ w io.Writer }
+
+// Write writes p escaped, and returns len(p) when all of it is written.
+func (e escapingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.w, lang.EscapeControl(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // statusWriter writes to a terminal what the program logs, and keeps a

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
@@ -22,8 +21,8 @@ type checkFlags struct {
 	mcp    stringList
 	// servers are the MCP servers connect started.
 	servers *mcpServers
-	// read holds the files config's checker configuration read, the
-	// tools files first: what a run records to build its program again.
+	// read holds the tools files config read: what a run records to
+	// build its program again.
 	read *readFiles
 	// grants are the network and environment the tools may use.
 	grants grantFlags
@@ -47,10 +46,7 @@ func (cf *checkFlags) registerLimits(fs *flag.FlagSet) {
 // a plan read from src.
 func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
 	cf.read = &readFiles{}
-	cfg := compiler.Config{Strict: cf.strict, ReadFile: cf.read.readFile, Limits: cf.limits}
-	if src.path != "" {
-		cfg.Dir = filepath.Dir(src.path)
-	}
+	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.importDir()), Limits: cf.limits}
 	srcs := lang.Sources{}
 	var diags lang.Diagnostics
 	for _, path := range cf.tools {
@@ -96,18 +92,9 @@ func builtinSignatures() []*lang.ToolDecl {
 	return decls
 }
 
-// readFiles keeps the files a check reads.
+// readFiles keeps the tools files a check reads.
 type readFiles struct {
-	tools   []planfile.File
-	imports []planfile.File
-}
-
-func (r *readFiles) readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		r.imports = append(r.imports, planfile.File{Name: path, Text: string(b)})
-	}
-	return b, err
+	tools []planfile.File
 }
 
 // checked is a plan read, parsed and checked.
@@ -140,19 +127,10 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if !pd.HasErrors() && !diags.HasErrors() {
 		info, cd := compiler.Check(f, cfg)
 		out.info = info
-		bound, bd := bindTools(sortedTools(info), cfg.Dir, cf.grants.httpOptions())
+		bound, bd := bindTools(sortedTools(info), "", cf.grants.httpOptions())
 		out.bound = bound
-		cd = append(cd, bd...)
 		diags = append(diags, cd...)
-		for _, d := range cd {
-			if d.File != "" && d.File != src.name {
-				if _, ok := srcs[d.File]; !ok {
-					if b, err := os.ReadFile(filepath.Join(cfg.Dir, d.File)); err == nil {
-						srcs[d.File] = b
-					}
-				}
-			}
-		}
+		diags = append(diags, bd...)
 	}
 	diags.Sort()
 	out.diags = diags

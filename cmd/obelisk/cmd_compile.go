@@ -59,7 +59,7 @@ func compileCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk compile: %v\n", err)
 					return exitUsage
 				}
-				e.stdout.Write(b)
+				e.stdout.Write(lang.EscapeControlJSON(b))
 				return exitOK
 			}
 		},

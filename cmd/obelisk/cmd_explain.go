@@ -17,17 +17,18 @@ func explainCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return func(ctx context.Context, args []string) int {
 				docs := lang.CodeDocs()
+				w := escapingWriter{e.stdout}
 				if len(args) == 0 {
 					for _, d := range docs {
-						fmt.Fprintf(e.stdout, "%-22s %-7s %s\n", d.Code, d.Severity, d.Summary)
+						fmt.Fprintf(w, "%-22s %-7s %s\n", d.Code, d.Severity, d.Summary)
 					}
 					return exitOK
 				}
 				for _, d := range docs {
 					if string(d.Code) == args[0] {
-						fmt.Fprintf(e.stdout, "%s (%s)\n\n%s.\n\nFix: %s\n", d.Code, d.Severity, upperFirst(d.Summary), d.Fix)
+						fmt.Fprintf(w, "%s (%s)\n\n%s.\n\nFix: %s\n", d.Code, d.Severity, upperFirst(d.Summary), d.Fix)
 						if d.Example != "" {
-							fmt.Fprintf(e.stdout, "\nExample:\n\n%s", indent(d.Example))
+							fmt.Fprintf(w, "\nExample:\n\n%s", indent(d.Example))
 						}
 						return exitOK
 					}

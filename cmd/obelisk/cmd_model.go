@@ -145,9 +145,6 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 			c.Input[k] = v
 		}
 	}
-	if gf.context != "" && src.path != "" {
-		cfg.Dir = filepath.Dir(src.path)
-	}
 	return c, cfg, exitOK
 }
 
@@ -160,6 +157,9 @@ func readJSONObject(arg string) (map[string]any, error) {
 			return nil, err
 		}
 		raw = b
+	}
+	if err := runtime.CheckUniqueKeys(raw); err != nil {
+		return nil, err
 	}
 	v, err := runtime.DecodeJSON(raw)
 	if err != nil {
@@ -227,7 +227,11 @@ func generateCommand() *command {
 					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
 				}
 				if *out == "" {
-					e.stdout.Write(g.Plan)
+					// Shown to be read: a comment of the model's
+					// cannot act on the terminal. Its string
+					// literals are escaped already; -o writes the
+					// plan as it is.
+					escapingWriter{e.stdout}.Write(g.Plan)
 				} else if err := writeFileAtomic(*out, g.Plan); err != nil {
 					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
 					return exitUsage
@@ -402,7 +406,7 @@ func agentCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk agent: encoding the result: %v\n", err)
 					return exitUsage
 				}
-				e.stdout.Write(append(b, '\n'))
+				e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
 				fmt.Fprintln(e.stderr, goalSummary(res))
 				if res.Status != agent.GoalCompleted {
 					return exitInput

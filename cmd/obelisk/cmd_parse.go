@@ -23,7 +23,7 @@ func parseCommand() *command {
 					return exitUsage
 				}
 				f, diags := src.parse()
-				e.stdout.Write(lang.DumpJSON(f))
+				e.stdout.Write(lang.EscapeControlJSON(lang.DumpJSON(f)))
 				if len(diags) > 0 {
 					printDiagnostics(e, lang.Sources{src.name: src.text}, diags)
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,11 @@ func planCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "plan", "expected one file, got %d", len(args))
 				}
+				stop, st := rf.connect(ctx, e, "plan")
+				if stop == nil {
+					return st
+				}
+				defer stop()
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
@@ -58,7 +64,7 @@ func planCommand() *command {
 
 // writePlan prints what a planfile will do.
 func writePlan(e *env, p *prepared, pf *planfile.Planfile) {
-	w := e.stdout
+	w := escapingWriter{e.stdout}
 	fmt.Fprintf(w, "plan %s\nhash %s\n", pf.Source.Name, pf.Hash)
 	fmt.Fprintf(w, "\ninput:\n%s\n", indentLines(jsonText(pf.Input)))
 	fmt.Fprintf(w, "\nsteps, in the order they are declared:\n")
@@ -133,6 +139,9 @@ func applyCommand() *command {
 				defer stop()
 				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, pf.Source.Path(name)) })
 				if err == nil {
+					err = unrecordedServers(&pf.Source, rf)
+				}
+				if err == nil {
 					err = pf.Stale(now)
 				}
 				if err != nil {
@@ -166,7 +175,7 @@ func applyCommand() *command {
 				}
 				rf.files = s.Files
 				rf.grants = gf
-				tools, problems, err := s.tools(rf, prog, pf.Source.Path(pf.Source.Dir))
+				tools, problems, err := s.tools(rf, prog, pf.Source.WorkDir)
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
 					return exitUsage
@@ -188,6 +197,21 @@ func applyCommand() *command {
 			}
 		},
 	}
+}
+
+// unrecordedServers refuses MCP servers rf started whose tools the
+// source was not checked against: the run would call their tools, so the
+// plan must have been made with them.
+func unrecordedServers(src *planfile.Source, rf *runFlags) error {
+	if rf.servers == nil {
+		return nil
+	}
+	for _, f := range rf.servers.files {
+		if !slices.ContainsFunc(src.Tools, func(g planfile.File) bool { return g.Name == f.Name }) {
+			return fmt.Errorf("the plan was made without the %s: make it again with obelisk plan and the same --mcp", strings.Trim(f.Name, "<>"))
+		}
+	}
+	return nil
 }
 
 // readCurrent reads a tools file or an import as it is now: the built-in

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -54,8 +55,11 @@ func runCommand() *command {
 					return status
 				}
 				if missing := p.missingTools(); len(missing) > 0 && xf.replay == "" {
-					fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
-						strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
+					missing = p.explainImported(e, missing)
+					if len(missing) > 0 {
+						fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
+							strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
+					}
 					return exitInput
 				}
 				if problems := p.preflight(); len(problems) > 0 && xf.replay == "" {
@@ -144,25 +148,30 @@ type terminalApprover struct {
 	out io.Writer
 }
 
+// Approve shows what is to be approved and reads the answer. The plan's
+// text, messages and arguments may hold control characters that would
+// erase or reorder what the person reads: they are shown escaped.
 func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var b strings.Builder
 	if req.Diff != "" {
-		fmt.Fprintf(t.out, "\nThe plan was replanned; approve its new and changed steps (%s)?\n\n%s\n", strings.Join(req.Changed, ", "), indentLines(req.Diff))
+		fmt.Fprintf(&b, "\nThe plan was replanned; approve its new and changed steps (%s)?\n\n%s\n", strings.Join(req.Changed, ", "), indentLines(req.Diff))
 	} else if req.Step == "" {
-		fmt.Fprintf(t.out, "\nThe plan asks for approval before it runs")
+		fmt.Fprintf(&b, "\nThe plan asks for approval before it runs")
 		if req.Message != "" {
-			fmt.Fprintf(t.out, ": %s", req.Message)
+			fmt.Fprintf(&b, ": %s", req.Message)
 		}
-		fmt.Fprintf(t.out, "\n\n%s\n", indentLines(req.Plan))
+		fmt.Fprintf(&b, "\n\n%s\n", indentLines(req.Plan))
 	} else {
-		fmt.Fprintf(t.out, "\nStep %s (%s) asks for approval", req.Step, req.Tool)
+		fmt.Fprintf(&b, "\nStep %s (%s) asks for approval", req.Step, req.Tool)
 		if req.Message != "" {
-			fmt.Fprintf(t.out, ": %s", req.Message)
+			fmt.Fprintf(&b, ": %s", req.Message)
 		}
 		args, _ := json.MarshalIndent(req.Args, "  ", "  ")
-		fmt.Fprintf(t.out, "\n  arguments: %s\n", args)
+		fmt.Fprintf(&b, "\n  arguments: %s\n", lang.EscapeControlJSON(args))
 	}
+	io.WriteString(t.out, lang.EscapeControl(b.String()))
 	for {
 		fmt.Fprintf(t.out, "Approve? [y/n] ")
 		type answer struct {
@@ -240,7 +249,7 @@ func dryRunCommand() *command {
 					}
 					e.stdout.Write(append(b, '\n'))
 				} else {
-					writeDryRun(e.stdout, p, res, *seed, *symbolic, rf.maxParallel)
+					writeDryRun(escapingWriter{e.stdout}, p, res, *seed, *symbolic, rf.maxParallel)
 				}
 				if len(res.Problems) > 0 {
 					return exitInput

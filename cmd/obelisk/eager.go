@@ -61,7 +61,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 			fromFiles = append(fromFiles, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
 		}
 	}
-	bound, bd := bindTools(fromFiles, cfg.Dir, rf.grants.httpOptions())
+	bound, bd := bindTools(fromFiles, "", rf.grants.httpOptions())
 	diags = append(diags, bd...)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})

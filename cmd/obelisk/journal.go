@@ -185,8 +185,8 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	}
 	if rf.read != nil {
 		src.Tools = rf.read.tools
-		src.Imports = rf.read.imports
 	}
+	src.Imports = planfile.Imports(c.info)
 	return src
 }
 
@@ -205,14 +205,15 @@ func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, 
 
 // tools builds the tools of a program from the settings: the built-in
 // tools, the MCP servers' (started by connect), the tools its tools files
-// say how to call, and the mocks. It returns what keeps them from running
+// say how to call, and the mocks. workDir is the directory the tools
+// files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *settings) tools(rf *runFlags, prog *compiler.Program, dir string) (vm.Caller, []string, error) {
+func (s *settings) tools(rf *runFlags, prog *compiler.Program, workDir string) (vm.Caller, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
 		return nil, nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), dir, rf.grants.httpOptions())
+	bound, diags := bindTools(sortedTools(prog.Info), workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -464,7 +465,7 @@ func resumeCommand() *command {
 				defer stop()
 				rf.grants = gf
 				var problems []string
-				if x.tools, problems, err = s.tools(rf, prog, st.Source.Path(st.Source.Dir)); err != nil {
+				if x.tools, problems, err = s.tools(rf, prog, st.Source.WorkDir); err != nil {
 					return fail("run %s: %v", id, err)
 				}
 				if len(problems) > 0 && xf.replay == "" {
@@ -492,10 +493,12 @@ func resumeCommand() *command {
 	}
 }
 
-// sourcesOf returns the texts of a source, for diagnostics.
+// sourcesOf returns the texts of a source, for diagnostics: the plan and
+// its tools files, never its imports, which a plan may name without the
+// right to see them.
 func sourcesOf(src *planfile.Source) lang.Sources {
 	srcs := lang.Sources{src.Name: []byte(src.Text)}
-	for _, f := range append(append([]planfile.File(nil), src.Tools...), src.Imports...) {
+	for _, f := range src.Tools {
 		srcs[f.Name] = []byte(f.Text)
 	}
 	return srcs
@@ -597,7 +600,7 @@ func approveCommand() *command {
 				if *reject {
 					verb = "rejected"
 				}
-				fmt.Fprintf(e.stdout, "%s %s of run %s\n", verb, describeApproval(ap), id)
+				fmt.Fprintf(escapingWriter{e.stdout}, "%s %s of run %s\n", verb, describeApproval(ap), id)
 				fmt.Fprintf(e.stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
 				return exitOK
 			}
@@ -655,7 +658,7 @@ func runsCommand() *command {
 					e.stdout.Write(append(jsonIndent(runs), '\n'))
 					return exitOK
 				}
-				tw := newTable(e.stdout)
+				tw := newTable(escapingWriter{e.stdout})
 				tw.row("RUN", "STATUS", "PLAN", "STEPS", "CREATED", "UPDATED")
 				for _, r := range runs {
 					tw.row(r.ID, string(r.Status), r.Plan, stepCounts(r.Steps), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
@@ -687,7 +690,7 @@ func jsonIndent(v any) []byte {
 	if err != nil {
 		return []byte(fmt.Sprintf("%q", err.Error()))
 	}
-	return b
+	return lang.EscapeControlJSON(b)
 }
 
 func showCommand() *command {
@@ -741,11 +744,12 @@ func showCommand() *command {
 					e.stdout.Write(append(jsonIndent(det), '\n'))
 					return exitOK
 				}
-				writeRun(e, det, sf.also())
+				w := escapingWriter{e.stdout}
+				writeRun(w, det, sf.also())
 				if *events {
-					fmt.Fprintf(e.stdout, "\nevents:\n")
+					fmt.Fprintf(w, "\nevents:\n")
 					for _, ev := range evs {
-						fmt.Fprintf(e.stdout, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
+						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
 					}
 				}
 				return exitOK
@@ -778,8 +782,7 @@ func eventText(ev vm.Event) string {
 }
 
 // writeRun prints a run for people.
-func writeRun(e *env, det *journal.Detail, also string) {
-	w := e.stdout
+func writeRun(w io.Writer, det *journal.Detail, also string) {
 	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
 	fmt.Fprintf(w, "plan:      %s\n", det.Plan)
 	if det.Hash != "" {
@@ -882,7 +885,12 @@ type table struct{ tw *tabwriter.Writer }
 
 func newTable(w io.Writer) *table { return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)} }
 
+// row writes a row. Its cells are escaped (lang.EscapeControl) before
+// they are aligned, so that escapes do not shift the columns.
 func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = lang.EscapeControl(c)
+	}
 	fmt.Fprintln(t.tw, strings.TrimRight(strings.Join(cells, "\t"), "\t"))
 }
 

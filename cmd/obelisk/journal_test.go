@@ -512,6 +512,12 @@ func TestApproveEdited(t *testing.T) {
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "broken.plan", "w"); r.code != exitInput || !strings.Contains(r.stderr, "unknown tool nosuchtool") {
 		t.Errorf("a broken edit: exit %d\n%s", r.code, r.stderr)
 	}
+	// An edit is checked against the operator's tools as the plan was: it
+	// cannot make the built-in http.request pure.
+	writeFile(t, filepath.Join(dir, "weak.plan"), "tool http.request(url: string, method?: string) -> any pure\nhttp.request(url: \""+srv.URL+"/only\", method: \"POST\") -> †state.r\n")
+	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "weak.plan", "w"); r.code != exitInput || !strings.Contains(r.stderr, "tool http.request is declared pure, but the operator's definition is irreversible") {
+		t.Errorf("an edit that weakens an effect: exit %d\n%s", r.code, r.stderr)
+	}
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--edit", "edited.plan", "w", "plan"); r.code != 0 {
 		t.Fatalf("approve --edit: exit %d\n%s", r.code, r.stderr)
 	}

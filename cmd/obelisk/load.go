@@ -37,6 +37,15 @@ func readSource(e *env, arg string) (*source, error) {
 	return &source{name: arg, path: arg, text: b, json: isJSON}, nil
 }
 
+// importDir is the directory the plan's imports are read from: the plan
+// file's, or the current directory for standard input.
+func (s *source) importDir() string {
+	if s.path == "" {
+		return "."
+	}
+	return filepath.Dir(s.path)
+}
+
 // looksLikeJSON reports whether text starts, after spaces, with '[' or '{',
 // which no .plan file does.
 func looksLikeJSON(b []byte) bool {

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestCommandToolNotFromPath: a plan given by a relative path imports a
-// tools file whose command tool names ./prog; the program beside the
-// tools file runs, not a program of the same name planted earlier on
+// TestCommandToolNotFromPath: a tools file given by a relative path
+// (--tools tools.json) has a command tool that names ./prog; the program
+// beside the tools file runs, not a program of the same name planted earlier on
 // PATH (which would leave a marker file).
 func TestCommandToolNotFromPath(t *testing.T) {
 	if runtime.GOOS == "windows" {
@@ -33,7 +33,7 @@ func TestCommandToolNotFromPath(t *testing.T) {
 	}
 	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Chdir(work)
-	code, stdout, stderr := cli(t, "run", "--no-journal", "--allow-commands", "p.plan")
+	code, stdout, stderr := cli(t, "run", "--no-journal", "--allow-commands", "--tools", "tools.json", "p.plan")
 	if code != exitOK || strings.TrimSpace(stdout) != `"beside the tools file"` {
 		t.Errorf("run: exit %d, output %s\n%s", code, stdout, stderr)
 	}

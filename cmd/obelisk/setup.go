@@ -141,6 +141,9 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 	if raw == nil {
 		return c.file.InputValues, nil
 	}
+	if err := runtime.CheckUniqueKeys(raw); err != nil {
+		return nil, fmt.Errorf("the input: %w", err)
+	}
 	v, err := runtime.DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("the input is not JSON: %w", err)
@@ -162,6 +165,23 @@ func (p *prepared) missingTools() []string {
 		}
 	}
 	return out
+}
+
+// explainImported says, of each tool in missing whose declaration comes
+// from an imported file with an http or command block, that only a tools
+// file given with --tools is bound; it returns the other tools.
+func (p *prepared) explainImported(e *env, missing []string) []string {
+	var rest []string
+	for _, name := range missing {
+		t := p.prog.Info.Tools[name]
+		if t == nil || t.File == "" || t.Plan != nil || t.Decl == nil || t.Decl.Binding == nil {
+			rest = append(rest, name)
+			continue
+		}
+		fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: its %s block is in %s, which the plan imports, and an imported file gives only signatures; give the file with --tools %s to call it, or answer it in a mocks file\n",
+			name, t.Decl.Binding.Kind, t.File, shellQuote(filepath.Join(p.src.importDir(), filepath.FromSlash(t.File))))
+	}
+	return rest
 }
 
 // calledTools lists the tools the plan and its sub-plans call (not the

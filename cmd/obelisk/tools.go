@@ -125,23 +125,24 @@ type boundTool struct {
 	file string
 }
 
-// bindTools makes the tools whose declarations have an "http" or
-// "command" block. dir is the directory relative imports are read from
-// (the plan's); a tool from an import (file != "") was read from there, the
-// others from the path their binding names. web holds the grants of HTTP
-// tools. A block that is wrong is a diagnostic at the block.
-func bindTools(tools []*compiler.Tool, dir string, web httptool.Options) ([]*boundTool, lang.Diagnostics) {
+// bindTools makes the tools whose operator's definitions (a --tools file)
+// have an "http" or "command" block. An imported file's blocks are never
+// bound: a plan cannot say how a tool is reached. base is the directory
+// the tools files' names are relative to ("" for the current one); web
+// holds the grants of HTTP tools. A block that is wrong is a diagnostic at
+// the block.
+func bindTools(tools []*compiler.Tool, base string, web httptool.Options) ([]*boundTool, lang.Diagnostics) {
 	var out []*boundTool
 	var diags lang.Diagnostics
 	for _, t := range tools {
 		d := t.Decl
-		if d == nil || d.Binding == nil {
+		if d == nil || d.Binding == nil || t.File != "" {
 			continue
 		}
 		b := d.Binding
 		fileDir := filepath.Dir(b.File)
-		if t.File != "" && !filepath.IsAbs(b.File) {
-			fileDir = filepath.Join(dir, fileDir)
+		if base != "" && !filepath.IsAbs(b.File) {
+			fileDir = filepath.Join(base, fileDir)
 		}
 		def := runtime.Definition{Name: t.Name, Description: t.Doc, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
 		bt := &boundTool{def: def, kind: b.Kind, file: b.File}

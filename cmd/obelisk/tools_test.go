@@ -221,7 +221,7 @@ func TestHTTPTools(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OBELISK_TEST_URL", srv.URL)
 	dir := writeFiles(t, map[string]string{"tools.json": weatherTools, "p.plan": weatherPlan})
-	plan := filepath.Join(dir, "p.plan")
+	plan, tools := filepath.Join(dir, "p.plan"), filepath.Join(dir, "tools.json")
 
 	code, stdout, stderr := cli(t, "check", plan)
 	if code != exitOK || stdout != "" {
@@ -234,13 +234,13 @@ func TestHTTPTools(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "obelisk run: forecast reads the environment (its http block in tools.json): --allow-env does not grant OBELISK_TEST_TOKEN, OBELISK_TEST_URL: run again with --allow-env=OBELISK_TEST_TOKEN,OBELISK_TEST_URL"},
-		{[]string{"--allow-env=OBELISK_TEST_URL"}, "obelisk run: notes.add reads the environment (its http block in tools.json): --allow-env does not grant OBELISK_TEST_TOKEN: run again with --allow-env=OBELISK_TEST_TOKEN"},
-		{[]string{"--allow-env", "--deny-env=OBELISK_TEST_TOKEN"}, "obelisk run: forecast reads the environment (its http block in tools.json): --deny-env denies OBELISK_TEST_TOKEN"},
+		{nil, "obelisk run: forecast reads the environment (its http block in " + tools + "): --allow-env does not grant OBELISK_TEST_TOKEN, OBELISK_TEST_URL: run again with --allow-env=OBELISK_TEST_TOKEN,OBELISK_TEST_URL"},
+		{[]string{"--allow-env=OBELISK_TEST_URL"}, "obelisk run: notes.add reads the environment (its http block in " + tools + "): --allow-env does not grant OBELISK_TEST_TOKEN: run again with --allow-env=OBELISK_TEST_TOKEN"},
+		{[]string{"--allow-env", "--deny-env=OBELISK_TEST_TOKEN"}, "obelisk run: forecast reads the environment (its http block in " + tools + "): --deny-env denies OBELISK_TEST_TOKEN"},
 		// The token is not set.
-		{[]string{allowEnv}, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in tools.json)"},
+		{[]string{allowEnv}, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in " + tools + ")"},
 	} {
-		code, _, stderr = cli(t, append(append([]string{"run"}, tc.args...), plan)...)
+		code, _, stderr = cli(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
 		}
@@ -250,12 +250,12 @@ func TestHTTPTools(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{allowEnv}, "obelisk run: forecast (its http block in tools.json): " + host + ": the network is off: run again with --allow-net=" + host + " to reach it"},
-		{[]string{allowEnv, "--allow-net=api.example.com"}, "obelisk run: forecast (its http block in tools.json): " + host + " is not in --allow-net: run again with --allow-net=" + host},
-		{[]string{allowEnv, "--allow-net"}, "obelisk run: forecast (its http block in tools.json): " + host + " is a loopback address, reached only when named: run again with --allow-net=" + host},
+		{[]string{allowEnv}, "obelisk run: forecast (its http block in " + tools + "): " + host + ": the network is off: run again with --allow-net=" + host + " to reach it"},
+		{[]string{allowEnv, "--allow-net=api.example.com"}, "obelisk run: forecast (its http block in " + tools + "): " + host + " is not in --allow-net: run again with --allow-net=" + host},
+		{[]string{allowEnv, "--allow-net"}, "obelisk run: forecast (its http block in " + tools + "): " + host + " is a loopback address, reached only when named: run again with --allow-net=" + host},
 		{[]string{allowEnv, "--allow-net=127.0.0.1", "--deny-net=" + host}, "is denied by --deny-net (" + host + ")"},
 	} {
-		code, _, stderr = cli(t, append(append([]string{"run"}, tc.args...), plan)...)
+		code, _, stderr = cli(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
 		}
@@ -266,7 +266,7 @@ func TestHTTPTools(t *testing.T) {
 	if sent != 0 {
 		t.Fatalf("the API got %d requests", sent)
 	}
-	code, stdout, stderr = cli(t, "run", allowEnv, "--allow-net="+host, plan)
+	code, stdout, stderr = cli(t, "run", "--tools", tools, allowEnv, "--allow-net="+host, plan)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
@@ -289,15 +289,15 @@ func TestHTTPTools(t *testing.T) {
 	wantOutput(t, stdout, map[string]any{"high": 3.5, "missing": "http-404", "atlantis": nil, "note": "N-1"})
 }
 
-// TestBadBindings: a wrong http or command block is a diagnostic at the
-// block, in the tools file.
+// TestBadBindings: a wrong http or command block in a tools file given
+// with --tools is a diagnostic at the block.
 func TestBadBindings(t *testing.T) {
 	tools := `{"tools": [
   {"name": "forecast", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
    "http": {"url": "http://127.0.0.1/f/{cty}"}}
 ]}`
-	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "import \"tools.json\"\nforecast(city: \"x\") -> †state.f\n"})
-	code, stdout, _ := cli(t, "check", filepath.Join(dir, "p.plan"))
+	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "forecast(city: \"x\") -> †state.f\n"})
+	code, stdout, _ := cli(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
 	want := "tools.json:3:12: error: the http block of forecast: url: {cty} is not a parameter of forecast (its parameters: city) [import-error]"
 	if code != exitInput || !strings.Contains(stdout, want) {
 		t.Errorf("check: exit %d; want 1 and %q in:\n%s", code, want, stdout)
@@ -317,16 +317,17 @@ func TestCommandTools(t *testing.T) {
   "command": {"argv": ` + string(argv) + `}}]`
 	os.WriteFile(filepath.Join(dir, "tools.json"), []byte(tools), 0o644)
 	plan := filepath.Join(dir, "p.plan")
-	os.WriteFile(plan, []byte("import \"tools.json\"\necho(value: \"first\") -> †state.e\nscore(text: \"hello\") -> †state.s\noutput †state.s.score\n"), 0o644)
+	os.WriteFile(plan, []byte("echo(value: \"first\") -> †state.e\nscore(text: \"hello\") -> †state.s\noutput †state.s.score\n"), 0o644)
+	toolsFile := filepath.Join(dir, "tools.json")
 
-	code, _, stderr := cli(t, "run", plan)
-	if code != exitUsage || !strings.Contains(stderr, "obelisk run: score runs a program (its command block in tools.json); command tools are off: run again with --allow-commands") {
+	code, _, stderr := cli(t, "run", "--tools", toolsFile, plan)
+	if code != exitUsage || !strings.Contains(stderr, "obelisk run: score runs a program (its command block in "+toolsFile+"); command tools are off: run again with --allow-commands") {
 		t.Fatalf("run without --allow-commands: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(log); err == nil || strings.Contains(stderr, "completed") {
 		t.Fatalf("the program ran, or the run started:\n%s", stderr)
 	}
-	code, stdout, stderr := cli(t, "run", "--allow-commands", plan)
+	code, stdout, stderr := cli(t, "run", "--tools", toolsFile, "--allow-commands", plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "5" {
 		t.Fatalf("run --allow-commands: exit %d, output %s\n%s", code, stdout, stderr)
 	}
@@ -334,7 +335,7 @@ func TestCommandTools(t *testing.T) {
 		t.Errorf("the program got %q", b)
 	}
 	os.WriteFile(filepath.Join(dir, "p.mocks.json"), []byte(`{"score": {"result": {"score": 42}}}`), 0o644)
-	code, stdout, stderr = cli(t, "run", plan)
+	code, stdout, stderr = cli(t, "run", "--tools", toolsFile, plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("run with the tool mocked: exit %d, output %s\n%s", code, stdout, stderr)
 	}

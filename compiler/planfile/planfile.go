@@ -40,7 +40,8 @@ type Source struct {
 	Name string `json:"name"`
 	JSON bool   `json:"json,omitempty"`
 	Text string `json:"text"`
-	// Dir is the directory relative imports are read from.
+	// Dir is the directory the plan's imports are read from: the plan
+	// file's directory, or "" for a plan read from standard input.
 	Dir string `json:"dir,omitempty"`
 	// WorkDir is the directory the plan was made in: Name, Dir and the
 	// names of Tools and Imports, where relative, are relative to it.
@@ -49,8 +50,8 @@ type Source struct {
 	// or OpenAI functions JSON), the built-in tools' definitions among
 	// them, in the order the checker takes them.
 	Tools []File `json:"tools,omitempty"`
-	// Imports are the files the plan imports, by the path the checker
-	// read them at.
+	// Imports are the files the plan imports, by their paths relative
+	// to Dir (see compiler.Info.Imports).
 	Imports []File `json:"imports,omitempty"`
 	// Strict and MaxParallel are the checker's and the compiler's
 	// options.
@@ -71,17 +72,20 @@ func (s *Source) Path(name string) string {
 // Config returns the checker's configuration for the source: its tools
 // files, and its imports served from the source itself.
 func (s *Source) Config() (compiler.Config, lang.Diagnostics) {
-	cfg := compiler.Config{Strict: s.Strict, Dir: s.Dir}
-	imports := make(map[string]string, len(s.Imports))
+	imports := make(memFS, len(s.Imports))
 	for _, f := range s.Imports {
 		imports[f.Name] = f.Text
 	}
-	cfg.ReadFile = func(path string) ([]byte, error) {
-		if t, ok := imports[path]; ok {
-			return []byte(t), nil
+	for _, f := range s.Imports {
+		// Sources recorded before imports were confined to Dir name them
+		// by their path joined to Dir.
+		if rel, err := filepath.Rel(s.Dir, f.Name); s.Dir != "" && err == nil && filepath.IsLocal(rel) {
+			if _, ok := imports[filepath.ToSlash(rel)]; !ok {
+				imports[filepath.ToSlash(rel)] = f.Text
+			}
 		}
-		return nil, fmt.Errorf("%s was not read when the plan was made", path)
 	}
+	cfg := compiler.Config{Strict: s.Strict, Imports: imports}
 	var diags lang.Diagnostics
 	for _, f := range s.Tools {
 		decls, d := lang.ParseTools(f.Name, []byte(f.Text))
@@ -89,6 +93,28 @@ func (s *Source) Config() (compiler.Config, lang.Diagnostics) {
 		cfg.Tools = append(cfg.Tools, decls...)
 	}
 	return cfg, diags
+}
+
+// ImportRoot is the directory the plan's imports are read from now: Dir,
+// or for a plan read from standard input the directory it was made in.
+func (s *Source) ImportRoot() string {
+	if s.Dir == "" {
+		return s.Path(".")
+	}
+	return s.Path(s.Dir)
+}
+
+// Imports returns the files a check read for the plan's imports, to be
+// kept as the source's Imports.
+func Imports(info *compiler.Info) []File {
+	if info == nil || len(info.Imports) == 0 {
+		return nil
+	}
+	out := make([]File, len(info.Imports))
+	for i, f := range info.Imports {
+		out[i] = File{Name: f.Name, Text: string(f.Text)}
+	}
+	return out
 }
 
 // Compile parses, checks and compiles the source. It returns the
@@ -118,15 +144,21 @@ func (s *Source) Compile() (*compiler.Program, lang.Diagnostics, error) {
 	return prog, diags, nil
 }
 
-// Refresh returns a copy of the source whose tools files and imports are
-// read again through read, as they are now.
+// Refresh returns a copy of the source whose tools files are read again
+// through read, and its imports from ImportRoot by the rules of
+// compiler.ReadImport, as they are now.
 func (s *Source) Refresh(read func(name string) ([]byte, error)) (*Source, error) {
 	out := *s
 	var err error
 	if out.Tools, err = reread(s.Tools, read); err != nil {
 		return nil, fmt.Errorf("reading tools file: %w", err)
 	}
-	if out.Imports, err = reread(s.Imports, read); err != nil {
+	root := compiler.ImportDir(s.ImportRoot())
+	out.Imports, err = reread(s.Imports, func(name string) ([]byte, error) {
+		_, b, err := compiler.ReadImport(root, name)
+		return b, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading an import: %w", err)
 	}
 	return &out, nil
@@ -323,7 +355,9 @@ func (pf *Planfile) hash() (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// Marshal encodes the planfile as indented JSON.
+// Marshal encodes the planfile as indented JSON. People read planfiles
+// before they apply them: the characters a terminal acts on are escaped
+// (lang.EscapeControlJSON), which does not change what the JSON holds.
 func (pf *Planfile) Marshal() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -332,14 +366,19 @@ func (pf *Planfile) Marshal() ([]byte, error) {
 	if err := enc.Encode(pf); err != nil {
 		return nil, fmt.Errorf("encoding the planfile: %w", err)
 	}
-	return buf.Bytes(), nil
+	return lang.EscapeControlJSON(buf.Bytes()), nil
 }
 
-// Read decodes a planfile and checks its hash.
+// Read decodes a planfile and checks its hash. A key given twice in an
+// object of it is an error: people review planfiles, and JSON readers
+// disagree on which of the two counts.
 func Read(b []byte) (*Planfile, error) {
 	var raw struct {
 		Planfile
 		Input json.RawMessage `json:"input"`
+	}
+	if err := runtime.CheckUniqueKeys(b); err != nil {
+		return nil, fmt.Errorf("not a planfile: %w", err)
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("not a planfile: %w", err)
@@ -394,8 +433,10 @@ func (pf *Planfile) Compile() (*compiler.Program, lang.Diagnostics, error) {
 	if err != nil {
 		return nil, diags, err
 	}
+	// Marshal escapes the characters a terminal acts on: both sides are
+	// compared escaped so.
 	var got, want bytes.Buffer
-	if json.Compact(&got, pj) != nil || json.Compact(&want, pf.Program) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+	if json.Compact(&got, lang.EscapeControlJSON(pj)) != nil || json.Compact(&want, lang.EscapeControlJSON(pf.Program)) != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 		return nil, diags, errors.New("the plan compiles to another program than the planfile holds: it was written by another version of obelisk; make it again with obelisk plan")
 	}
 	return prog, diags, nil

@@ -2,10 +2,14 @@ package planfile
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 const toolsV1 = `{"tools": [
@@ -91,14 +95,26 @@ func TestPlanfileRoundTrip(t *testing.T) {
 	if _, err := Read([]byte(tampered)); err == nil || !strings.Contains(err.Error(), "changed after it was written") {
 		t.Errorf("tampered: %v", err)
 	}
+
+	// A key given twice, which encoding/json reads as the hashed value
+	// (the last) but a reader keeping the first reads as another, is
+	// refused though the hash matches.
+	doubled := strings.Replace(string(b), `"amount": 50.5`, `"amount": 5000, "amount": 50.5`, 1)
+	if doubled == string(b) {
+		t.Fatal("the test did not change the planfile")
+	}
+	if _, err := Read([]byte(doubled)); err == nil || !strings.Contains(err.Error(), `key "amount" is given twice`) {
+		t.Errorf("a key given twice: %v", err)
+	}
 }
 
 func TestSourceImportsServedFromSource(t *testing.T) {
+	const tools = `{"tools": [{"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "outputSchema": {"type": "integer"}, "annotations": {"readOnlyHint": true}}]}`
 	src := &Source{
 		Name:    "p.plan",
 		Dir:     "plans",
 		Text:    "import \"tools.json\"\nf(x: 1) -> †state.y\n",
-		Imports: []File{{Name: "plans/tools.json", Text: `{"tools": [{"name": "f", "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "outputSchema": {"type": "integer"}, "annotations": {"readOnlyHint": true}}]}`}},
+		Imports: []File{{Name: "tools.json", Text: tools}},
 	}
 	prog, diags, err := src.Compile()
 	if err != nil {
@@ -110,5 +126,36 @@ func TestSourceImportsServedFromSource(t *testing.T) {
 	src.Imports = nil
 	if _, _, err := src.Compile(); err == nil {
 		t.Error("an import that was not recorded compiled")
+	}
+	// Sources recorded before imports were confined to the plan's
+	// directory name an import by its path joined to Dir.
+	src.Imports = []File{{Name: "plans/tools.json", Text: tools}}
+	if _, diags, err := src.Compile(); err != nil {
+		t.Errorf("an import recorded by its old name: %v\n%s", err, diags)
+	}
+}
+
+// TestSourceImportsConfined: the names a source records for its imports
+// are read by the plan's rules, both from the record and, by Refresh,
+// from disk: nothing outside the plan's directory, however the record
+// names it.
+func TestSourceImportsConfined(t *testing.T) {
+	work := t.TempDir()
+	secret := filepath.Join(work, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"tools": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"../secret.json", secret} {
+		src := &Source{Name: "plans/p.plan", Dir: "plans", WorkDir: work, Text: "import " + lang.Quote(name) + "\n",
+			Imports: []File{{Name: name, Text: `{"tools": []}`}}}
+		if _, _, err := src.Compile(); err == nil {
+			t.Errorf("import %s compiled", name)
+		}
+		if _, err := src.Refresh(os.ReadFile); err == nil || !strings.Contains(err.Error(), "reading an import") {
+			t.Errorf("import %s: Refresh read it: %v", name, err)
+		}
 	}
 }
