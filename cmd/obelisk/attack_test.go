@@ -352,6 +352,7 @@ func runAttack(t *testing.T, ar *txtar.Archive) {
 	var outputs strings.Builder
 	for _, cmd := range commands {
 		res := runAttackCommand(t, work, envs, stdin, maxRSS, cmd.args)
+		t.Logf("obelisk %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(cmd.args, " "), res.code, res.stdout, res.stderr)
 		if cmd.exit >= 0 && res.code != cmd.exit {
 			t.Errorf("obelisk %s: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(cmd.args, " "), res.code, cmd.exit, res.stdout, res.stderr)
 		}
