@@ -55,7 +55,7 @@ func runCommand() *command {
 					return status
 				}
 				if missing := p.missingTools(); len(missing) > 0 && xf.replay == "" {
-					missing = p.explainImported(e, missing)
+					missing = p.explainMissing(e, missing)
 					if len(missing) > 0 {
 						fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 							strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))

@@ -167,12 +167,18 @@ func (p *prepared) missingTools() []string {
 	return out
 }
 
-// explainImported says, of each tool in missing whose declaration comes
-// from an imported file with an http or command block, that only a tools
-// file given with --tools is bound; it returns the other tools.
-func (p *prepared) explainImported(e *env, missing []string) []string {
+// explainMissing says why some tools in missing have no implementation:
+// a built-in file tool, which works only in a directory --files names, and
+// a tool whose declaration comes from an imported file with an http or
+// command block (only a tools file given with --tools is bound). It
+// returns the other tools.
+func (p *prepared) explainMissing(e *env, missing []string) []string {
 	var rest []string
 	for _, name := range missing {
+		if name == "file.read" || name == "file.write" {
+			fmt.Fprintf(e.stderr, "obelisk run: %s is off: the file tools work only in a directory the command line names: give --files DIR to let the plan read and write the files in DIR, or answer it in a mocks file\n", name)
+			continue
+		}
 		t := p.prog.Info.Tools[name]
 		if t == nil || t.File == "" || t.Plan != nil || t.Decl == nil || t.Decl.Binding == nil {
 			rest = append(rest, name)
