@@ -275,6 +275,10 @@ const (
 	CodeExpectFailed     = "expect-failed"
 )
 
+// CodeLimitExceeded is the code of a call or a run stopped by a limit the
+// operator set: of time, cost or size.
+const CodeLimitExceeded = "limit-exceeded"
+
 // Error is a tool failure with a code. A tool may return one to give its
 // failure a code of its own ("card_declined"); any other error has the
 // code tool-error.
