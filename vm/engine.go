@@ -284,6 +284,9 @@ func (e *engine) blocked(i int) (string, *StepError) {
 		return e.unwrittenReason(s, d), nil
 	}
 	if s.When != nil {
+		if e.ctx != nil && e.ctx.Err() != nil {
+			return "the run stopped: " + context.Cause(e.ctx).Error(), nil
+		}
 		v, err := e.eval(e.ctx, s.When, &e.sc)
 		if err == nil {
 			var ok bool
@@ -537,7 +540,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 		defer func() { sc.slots[idx], sc.written[idx] = old, had }()
 	}
 	for _, x := range s.Expects {
-		v, err := e.eval(e.ctx, x, &sc)
+		v, err := e.eval(e.finishing(), x, &sc)
 		if errorCode(err, "") == runtime.CodeLimitExceeded {
 			return &StepError{Code: runtime.CodeLimitExceeded, Message: fmt.Sprintf("cannot evaluate the expectation %s: %v", x.Text, err), Tool: r.Tool, Step: s.ID}
 		}
@@ -635,19 +638,25 @@ func (e *engine) undecided() []int {
 }
 
 // output evaluates the plan's output over the slots written so far; a
-// reference to a slot not written reads null. The output of a run that
-// was stopped is still evaluated, within the cost limit.
+// reference to a slot not written reads null.
 func (e *engine) output() (any, error) {
 	if e.plan.Output == nil {
 		return e.state(), nil
 	}
 	sc := e.sc
 	sc.lenient = true
-	ctx := e.ctx
-	if ctx != nil && ctx.Err() != nil {
-		ctx = context.WithoutCancel(ctx)
+	return e.eval(e.finishing(), e.plan.Output, &sc)
+}
+
+// finishing is the context of the expressions that judge work already
+// done, the expectations of a step that returned and the output: the
+// engine's, or one that does not end once the run has stopped, for the
+// cost limit alone bounds them then.
+func (e *engine) finishing() context.Context {
+	if e.ctx != nil && e.ctx.Err() != nil {
+		return context.WithoutCancel(e.ctx)
 	}
-	return e.eval(ctx, e.plan.Output, &sc)
+	return e.ctx
 }
 
 // state returns the written slots.

@@ -128,8 +128,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand gives the jitter of retry backoffs; nil uses a random source.
 	Rand *rand.Rand
-	// CostLimit bounds the cost of evaluating one CEL expression (default
-	// 1,000,000); 0 takes the default.
+	// CostLimit bounds the cost of evaluating one CEL expression, taking
+	// its value out of CEL included (default 1,000,000; see
+	// compiler.Program.CEL); 0 takes the default. An expression over it
+	// fails its step with code limit-exceeded.
 	CostLimit uint64
 	// MaxOutputBytes bounds the size of a step's result, measured as
 	// compact JSON (default 16 MiB); a larger result fails the step with
