@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -132,20 +133,22 @@ func TestDeepNestingMemory(t *testing.T) {
 		return strings.Repeat(open, n) + middle + strings.Repeat(close, n)
 	}
 	cases := []struct {
-		name string
-		json bool
-		src  string
+		name         string
+		json, stream bool
+		src          string
 	}{
-		{"list", false, "tool f(x: any) -> int pure\nf(x: " + deep("[", "", "]") + ") -> †state.r\n"},
-		{"object", false, "tool f(x: any) -> int pure\nf(x: " + deep("{a: ", "1", "}") + ") -> †state.r\n"},
-		{"CEL parentheses", false, "tool f(x: any) -> int pure\nf(x: 1 + " + deep("(", "1", ")") + ") -> †state.r\n"},
-		{"CEL in a condition", false, "tool f(x: any) -> int pure\nf(x: 1) -> †state.r\n  when " + deep("(", "true", ")") + "\n"},
-		{"type", false, "tool f(x: " + deep("[", "int", "]") + ") -> int pure\nf(x: 1) -> †state.r\n"},
-		{"type of a field", false, "type T {\n  a: " + deep("{b: ", "int", "}") + "\n}\ntool f(x: T) -> int pure\nf(x: 1) -> †state.r\n"},
-		{"JSON list", true, `[{"_tool":"f","x":` + deep("[", "", "]") + `,"_output":"r"}]`},
-		{"JSON object", true, `[{"_tool":"f","x":` + deep(`{"a":`, "1", "}") + `,"_output":"r"}]`},
-		{"JSON expression", true, `[{"_tool":"f","x":{"_expr":"1 + ` + deep("(", "1", ")") + `"},"_output":"r"}]`},
-		{"JSON schema", true, `[{"type":"tool","name":"f","inputSchema":{"type":"object","properties":{"x":` + deep(`{"type":"array","items":`, `{"type":"string"}`, "}") + `}}}]`},
+		{"list", false, false, "tool f(x: any) -> int pure\nf(x: " + deep("[", "", "]") + ") -> †state.r\n"},
+		{"object", false, false, "tool f(x: any) -> int pure\nf(x: " + deep("{a: ", "1", "}") + ") -> †state.r\n"},
+		{"CEL parentheses", false, false, "tool f(x: any) -> int pure\nf(x: 1 + " + deep("(", "1", ")") + ") -> †state.r\n"},
+		{"CEL in a condition", false, false, "tool f(x: any) -> int pure\nf(x: 1) -> †state.r\n  when " + deep("(", "true", ")") + "\n"},
+		{"type", false, false, "tool f(x: " + deep("[", "int", "]") + ") -> int pure\nf(x: 1) -> †state.r\n"},
+		{"type of a field", false, false, "type T {\n  a: " + deep("{b: ", "int", "}") + "\n}\ntool f(x: T) -> int pure\nf(x: 1) -> †state.r\n"},
+		{"JSON list", true, false, `[{"_tool":"f","x":` + deep("[", "", "]") + `,"_output":"r"}]`},
+		{"JSON object", true, false, `[{"_tool":"f","x":` + deep(`{"a":`, "1", "}") + `,"_output":"r"}]`},
+		{"JSON expression", true, false, `[{"_tool":"f","x":{"_expr":"1 + ` + deep("(", "1", ")") + `"},"_output":"r"}]`},
+		{"JSON schema", true, false, `[{"type":"tool","name":"f","inputSchema":{"type":"object","properties":{"x":` + deep(`{"type":"array","items":`, `{"type":"string"}`, "}") + `}}}]`},
+		{"stream of a list", false, true, "tool f(x: any) -> int pure\nf(x: " + deep("[", "", "]") + ") -> †state.r\n"},
+		{"stream of an object", false, true, "tool f(x: any) -> int pure\nf(x: " + deep("{a: ", "1", "}") + ") -> †state.r\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,9 +157,19 @@ func TestDeepNestingMemory(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			var f *lang.File
-			if c.json {
+			switch {
+			case c.stream:
+				sp := lang.NewStreamParser("deep.plan", strings.NewReader(c.src))
+				for {
+					_, ds, err := sp.Next(context.Background())
+					if err != nil {
+						break
+					}
+					diags = append(diags, ds...)
+				}
+			case c.json:
 				f, diags = lang.ParseJSON("deep.json", []byte(c.src))
-			} else {
+			default:
 				f, diags = lang.Parse("deep.plan", []byte(c.src))
 			}
 			if f != nil && !diags.HasErrors() {
