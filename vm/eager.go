@@ -138,7 +138,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		// Nothing ran; build an engine over the declarations alone for the
 		// output.
 		if prog, _, _ := s.compile(); prog != nil {
-			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, &r.opts)
+			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, r.opts.CostLimit)
 		}
 	}
 	if s.e == nil {
@@ -333,7 +333,7 @@ func (s *stream) admit() []int {
 		return nil
 	}
 	if s.e == nil {
-		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, &s.r.opts)
+		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, s.r.opts.CostLimit)
 		if err != nil {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil

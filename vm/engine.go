@@ -59,8 +59,8 @@ type engine struct {
 // newEngine prepares a run of prog with the given input. state holds slot
 // values already written (a replanned run's completed work); the plan's
 // initial values fill the rest. Its expressions are evaluated under ctx,
-// within opts.CostLimit.
-func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), opts *Options) (*engine, error) {
+// each within costLimit (0 takes the default).
+func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), costLimit uint64) (*engine, error) {
 	plan := prog.Plan
 	n := len(prog.Steps)
 	e := &engine{
@@ -70,7 +70,7 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 		remain:    make([]int32, n),
 		decided:   make([]bool, n),
 		ctx:       ctx,
-		costLimit: opts.CostLimit,
+		costLimit: costLimit,
 		emit:      emit,
 		clock:     clock,
 	}

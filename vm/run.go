@@ -337,7 +337,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		maxReplans = 3
 	}
 	for round := 0; ; round++ {
-		e, err := newEngine(ctx, prog, input, state, r.emit, r.clock, &r.opts)
+		e, err := newEngine(ctx, prog, input, state, r.emit, r.clock, r.opts.CostLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -506,7 +506,7 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	// under replan they are left to the new plan, and behind a step that
 	// waits for a decision they wait too.
 	if e.replanAt == nil && (e.waiting == 0 || e.stop != nil || ctx.Err() != nil) {
-		why := "the run stopped: " + runStopped(ctx).Error()
+		why := runStopped(ctx).Error()
 		if e.stop != nil {
 			why = "the run stopped: " + e.stop.Error()
 		}
@@ -1170,7 +1170,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
-	e, err := newEngine(ctx, sub, args, nil, r.emit, r.clock, &r.opts)
+	e, err := newEngine(ctx, sub, args, nil, r.emit, r.clock, r.opts.CostLimit)
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}

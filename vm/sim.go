@@ -162,7 +162,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 			s.opts.Observer(ev)
 		}
 	}
-	e, err := newEngine(ctx, prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, &Options{CostLimit: s.opts.CostLimit})
+	e, err := newEngine(ctx, prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, s.opts.CostLimit)
 	if err != nil {
 		return nil, 0, err
 	}
