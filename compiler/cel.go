@@ -15,7 +15,8 @@ import (
 )
 
 // baseEnv is the CEL environment every plan's environment extends: the
-// standard library and the string, math, list and set extensions. Building
+// standard library and the string, math, list and set extensions, with the
+// cost models of celcost.go. Building
 // it takes milliseconds, so it is built once; it is never modified.
 var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
@@ -28,6 +29,7 @@ var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.Math(),
 		ext.Lists(),
 		ext.Sets(),
+		cel.CostModel(celCostModels()...),
 	)
 })
 

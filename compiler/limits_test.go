@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -118,5 +120,70 @@ func TestForEachDefaultBound(t *testing.T) {
 	}
 	if got := prog.Steps[0].Each.Max; got != 7 {
 		t.Errorf("the for each is bounded by %d, want 7", got)
+	}
+}
+
+// TestDeepNestingMemory: a plan nested far past the limit, in either
+// form and in each kind of nesting, is refused with a diagnostic while
+// checking it allocates a small multiple of its size: the parsers refuse
+// the depth where they meet it instead of building the rest.
+func TestDeepNestingMemory(t *testing.T) {
+	const n = 200_000
+	deep := func(open, middle, close string) string {
+		return strings.Repeat(open, n) + middle + strings.Repeat(close, n)
+	}
+	cases := []struct {
+		name         string
+		json, stream bool
+		src          string
+	}{
+		{"list", false, false, "tool f(x: any) -> int pure\nf(x: " + deep("[", "", "]") + ") -> †state.r\n"},
+		{"object", false, false, "tool f(x: any) -> int pure\nf(x: " + deep("{a: ", "1", "}") + ") -> †state.r\n"},
+		{"CEL parentheses", false, false, "tool f(x: any) -> int pure\nf(x: 1 + " + deep("(", "1", ")") + ") -> †state.r\n"},
+		{"CEL in a condition", false, false, "tool f(x: any) -> int pure\nf(x: 1) -> †state.r\n  when " + deep("(", "true", ")") + "\n"},
+		{"type", false, false, "tool f(x: " + deep("[", "int", "]") + ") -> int pure\nf(x: 1) -> †state.r\n"},
+		{"type of a field", false, false, "type T {\n  a: " + deep("{b: ", "int", "}") + "\n}\ntool f(x: T) -> int pure\nf(x: 1) -> †state.r\n"},
+		{"JSON list", true, false, `[{"_tool":"f","x":` + deep("[", "", "]") + `,"_output":"r"}]`},
+		{"JSON object", true, false, `[{"_tool":"f","x":` + deep(`{"a":`, "1", "}") + `,"_output":"r"}]`},
+		{"JSON expression", true, false, `[{"_tool":"f","x":{"_expr":"1 + ` + deep("(", "1", ")") + `"},"_output":"r"}]`},
+		{"JSON schema", true, false, `[{"type":"tool","name":"f","inputSchema":{"type":"object","properties":{"x":` + deep(`{"type":"array","items":`, `{"type":"string"}`, "}") + `}}}]`},
+		{"stream of a list", false, true, "tool f(x: any) -> int pure\nf(x: " + deep("[", "", "]") + ") -> †state.r\n"},
+		{"stream of an object", false, true, "tool f(x: any) -> int pure\nf(x: " + deep("{a: ", "1", "}") + ") -> †state.r\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var diags lang.Diagnostics
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			var f *lang.File
+			switch {
+			case c.stream:
+				sp := lang.NewStreamParser("deep.plan", strings.NewReader(c.src))
+				for {
+					_, ds, err := sp.Next(context.Background())
+					if err != nil {
+						break
+					}
+					diags = append(diags, ds...)
+				}
+			case c.json:
+				f, diags = lang.ParseJSON("deep.json", []byte(c.src))
+			default:
+				f, diags = lang.Parse("deep.plan", []byte(c.src))
+			}
+			if f != nil && !diags.HasErrors() {
+				_, diags = Check(f, Config{})
+			}
+			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			if !strings.Contains(string(diagText(diags)), "nest") {
+				t.Errorf("no diagnostic about nesting:\n%.500s", diagText(diags))
+			}
+			if limit := uint64(8 * len(c.src)); allocated > limit {
+				t.Errorf("checking %d bytes allocated %d bytes, more than %d", len(c.src), allocated, limit)
+			}
+			t.Logf("%d bytes of input, %d bytes allocated (%.1f per byte)", len(c.src), allocated, float64(allocated)/float64(len(c.src)))
+		})
 	}
 }

@@ -36,7 +36,7 @@ type Program struct {
 	Analysis *Analysis
 
 	celMu    sync.Mutex
-	programs map[*Operand]cel.Program
+	programs map[celProgramKey]cel.Program
 	dag      graph.Graph[int, int]
 	dagOnce  sync.Once
 }
@@ -131,7 +131,7 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 		Succ:      make([][]int32, n),
 		SlotIndex: make(map[string]int, len(plan.SlotNames)),
 		Sub:       subs,
-		programs:  map[*Operand]cel.Program{},
+		programs:  map[celProgramKey]cel.Program{},
 	}
 	for i, name := range plan.SlotNames {
 		p.SlotIndex[name] = i
@@ -310,12 +310,20 @@ func (p *Program) Graph() graph.Graph[int, int] {
 	return p.dag
 }
 
-// CEL returns the program of a CEL operand, compiled once and cached.
+// CEL returns the program of a CEL operand, compiled once for each cost
+// limit and cached. The program stops an evaluation that costs more than
+// costLimit (0 takes DefaultCostLimit), calls whose work could outgrow
+// what is left of the limit before they start (see celcost.go), and checks
+// the context of ContextEval every 100 iterations of a comprehension.
 // Programs are safe for concurrent use.
-func (p *Program) CEL(op *Operand, opts ...cel.ProgramOption) (cel.Program, error) {
+func (p *Program) CEL(op *Operand, costLimit uint64) (cel.Program, error) {
+	if costLimit == 0 {
+		costLimit = DefaultCostLimit
+	}
 	p.celMu.Lock()
 	defer p.celMu.Unlock()
-	if prg, ok := p.programs[op]; ok {
+	key := celProgramKey{op, costLimit}
+	if prg, ok := p.programs[key]; ok {
 		return prg, nil
 	}
 	env := op.env
@@ -338,10 +346,20 @@ func (p *Program) CEL(op *Operand, opts ...cel.ProgramOption) (cel.Program, erro
 	if env == nil || checked == nil {
 		return nil, fmt.Errorf("expression %q was not checked", op.Text)
 	}
+	opts, err := celProgramOptions(costLimit)
+	if err != nil {
+		return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
+	}
 	prg, err := env.Program(checked, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compiling expression %q: %w", op.Text, err)
 	}
-	p.programs[op] = prg
+	p.programs[key] = prg
 	return prg, nil
+}
+
+// celProgramKey is what a compiled CEL program is cached by.
+type celProgramKey struct {
+	op    *Operand
+	limit uint64
 }

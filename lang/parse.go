@@ -268,6 +268,14 @@ func (p *parser) recoverFrom(start int) {
 		depth += bracketDelta(p.toks[j].Kind)
 	}
 	for {
+		if p.i-start > 256 {
+			// The tokens skipped are not read again: drop them, so that
+			// skipping a long item keeps few tokens. A stream that must
+			// read more rewinds to before start, which stays.
+			n := copy(p.toks[start:], p.toks[p.i:])
+			p.toks = p.toks[:start+n]
+			p.i = start
+		}
 		t := p.tok()
 		switch t.Kind {
 		case tokEOF:

@@ -85,6 +85,11 @@ func (p *parser) extent(ctx exprContext) int {
 			open := stack[len(stack)-1]
 			p.errorf(open.Span, "'%s' is not closed", open.Text)
 		case tokLParen, tokLBrack, tokLBrace:
+			if len(stack) == maxNesting {
+				// Refused here, before the rest is scanned: the values and
+				// types below refuse this depth too, and CEL a smaller one.
+				p.errorf(t.Span, "lists, objects, types and brackets nest more than %d levels deep here", maxNesting)
+			}
 			stack = append(stack, t)
 		case tokRParen, tokRBrack, tokRBrace:
 			if len(stack) == 0 {

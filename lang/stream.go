@@ -21,6 +21,9 @@ type StreamParser struct {
 	p     *parser
 	chunk []byte
 	done  bool
+	// pending is the offset where the item the last try could not finish
+	// starts.
+	pending int
 }
 
 // NewStreamParser returns a parser that reads plan text from r. name is used
@@ -85,6 +88,7 @@ func (s *StreamParser) try() (it Item, diags Diagnostics, ok bool) {
 			if _, more := r.(needMore); !more {
 				panic(r)
 			}
+			s.pending = reset.Offset
 			p.i = mark
 			p.toks = p.toks[:mark]
 			// Scanning restarts at reset; comments from there on will be
@@ -112,10 +116,20 @@ func (s *StreamParser) try() (it Item, diags Diagnostics, ok bool) {
 	return item, diags, true
 }
 
-// read appends the next chunk of the stream to the buffer.
+// maxChunk bounds the size of one read.
+const maxChunk = 1 << 20
+
+// read appends the next chunk of the stream to the buffer. Each try parses
+// the pending item from its start, so the chunk read grows with the item:
+// a long item is parsed again a few times, not once for every 4 KiB. A
+// read returns what the stream has, so a slow stream is parsed as soon as
+// each part arrives.
 func (s *StreamParser) read() error {
 	if s.eof {
 		return nil
+	}
+	if want := min(len(s.buf)-s.pending, maxChunk); want > len(s.chunk) {
+		s.chunk = make([]byte, want)
 	}
 	n, err := s.r.Read(s.chunk)
 	if n > 0 {

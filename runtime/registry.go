@@ -277,6 +277,9 @@ const (
 	// needs (a host, an environment variable); the message says which
 	// flag would.
 	CodePermissionDenied = "permission-denied"
+	// CodeLimitExceeded: a call or a run stopped by a limit the operator
+	// set, of time, cost or size.
+	CodeLimitExceeded = "limit-exceeded"
 )
 
 // Error is a tool failure with a code. A tool may return one to give its

@@ -37,31 +37,31 @@ func TestFormatAttacks(t *testing.T) {
 		code, message  string
 	}{
 		{"nested ranges writing", `{{range .l}}{{range $.l}}{{range $.l}}xxxxxxxx{{end}}{{end}}{{end}}`, map[string]any{"l": list(1000)},
-			codeLimitExceeded, ""}, // the text's bound or the work's, whichever comes first
+			obrt.CodeLimitExceeded, ""}, // the text's bound or the work's, whichever comes first
 		{"range over a large number", `{{range 1000000000}}{{end}}`, nil,
-			codeLimitExceeded, "more than 10000000 steps of work, stopped at a range over 1000000000"},
+			obrt.CodeLimitExceeded, "more than 10000000 steps of work, stopped at a range over 1000000000"},
 		{"range over a large number in the values", `{{range .n}}{{end}}`, map[string]any{"n": int64(1) << 40},
-			codeLimitExceeded, "stopped at a range over 1099511627776"},
+			obrt.CodeLimitExceeded, "stopped at a range over 1099511627776"},
 		{"range over many keys", `{{range .l}}{{range $.m}}{{end}}{{end}}`, map[string]any{"l": list(1000), "m": map[string]any{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10, "k": 11, "l": 12, "m": 13, "n": 14, "o": 15, "p": 16, "q": 17, "r": 18, "s": 19, "t": 20, "u": 21, "v": 22, "w": 23, "x": 24, "y": 25, "z": 26}},
 			"", ""}, // 26,000 elements: allowed
 		{"output over the limit", `{{range .l}}{{$.s}}{{end}}`, map[string]any{"l": list(10), "s": long},
-			codeLimitExceeded, "the text is longer than 1048576 bytes"},
+			obrt.CodeLimitExceeded, "the text is longer than 1048576 bytes"},
 		{"a string that doubles", doubling, nil,
-			codeLimitExceeded, "print could make more text than the 1048576 bytes"},
+			obrt.CodeLimitExceeded, "print could make more text than the 1048576 bytes"},
 		{"printf padding", `{{printf "` + strings.Repeat("%1000000d", 100) + `"}}`, nil,
-			codeLimitExceeded, "printf could make more text"},
+			obrt.CodeLimitExceeded, "printf could make more text"},
 		{"printf padding from an argument", `{{printf "%*d%*d" 1000000 1 1000000 1}}`, nil,
-			codeLimitExceeded, "printf could make more text"},
+			obrt.CodeLimitExceeded, "printf could make more text"},
 		{"printf repeating an argument", `{{printf "%[1]s%[1]s%[1]s" .s}}`, map[string]any{"s": long},
-			codeLimitExceeded, "printf could make more text"},
+			obrt.CodeLimitExceeded, "printf could make more text"},
 		{"printf quoting", `{{printf "%q" .s}}{{printf "%q" .s}}`, map[string]any{"s": long},
-			codeLimitExceeded, "printf could make more text"},
+			obrt.CodeLimitExceeded, "printf could make more text"},
 		{"html escaping", `{{html .s}}{{html .s}}{{html .s}}`, map[string]any{"s": strings.Repeat(`"`, 1<<17)},
-			codeLimitExceeded, "html could make more text"},
+			obrt.CodeLimitExceeded, "html could make more text"},
 		{"blocks nested deep", strings.Repeat("{{if 1}}", 300_000) + strings.Repeat("{{end}}", 300_000), nil,
-			codeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
+			obrt.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
 		{"an else-if chain", "{{if 0}}" + strings.Repeat("{{- \n else if 0}}", 20_000) + "{{end}}", nil,
-			codeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
+			obrt.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
 		{"define and template", `{{define "r"}}{{template "r" .}}{{end}}{{template "r" .}}`, nil,
 			obrt.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
 		{"the template itself", `{{template "format" .}}`, nil,
@@ -111,7 +111,7 @@ func TestFormatWork(t *testing.T) {
 	} {
 		_, err := f.call(context.Background(), map[string]any{"template": tc.template, "values": tc.values})
 		var re *obrt.Error
-		if !errors.As(err, &re) || re.Code != codeLimitExceeded || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
+		if !errors.As(err, &re) || re.Code != obrt.CodeLimitExceeded || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
 			t.Errorf("%s: got %v; want limit-exceeded with %q", tc.template, err, tc.message)
 		}
 	}

@@ -50,6 +50,7 @@ wait() -> †state.w
 	o := opts(tools, nil)
 	o.RunID = "r1"
 	o.MaxParallel = 1
+	o.StepTimeout = 2 * time.Hour // the step's timeout of 1h lowers it
 	before := time.Now()
 	res, err := Run(context.Background(), prog, nil, o)
 	if err != nil {

@@ -30,6 +30,8 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 	}
 	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}}
 	defer r.calls.stop()
+	ctx, cancel := r.limitTime(ctx)
+	defer cancel()
 	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
 	return s.run(ctx, sp)
 }
@@ -45,6 +47,8 @@ type stream struct {
 	labels map[string]bool
 	diags  lang.Diagnostics
 	e      *engine
+	// ctx is the run's, which the engine evaluates expressions under.
+	ctx context.Context
 }
 
 type parsed struct {
@@ -56,6 +60,7 @@ type parsed struct {
 func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.Diagnostics, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.ctx = ctx
 	calls := s.r.calls.group(ctx)
 	defer calls.stop()
 	items := make(chan parsed)
@@ -84,7 +89,9 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
-				spec, serr := s.e.prepare(i)
+				ectx, cancel := r.evalContext(ctx, s.e.prog.Steps[i])
+				spec, serr := s.e.prepare(ectx, i)
+				cancel()
 				if serr != nil {
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, outcome{err: serr, start: r.elapsed()})))
 					continue
@@ -131,7 +138,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		// Nothing ran; build an engine over the declarations alone for the
 		// output.
 		if prog, _, _ := s.compile(); prog != nil {
-			s.e, _ = newEngine(prog, s.input, nil, r.emit, r.clock, r.celOpts())
+			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, r.opts.CostLimit)
 		}
 	}
 	if s.e == nil {
@@ -326,7 +333,7 @@ func (s *stream) admit() []int {
 		return nil
 	}
 	if s.e == nil {
-		e, err := newEngine(prog, s.input, nil, s.r.emit, s.r.clock, s.r.celOpts())
+		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, s.r.opts.CostLimit)
 		if err != nil {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil

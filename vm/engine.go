@@ -1,12 +1,11 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"cel.dev/cel-go/cel"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -28,7 +27,12 @@ type engine struct {
 	// released, cands and ready are the lists release and settle return
 	// or work on, kept from one call to the next.
 	released, cands, ready []int
-	celOpts                []cel.ProgramOption
+	// ctx ends the evaluation of the conditions, expectations and output;
+	// a step's arguments are evaluated under the context prepare is given.
+	ctx context.Context
+	// costLimit bounds the cost of one evaluation of a CEL expression,
+	// the conversion of its value included; 0 takes the default.
+	costLimit uint64
 	// prefix is prepended to step IDs in events ("research#1/").
 	prefix string
 	emit   func(Event, *StepResult)
@@ -54,19 +58,21 @@ type engine struct {
 
 // newEngine prepares a run of prog with the given input. state holds slot
 // values already written (a replanned run's completed work); the plan's
-// initial values fill the rest.
-func newEngine(prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), celOpts []cel.ProgramOption) (*engine, error) {
+// initial values fill the rest. Its expressions are evaluated under ctx,
+// each within costLimit (0 takes the default).
+func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any, state map[string]any, emit func(Event, *StepResult), clock func() (time.Time, time.Duration), costLimit uint64) (*engine, error) {
 	plan := prog.Plan
 	n := len(prog.Steps)
 	e := &engine{
-		prog:    prog,
-		plan:    plan,
-		res:     make([]*StepResult, n),
-		remain:  make([]int32, n),
-		decided: make([]bool, n),
-		celOpts: celOpts,
-		emit:    emit,
-		clock:   clock,
+		prog:      prog,
+		plan:      plan,
+		res:       make([]*StepResult, n),
+		remain:    make([]int32, n),
+		decided:   make([]bool, n),
+		ctx:       ctx,
+		costLimit: costLimit,
+		emit:      emit,
+		clock:     clock,
 	}
 	in, err := checkInput(plan, input)
 	if err != nil {
@@ -278,7 +284,10 @@ func (e *engine) blocked(i int) (string, *StepError) {
 		return e.unwrittenReason(s, d), nil
 	}
 	if s.When != nil {
-		v, err := e.eval(s.When, &e.sc)
+		if e.ctx != nil && e.ctx.Err() != nil {
+			return "the run stopped: " + context.Cause(e.ctx).Error(), nil
+		}
+		v, err := e.eval(e.ctx, s.When, &e.sc)
 		if err == nil {
 			var ok bool
 			ok, err = truthy(v)
@@ -293,7 +302,7 @@ func (e *engine) blocked(i int) (string, *StepError) {
 			}
 		}
 		if err != nil {
-			return "", &StepError{Code: "condition-error", Message: fmt.Sprintf("cannot evaluate the condition of %s: %v", s.ID, err), Tool: s.Node.Call.Tool.Name, Step: s.ID}
+			return "", &StepError{Code: errorCode(err, "condition-error"), Message: fmt.Sprintf("cannot evaluate the condition of %s: %v", s.ID, err), Tool: s.Node.Call.Tool.Name, Step: s.ID}
 		}
 	}
 	return "", nil
@@ -333,39 +342,44 @@ type callSpec struct {
 	call callCtx
 }
 
-// prepare evaluates a ready step's arguments.
-func (e *engine) prepare(i int) (*callSpec, *StepError) {
+// prepare evaluates a ready step's arguments under ctx.
+func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
 	spec := &callSpec{i: i, step: s, tool: s.Tool}
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.Node.Call.Tool.Name, Step: s.ID}
 	}
+	// failed is the error of an expression that cannot be evaluated: its
+	// arguments are invalid, unless a limit stopped it.
+	failed := func(err error, format string, args ...any) *StepError {
+		return fail(errorCode(err, runtime.CodeInvalidArguments), format, args...)
+	}
 	if s.Result != nil {
-		v, err := e.eval(s.Result, &e.sc)
+		v, err := e.eval(ctx, s.Result, &e.sc)
 		if err != nil {
-			return nil, fail(runtime.CodeInvalidArguments, "evaluating the given result: %v", err)
+			return nil, failed(err, "evaluating the given result: %v", err)
 		}
 		spec.known, spec.hasKnown = v, true
 		return spec, nil
 	}
 	if s.Each == nil {
-		args, err := e.args(s.Args, s.Tool, &e.sc)
+		args, err := e.args(ctx, s.Args, s.Tool, &e.sc)
 		if err != nil {
-			return nil, fail(runtime.CodeInvalidArguments, "%v", err)
+			return nil, failed(err, "%v", err)
 		}
 		spec.args = args
 		if s.Fallback != nil && s.Fallback.Tool != nil {
-			fa, err := e.args(s.Fallback.Args, s.Fallback.Tool, &e.sc)
+			fa, err := e.args(ctx, s.Fallback.Args, s.Fallback.Tool, &e.sc)
 			if err != nil {
-				return nil, fail(runtime.CodeInvalidArguments, "fallback: %v", err)
+				return nil, failed(err, "fallback: %v", err)
 			}
 			spec.fallback = []map[string]any{fa}
 		}
 		return spec, nil
 	}
-	lv, err := e.eval(s.Each.List, &e.sc)
+	lv, err := e.eval(ctx, s.Each.List, &e.sc)
 	if err != nil {
-		return nil, fail(runtime.CodeInvalidArguments, "evaluating the list of the for each: %v", err)
+		return nil, failed(err, "evaluating the list of the for each: %v", err)
 	}
 	if _, ok := lv.(Unknown); ok {
 		lv = []any{Unknown{}}
@@ -375,20 +389,20 @@ func (e *engine) prepare(i int) (*callSpec, *StepError) {
 		return nil, fail(runtime.CodeInvalidArguments, "the for each needs a list, and got %s", describe(lv))
 	}
 	if len(list) > s.Each.Max {
-		return nil, fail("limit-exceeded", "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
+		return nil, fail(runtime.CodeLimitExceeded, "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
 	}
 	for _, el := range list {
 		sc := e.sc
 		sc.elem, sc.elemVal = s.Each.Var, el
-		args, err := e.args(s.Args, s.Tool, &sc)
+		args, err := e.args(ctx, s.Args, s.Tool, &sc)
 		if err != nil {
-			return nil, fail(runtime.CodeInvalidArguments, "element %s: %v", describe(el), err)
+			return nil, failed(err, "element %s: %v", describe(el), err)
 		}
 		spec.elems = append(spec.elems, args)
 		if s.Fallback != nil && s.Fallback.Tool != nil {
-			fa, err := e.args(s.Fallback.Args, s.Fallback.Tool, &sc)
+			fa, err := e.args(ctx, s.Fallback.Args, s.Fallback.Tool, &sc)
 			if err != nil {
-				return nil, fail(runtime.CodeInvalidArguments, "fallback: %v", err)
+				return nil, failed(err, "fallback: %v", err)
 			}
 			spec.fallback = append(spec.fallback, fa)
 		}
@@ -398,10 +412,10 @@ func (e *engine) prepare(i int) (*callSpec, *StepError) {
 
 // args evaluates a call's arguments and adds the defaults of omitted
 // parameters.
-func (e *engine) args(args []*compiler.Arg, tool *compiler.Tool, sc *scope) (map[string]any, error) {
+func (e *engine) args(ctx context.Context, args []*compiler.Arg, tool *compiler.Tool, sc *scope) (map[string]any, error) {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
-		v, err := e.eval(a.Value, sc)
+		v, err := e.eval(ctx, a.Value, sc)
 		if err != nil {
 			return nil, fmt.Errorf("argument %s: %w", a.Name, err)
 		}
@@ -526,7 +540,10 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 		defer func() { sc.slots[idx], sc.written[idx] = old, had }()
 	}
 	for _, x := range s.Expects {
-		v, err := e.eval(x, &sc)
+		v, err := e.eval(e.finishing(), x, &sc)
+		if errorCode(err, "") == runtime.CodeLimitExceeded {
+			return &StepError{Code: runtime.CodeLimitExceeded, Message: fmt.Sprintf("cannot evaluate the expectation %s: %v", x.Text, err), Tool: r.Tool, Step: s.ID}
+		}
 		verdict, note := "pass", ""
 		if err == nil {
 			var ok bool
@@ -628,7 +645,18 @@ func (e *engine) output() (any, error) {
 	}
 	sc := e.sc
 	sc.lenient = true
-	return e.eval(e.plan.Output, &sc)
+	return e.eval(e.finishing(), e.plan.Output, &sc)
+}
+
+// finishing is the context of the expressions that judge work already
+// done, the expectations of a step that returned and the output: the
+// engine's, or one that does not end once the run has stopped, for the
+// cost limit alone bounds them then.
+func (e *engine) finishing() context.Context {
+	if e.ctx != nil && e.ctx.Err() != nil {
+		return context.WithoutCancel(e.ctx)
+	}
+	return e.ctx
 }
 
 // state returns the written slots.

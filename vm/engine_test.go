@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,7 +11,7 @@ import (
 // reads has not finished, and pending once it is ready.
 func TestEngineStatuses(t *testing.T) {
 	prog := compile(t, "tool f(x?: any) -> int pure\na: f() -> †state.a\nb: f(x: †state.a) -> †state.b\nc: f() -> †state.c\n")
-	e, err := newEngine(prog, nil, nil, nil, nil, nil)
+	e, err := newEngine(context.Background(), prog, nil, nil, nil, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"cel.dev/cel-go/cel"
-
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -95,9 +93,21 @@ type Options struct {
 	Tools Caller
 	// MaxParallel bounds the steps running at once (default 8).
 	MaxParallel int
-	// StepTimeout bounds each tool call of a step without a timeout option
-	// (default 60s), so a tool that hangs fails instead of hanging the run.
+	// StepTimeout bounds each tool call, and the evaluation of each step's
+	// arguments (default 60s), so a tool that hangs fails instead of
+	// hanging the run. It is the operator's bound: a step's own timeout
+	// option may only lower it. Each attempt of a step that is retried
+	// has the whole bound.
 	StepTimeout time.Duration
+	// RunTimeout bounds the whole run in this process, from the call of
+	// Run (or RunStream) to its return, approvals asked in the process
+	// included; 0 sets no bound. When it passes, the steps running are
+	// canceled (their errors, of code canceled, say why), no step starts,
+	// and the run ends with status canceled and an error (a
+	// *runtime.Error) of code limit-exceeded. A journaled run stopped so
+	// can be resumed; its canceled steps run again, and the resumption is
+	// bounded anew.
+	RunTimeout time.Duration
 	// Approver decides approvals; without one, a run that needs approval
 	// fails with code rejected.
 	Approver Approver
@@ -118,8 +128,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand gives the jitter of retry backoffs; nil uses a random source.
 	Rand *rand.Rand
-	// CostLimit bounds the cost of evaluating one CEL expression (default
-	// 1,000,000); 0 takes the default.
+	// CostLimit bounds the cost of evaluating one CEL expression, taking
+	// its value out of CEL included (default 1,000,000; see
+	// compiler.Program.CEL); 0 takes the default. An expression over it
+	// fails its step with code limit-exceeded.
 	CostLimit uint64
 	// MaxOutputBytes bounds the size of a step's result, measured as
 	// compact JSON (default 16 MiB); a larger result fails the step with
@@ -169,12 +181,15 @@ func (o *Options) defaults() {
 		o.CostLimit = 1_000_000
 	}
 	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = 16 << 20
+		o.MaxOutputBytes = defaultMaxOutput
 	}
 	if o.RunID == "" {
 		o.RunID = NewRunID()
 	}
 }
+
+// defaultMaxOutput is the default of Options.MaxOutputBytes.
+const defaultMaxOutput = 16 << 20
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -195,7 +210,30 @@ func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts
 	r := &runner{opts: opts, start: time.Now()}
 	r.emitMu = &sync.Mutex{}
 	defer r.calls.stop()
+	ctx, cancel := r.limitTime(ctx)
+	defer cancel()
 	return r.run(ctx, prog, input)
+}
+
+// limitTime bounds ctx by the run's time limit, if it has one: when the
+// limit passes, ctx ends with a *runtime.Error of code limit-exceeded as
+// its cause (see stopped and runStopped).
+func (r *runner) limitTime(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.opts.RunTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	cause := &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		Message: fmt.Sprintf("the run took longer than its time limit of %s: give it more time (--run-timeout); a journaled run can be resumed", r.opts.RunTimeout)}
+	return context.WithTimeoutCause(ctx, r.opts.RunTimeout, cause)
+}
+
+// runStopped is why a run whose context ended stopped: its time limit
+// (an error of code limit-exceeded), or a cancellation.
+func runStopped(ctx context.Context) error {
+	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
+		return re
+	}
+	return fmt.Errorf("the run was canceled: %w", ctx.Err())
 }
 
 // runner drives engines with goroutines.
@@ -260,10 +298,6 @@ func (r *runner) journalFailed() error {
 	return r.journalErr
 }
 
-func (r *runner) celOpts() []cel.ProgramOption {
-	return []cel.ProgramOption{cel.CostLimit(r.opts.CostLimit), cel.InterruptCheckFrequency(100)}
-}
-
 // run runs the main plan: approval, the rounds of replanning, and the
 // output.
 func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[string]any) (*Result, error) {
@@ -309,7 +343,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		maxReplans = 3
 	}
 	for round := 0; ; round++ {
-		e, err := newEngine(prog, input, state, r.emit, r.clock, r.celOpts())
+		e, err := newEngine(ctx, prog, input, state, r.emit, r.clock, r.opts.CostLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +443,7 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	}
 	switch {
 	case ctx.Err() != nil:
-		res.Status, res.Err = RunCanceled, fmt.Errorf("the run was canceled: %w", ctx.Err())
+		res.Status, res.Err = RunCanceled, runStopped(ctx)
 	case e.awaiting != "":
 		res.Status, res.Err = RunWaiting, errors.New(e.awaiting)
 	case e.stop != nil:
@@ -478,7 +512,7 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	// under replan they are left to the new plan, and behind a step that
 	// waits for a decision they wait too.
 	if e.replanAt == nil && (e.waiting == 0 || e.stop != nil || ctx.Err() != nil) {
-		why := "the run was canceled"
+		why := runStopped(ctx).Error()
 		if e.stop != nil {
 			why = "the run stopped: " + e.stop.Error()
 		}
@@ -581,7 +615,9 @@ func (d *dispatcher) worker(i int) {
 // its context ended (see callPlain).
 func (d *dispatcher) run(i int) (outcome, bool) {
 	r, e := d.r, d.e
-	spec, serr := e.prepare(i)
+	ctx, cancel := r.evalContext(d.ctx, e.prog.Steps[i])
+	spec, serr := e.prepare(ctx, i)
+	cancel()
 	if serr != nil {
 		return outcome{err: serr, start: r.elapsed()}, true
 	}
@@ -827,7 +863,8 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
 		case err != nil && ctx.Err() != nil:
-			return fail(runtime.CodeCanceled, fmt.Sprintf("the approval of %s was canceled", s.ID))
+			why := stopped(ctx, "the approval of "+s.ID)
+			return fail(errorCode(why, runtime.CodeCanceled), why.Error())
 		case err != nil:
 			return fail(runtime.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
 		case !dec.Approved:
@@ -958,7 +995,7 @@ func notRetryable(e *StepError) bool {
 		return true
 	}
 	switch e.Code {
-	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, "limit-exceeded", codeWaiting, codeJournal:
+	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, runtime.CodeLimitExceeded, codeWaiting, codeJournal:
 		return true
 	}
 	return false
@@ -1018,13 +1055,10 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 }
 
 // newCall sets up c, a new context of one call of a tool in group g: the
-// step's timeout (or the default), and the call's identity for the tool.
-// The caller watches it once it is set up.
+// step's timeout, and the call's identity for the tool. The caller
+// watches it once it is set up.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = r.opts.StepTimeout
-	}
+	timeout := r.timeout(s)
 	key := r.opts.RunID + "/" + id
 	if tool != s.Tool {
 		key += "/fallback"
@@ -1033,11 +1067,79 @@ func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compi
 	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}
 }
 
+// timeout is the time limit of each call of a step: the operator's
+// (Options.StepTimeout), or the step's own timeout when it is shorter. A
+// plan may lower the operator's bound, never raise it.
+func (r *runner) timeout(s *compiler.Step) time.Duration {
+	if s.Timeout > 0 && s.Timeout < r.opts.StepTimeout {
+		return s.Timeout
+	}
+	return r.opts.StepTimeout
+}
+
+// evalContext is the context a step's arguments are evaluated under: ctx,
+// ended by the step's time limit when the step has an expression that
+// could take time (CEL).
+func (r *runner) evalContext(ctx context.Context, s *compiler.Step) (context.Context, context.CancelFunc) {
+	if !stepHasCEL(s) {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, r.timeout(s))
+}
+
+// stepHasCEL reports whether evaluating a step's arguments runs CEL.
+func stepHasCEL(s *compiler.Step) bool {
+	if s.Result != nil {
+		return hasCEL(s.Result)
+	}
+	if s.Each != nil && hasCEL(s.Each.List) {
+		return true
+	}
+	for _, a := range s.Args {
+		if hasCEL(a.Value) {
+			return true
+		}
+	}
+	if s.Fallback != nil {
+		for _, a := range s.Fallback.Args {
+			if hasCEL(a.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasCEL(op *compiler.Operand) bool {
+	switch op.Kind {
+	case compiler.OpCEL:
+		return true
+	case compiler.OpList:
+		for _, el := range op.Elems {
+			if hasCEL(el) {
+				return true
+			}
+		}
+	case compiler.OpObject:
+		for _, v := range op.Vals {
+			if hasCEL(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // toStepError turns a tool's error into the error value of its step.
 func toStepError(err error, ctx context.Context, tool, step string, timeout time.Duration) *StepError {
 	se := &StepError{Code: runtime.CodeToolError, Message: err.Error(), Tool: tool, Step: step}
-	var re *runtime.Error
+	var re, limit *runtime.Error
 	switch {
+	case errors.As(context.Cause(ctx), &limit) && limit.Code == runtime.CodeLimitExceeded:
+		// The run's time limit passed while the tool ran: the step is
+		// canceled (and run again if the run is resumed); the run's
+		// error says which limit.
+		se.Code, se.Message = runtime.CodeCanceled, fmt.Sprintf("%s was stopped: %s", tool, limit.Message)
 	case errors.As(err, &re):
 		se.Code, se.Message, se.final = re.Code, re.Message, re.NotRetryable
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -1071,7 +1173,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
-	e, err := newEngine(sub, args, nil, r.emit, r.clock, r.celOpts())
+	e, err := newEngine(ctx, sub, args, nil, r.emit, r.clock, r.opts.CostLimit)
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}

@@ -28,6 +28,9 @@ type SimOptions struct {
 	Symbolic bool
 	// Observer receives the run's events, in virtual time.
 	Observer Observer
+	// CostLimit bounds the cost of evaluating one CEL expression, as in
+	// Options; 0 takes the default.
+	CostLimit uint64
 }
 
 // SimResult is the outcome of a dry run.
@@ -159,7 +162,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 			s.opts.Observer(ev)
 		}
 	}
-	e, err := newEngine(prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, nil)
+	e, err := newEngine(ctx, prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, s.opts.CostLimit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -179,7 +182,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 		for running.Len() < s.opts.MaxParallel && len(ready) > 0 && e.stop == nil {
 			i := ready[0]
 			ready = ready[1:]
-			spec, serr := e.prepare(i)
+			spec, serr := e.prepare(ctx, i)
 			if serr != nil {
 				ready = mergeSorted(ready, e.settle(e.finish(i, outcome{err: serr, start: now})))
 				continue

@@ -9,18 +9,22 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/runtime"
 )
 
 // Unknown stands for a value that cannot be known before the run; a
@@ -129,8 +133,9 @@ func prefix(r *compiler.RefPath, k int) string {
 	return c.String()
 }
 
-// eval evaluates an operand.
-func (e *engine) eval(op *compiler.Operand, sc *scope) (any, error) {
+// eval evaluates an operand. A CEL expression stops when ctx ends, and
+// when it costs more than the engine's cost limit.
+func (e *engine) eval(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
 	switch op.Kind {
 	case compiler.OpConst:
 		return copyValue(op.Const), nil
@@ -139,7 +144,7 @@ func (e *engine) eval(op *compiler.Operand, sc *scope) (any, error) {
 	case compiler.OpList:
 		out := make([]any, len(op.Elems))
 		for i, el := range op.Elems {
-			v, err := e.eval(el, sc)
+			v, err := e.eval(ctx, el, sc)
 			if err != nil {
 				return nil, err
 			}
@@ -149,7 +154,7 @@ func (e *engine) eval(op *compiler.Operand, sc *scope) (any, error) {
 	case compiler.OpObject:
 		out := make(map[string]any, len(op.Keys))
 		for i, k := range op.Keys {
-			v, err := e.eval(op.Vals[i], sc)
+			v, err := e.eval(ctx, op.Vals[i], sc)
 			if err != nil {
 				return nil, err
 			}
@@ -157,15 +162,21 @@ func (e *engine) eval(op *compiler.Operand, sc *scope) (any, error) {
 		}
 		return out, nil
 	case compiler.OpCEL:
-		return e.evalCEL(op, sc)
+		return e.evalCEL(ctx, op, sc)
 	}
 	return nil, fmt.Errorf("cannot evaluate operand of kind %d", op.Kind)
 }
 
 // evalCEL runs a CEL expression. The activation holds only the slots the
-// expression reads.
-func (e *engine) evalCEL(op *compiler.Operand, sc *scope) (any, error) {
-	prg, err := e.prog.CEL(op, e.celOpts...)
+// expression reads. Converting its value counts against the cost limit
+// too: a value may hold one string or list many times over, and would
+// take as many copies.
+func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
+	limit := e.costLimit
+	if limit == 0 {
+		limit = compiler.DefaultCostLimit
+	}
+	prg, err := e.prog.CEL(op, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -194,15 +205,98 @@ func (e *engine) evalCEL(op *compiler.Operand, sc *scope) (any, error) {
 	if sc.elem != "" {
 		vars[sc.elem] = sc.elemVal
 	}
-	val, _, err := prg.Eval(vars)
-	if err != nil {
-		return nil, fmt.Errorf("evaluating %s: %w", op.Text, err)
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	return fromCEL(val)
+	val, det, err := prg.ContextEval(ctx, vars)
+	var stop interpreter.EvalCancelledError
+	switch {
+	case errors.As(err, &stop) && stop.Cause == interpreter.CostLimitExceeded:
+		return nil, &codedError{code: runtime.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: it costs more than the limit of %d: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+	case ctx.Err() != nil:
+		// Interrupted; the value, if any, may have absorbed the
+		// interruption (an error || true).
+		return nil, stopped(ctx, "evaluating "+op.Text)
+	case err != nil:
+		// CEL's messages may quote values whole ("no such key: …").
+		return nil, fmt.Errorf("evaluating %s: %s", op.Text, clip(err.Error(), 1000))
+	}
+	left := limit
+	if c := det.ActualCost(); c != nil {
+		left -= min(*c, left)
+	}
+	v, err := fromCEL(val, &left)
+	if errors.Is(err, errTooLarge) {
+		return nil, &codedError{code: runtime.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: its value costs more than the limit of %d to take out of CEL: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+	}
+	return v, err
 }
 
-// fromCEL converts a CEL value to JSON shape.
-func fromCEL(v ref.Val) (any, error) {
+// clip shortens a message to at most n bytes, on a rune boundary.
+func clip(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "…"
+}
+
+// codedError is an evaluation that failed in a way that decides the code
+// of the step's error: it was stopped by a limit, or by its context.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// errorCode is the code of a step whose expression failed with err: the
+// code of a codedError, else fallback.
+func errorCode(err error, fallback string) string {
+	if ce := (*codedError)(nil); errors.As(err, &ce) {
+		return ce.code
+	}
+	return fallback
+}
+
+// stopped is the error of something ended by its context: canceled, by
+// the run's time limit (which the message gives) or otherwise, or stopped
+// by its own time limit (timeout). A step canceled so is run again when
+// its run is resumed.
+func stopped(ctx context.Context, what string) error {
+	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
+		return &codedError{code: runtime.CodeCanceled, err: fmt.Errorf("%s was stopped: %s", what, re.Message)}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &codedError{code: runtime.CodeTimeout, err: fmt.Errorf("%s took longer than the step's time limit", what)}
+	}
+	return &codedError{code: runtime.CodeCanceled, err: fmt.Errorf("%s was canceled", what)}
+}
+
+// errTooLarge is a value whose conversion went past its budget.
+var errTooLarge = errors.New("the value is too large")
+
+// fromCEL converts a CEL value to JSON shape. Converting counts as
+// evaluating does: each value converted takes 1 from budget, and a string
+// a tenth of its length more; it fails with errTooLarge once the budget is
+// spent. A CEL value may hold one string or list many times over for
+// little cost, and its copies (and their text, once the value is sent to
+// a tool) would take as much time and memory as if it held them all.
+func fromCEL(v ref.Val, budget *uint64) (any, error) {
+	n := uint64(1)
+	switch v := v.(type) {
+	case types.String:
+		n += uint64(len(v)) / 10
+	case types.Bytes:
+		n += uint64(len(v)) / 10
+	}
+	if *budget < n {
+		return nil, errTooLarge
+	}
+	*budget -= n
 	switch v := v.(type) {
 	case types.Null:
 		return nil, nil
@@ -227,9 +321,13 @@ func fromCEL(v ref.Val) (any, error) {
 	}
 	if l, ok := v.(traits.Lister); ok {
 		n := int(l.Size().(types.Int))
+		if uint64(n) > *budget {
+			return nil, errTooLarge // each element takes 1 at least
+		}
 		out := make([]any, n)
-		for i := range n {
-			e, err := fromCEL(l.Get(types.Int(i)))
+		it := l.Iterator()
+		for i := 0; i < n && it.HasNext() == types.True; i++ {
+			e, err := fromCEL(it.Next(), budget)
 			if err != nil {
 				return nil, err
 			}
@@ -238,15 +336,19 @@ func fromCEL(v ref.Val) (any, error) {
 		return out, nil
 	}
 	if m, ok := v.(traits.Mapper); ok {
-		out := map[string]any{}
+		n := int(m.Size().(types.Int))
+		if uint64(n) > *budget/2 {
+			return nil, errTooLarge // each entry takes 2 at least
+		}
+		out := make(map[string]any, n)
 		it := m.Iterator()
 		for it.HasNext() == types.True {
 			k := it.Next()
-			val, err := fromCEL(m.Get(k))
+			val, err := fromCEL(m.Get(k), budget)
 			if err != nil {
 				return nil, err
 			}
-			key, err := fromCEL(k)
+			key, err := fromCEL(k, budget)
 			if err != nil {
 				return nil, err
 			}

@@ -308,7 +308,8 @@ func agentCommand() *command {
 			maxReplans := fs.Int("max-replans", 0, fmt.Sprintf("the most replans after failed steps (default: MAX_REPLAN_ATTEMPTS, else %d)", agent.DefaultMaxReplanAttempts))
 			maxRepairs := fs.Int("max-repairs", agent.DefaultMaxRepairs, "the most answers in a row that run nothing; in lazy mode, the repairs of one plan")
 			maxParallel := fs.Int("max-parallel", 8, "how many steps may run at once")
-			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
+			runTimeout := fs.Duration("run-timeout", 0, "the longest the goal may take (e.g. 30m), its model calls, runs and approvals included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit")
 			events := fs.String("events", "", "write the events (turns, steps, verdicts) to this file, one JSON object per line")
 			return func(ctx context.Context, args []string) int {
 				if len(args) > 0 {
@@ -383,7 +384,7 @@ func agentCommand() *command {
 				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Planner: planner, Evaluator: evaluator, Check: cfg,
 					Tools: runtime.Chain{Mocks: mk, Registry: reg}, Observer: vm.Observers(observers...),
 					MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
-					MaxParallel: *maxParallel, StepTimeout: *stepTimeout}
+					MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout}
 				switch {
 				case *yes:
 					opts.Approver = approveAll{}

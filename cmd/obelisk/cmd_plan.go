@@ -107,7 +107,7 @@ func applyCommand() *command {
 			mocks := fs.String("mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
 			noMocks := fs.Bool("no-mocks", false, "do not pick up NAME.mocks.json")
 			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
-			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			var mcpSpecs stringList
 			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
@@ -131,7 +131,7 @@ func applyCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
-				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands}
+				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands}
 				rf, stop, status := s.connect(ctx, e, "apply")
 				if rf == nil {
 					return status
@@ -188,7 +188,7 @@ func applyCommand() *command {
 				}
 				check, _ := pf.Source.Config()
 				x := &execution{cmd: "apply", flags: &xf, prog: prog, input: pf.Input, tools: tools, check: check, policy: policy,
-					opts:       vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout},
+					opts:       vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout},
 					approvedAs: "approved as planfile " + pf.Hash}
 				if status := x.start(e, &pf.Source, s, pf.Hash); status != exitOK {
 					return status

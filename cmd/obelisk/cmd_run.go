@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +29,7 @@ func runCommand() *command {
 			var xf execFlags
 			xf.register(fs, true)
 			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
-			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a tool call may take when its step sets no timeout")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
@@ -46,7 +47,7 @@ func runCommand() *command {
 					return st
 				}
 				defer stop()
-				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
+				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
 					return runEager(ctx, e, &rf, &xf, args[0], opts)
 				}
@@ -99,7 +100,11 @@ func report(e *env, res *vm.Result, runID string) int {
 		}
 	}
 	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled) {
-		fmt.Fprintf(e.stderr, "  %v\n", res.Err)
+		if re := (*runtime.Error)(nil); errors.As(res.Err, &re) {
+			fmt.Fprintf(e.stderr, "  %v [%s]\n", res.Err, re.Code)
+		} else {
+			fmt.Fprintf(e.stderr, "  %v\n", res.Err)
+		}
 	}
 	if res.Status != vm.RunCompleted {
 		return exitInput
@@ -232,7 +237,7 @@ func dryRunCommand() *command {
 				if p == nil {
 					return status
 				}
-				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic})
+				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic, CostLimit: rf.limits.MaxCost})
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
 					return exitInput

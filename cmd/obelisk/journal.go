@@ -74,6 +74,7 @@ type execFlags struct {
 	record, replay  string
 	approvalTimeout time.Duration
 	approvalDefault string
+	runTimeout      time.Duration
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
@@ -83,6 +84,7 @@ func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
 	fs.StringVar(&xf.events, "events", "", "write the run's events to this file, one JSON object per line")
 	fs.StringVar(&xf.record, "record", "", "record every tool call and its result to this file (JSON lines)")
 	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
+	fs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest the run may take in this process (e.g. 30m), approvals asked on the terminal included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit, and a resumed run takes the limit it was started with")
 	if starts {
 		fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
 		fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
@@ -171,6 +173,7 @@ type settings struct {
 	AllowCommands bool                   `json:"allowCommands,omitempty"`
 	MaxParallel   int                    `json:"maxParallel,omitempty"`
 	StepTimeout   time.Duration          `json:"stepTimeout,omitempty"`
+	RunTimeout    time.Duration          `json:"runTimeout,omitempty"`
 	Approval      journal.ApprovalPolicy `json:"approval"`
 }
 
@@ -288,6 +291,12 @@ func (x *execution) run(ctx context.Context, e *env) int {
 	}
 	opts := x.opts
 	opts.Check = x.check
+	if x.flags.runTimeout < 0 {
+		return usageError(e, x.cmd, "--run-timeout must not be negative")
+	}
+	if x.flags.runTimeout > 0 {
+		opts.RunTimeout = x.flags.runTimeout
+	}
 	tools, closeTools, err := x.flags.wrapTools(x.tools)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
@@ -483,7 +492,7 @@ func resumeCommand() *command {
 				}
 				x.prog, x.policy = prog, s.Approval
 				x.check, _ = st.Source.Config()
-				x.opts = vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout}
+				x.opts = vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout}
 				if st.Hash != "" {
 					x.approvedAs = "approved as planfile " + st.Hash
 				}
@@ -900,7 +909,7 @@ func (t *table) flush() { t.tw.Flush() }
 // with.
 func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy) settings {
 	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands,
-		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, Approval: policy}
+		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout, Approval: policy}
 	if rf.files != "" {
 		if abs, err := filepath.Abs(rf.files); err == nil {
 			s.Files = abs

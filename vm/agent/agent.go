@@ -26,6 +26,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -72,6 +73,11 @@ type Options struct {
 	// MaxParallel and StepTimeout are passed to the runs.
 	MaxParallel int
 	StepTimeout time.Duration
+	// RunTimeout bounds the whole goal: its model calls, runs and
+	// approvals (0: no bound). When it passes, the run under way stops as
+	// vm.Options.RunTimeout says, and the goal ends canceled with an error
+	// of code limit-exceeded.
+	RunTimeout time.Duration
 }
 
 // The statuses of a goal.
@@ -188,7 +194,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
 	}
+	if opts.RunTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.RunTimeout, &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+			Message: fmt.Sprintf("the goal took longer than its time limit of %s: give it more time (--run-timeout)", opts.RunTimeout)})
+		defer cancel()
+	}
 	return g.run(ctx), nil
+}
+
+// stopped is why a goal whose context ended stopped: its time limit, or a
+// cancellation.
+func stopped(ctx context.Context) error {
+	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
+		return re
+	}
+	return fmt.Errorf("the goal was canceled: %w", ctx.Err())
 }
 
 func (g *goal) event(e vm.Event) {
@@ -211,7 +232,7 @@ func (g *goal) run(ctx context.Context) *Result {
 	idle := 0 // answers in a row that ran nothing
 	for n := 1; ; n++ {
 		if ctx.Err() != nil {
-			return g.finish(GoalCanceled, nil, fmt.Errorf("the goal was canceled: %w", ctx.Err()))
+			return g.finish(GoalCanceled, nil, stopped(ctx))
 		}
 		remaining := g.opts.MaxGoalSteps - g.stepsRun
 		if remaining <= 0 {
@@ -243,7 +264,7 @@ func (g *goal) run(ctx context.Context) *Result {
 			return g.finish(GoalFailed, nil, err)
 		}
 		if ctx.Err() != nil {
-			return g.finish(GoalCanceled, nil, fmt.Errorf("the goal was canceled: %w", ctx.Err()))
+			return g.finish(GoalCanceled, nil, stopped(ctx))
 		}
 		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, plan: annotate(items, results)}
 		if t.Rejected.HasErrors() {

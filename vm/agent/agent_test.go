@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -438,5 +440,38 @@ func TestDeclarationsKept(t *testing.T) {
 		if !strings.Contains(p, "[types] Declared types (use them; do not declare them again):\ntype Summary {name: string, score: number}\n\n[input]") {
 			t.Errorf("a later prompt:\n%s", p)
 		}
+	}
+}
+
+// hangTools is customerToolbox with a tool hang that returns only when its
+// call's context ends.
+type hangTools struct{ *tools }
+
+func (h hangTools) Call(ctx context.Context, name string, args map[string]any) (any, error) {
+	if name == "hang" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.tools.Call(ctx, name, args)
+}
+
+// TestRunTimeout: RunTimeout bounds the whole goal; when it passes, the
+// step running is stopped and the goal ends canceled, with an error of
+// code limit-exceeded that names the limit.
+func TestRunTimeout(t *testing.T) {
+	c, cfg := testContext(t, customerTools+"tool hang(x: int) -> int pure\n", map[string]any{"id": "c-1"})
+	j := &journal{}
+	srv := llmtest.NewOpenAI(func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Text("h: hang(x: 1) -> †state.h\noutput †state.h\n", llm.Usage{})
+	})
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{Goal: "Wait.", Context: c, Check: cfg, Tools: hangTools{customerToolbox(j)}, RunTimeout: 50 * time.Millisecond,
+		Planner: fakeProviders[0].open(srv.Settings("planner", "judge"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *runtime.Error
+	if res.Status != GoalCanceled || !errors.As(res.Err, &re) || re.Code != "limit-exceeded" || !strings.Contains(re.Message, "time limit of 50ms") {
+		t.Errorf("status %s (%v)", res.Status, res.Err)
 	}
 }
