@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/obelisk-plan/obelisk/runtime"
 )
 
 // MaxImportSize is the largest file a plan may import, in bytes.
@@ -72,6 +74,9 @@ func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) 
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil, fmt.Errorf("there is no file %s in the plan's directory", clean)
 		}
+		if runtime.EscapesRoot(err) {
+			return "", nil, fmt.Errorf("%s leads out of the plan's directory through a symbolic link: a plan imports only files inside its own directory tree", clean)
+		}
 		return "", nil, fmt.Errorf("%w; a plan imports only regular files inside its own directory tree", err)
 	}
 	defer f.Close()
@@ -80,7 +85,7 @@ func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) 
 		return "", nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%s is not a regular file (it is %s)", clean, modeName(info.Mode()))
+		return "", nil, fmt.Errorf("%s is not a regular file (it is %s)", clean, runtime.FileKind(info.Mode()))
 	}
 	if info.Size() > MaxImportSize {
 		return "", nil, fmt.Errorf("%s is larger than %d MiB", clean, MaxImportSize>>20)
@@ -93,21 +98,4 @@ func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) 
 		return "", nil, fmt.Errorf("%s is larger than %d MiB", clean, MaxImportSize>>20)
 	}
 	return clean, text, nil
-}
-
-// modeName says what kind of file a mode is, for messages.
-func modeName(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "a special file"
 }

@@ -35,7 +35,7 @@ func TestImportFIFO(t *testing.T) {
 		f.Close()
 	}
 	<-wrote
-	if !strings.Contains(got, "pipe.json is not a regular file (it is a FIFO) [import-error]") {
+	if !strings.Contains(got, "pipe.json is not a regular file (it is a named pipe) [import-error]") {
 		t.Errorf("import of a FIFO: got:\n%s", got)
 	}
 }

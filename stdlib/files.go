@@ -182,25 +182,9 @@ func regular(tool, path string, info fs.FileInfo) error {
 	case info.IsDir():
 		return invalid("%s: %q is a directory; give the path of a file in it", tool, path)
 	case !info.Mode().IsRegular():
-		return invalid("%s: %q is %s, not a regular file", tool, path, kind(info.Mode()))
+		return invalid("%s: %q is %s, not a regular file", tool, path, runtime.FileKind(info.Mode()))
 	}
 	return nil
-}
-
-// kind says in words what kind of file that is not a regular file or a
-// directory a mode describes.
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a link"
-	}
-	return "a special file"
 }
 
 // fileError turns an error of the file system into the tool's error: a
@@ -210,25 +194,12 @@ func fileError(tool, path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &runtime.Error{Code: "not-found", Message: fmt.Sprintf("%s: no file %q", tool, path), NotRetryable: true}
-	case escapes(err):
+	case runtime.EscapesRoot(err):
 		return invalid("%s: %q leaves the files root through a link; links must be relative and stay inside the root", tool, path)
 	case errors.Is(err, syscall.ENOTDIR):
 		return invalid("%s: a part of %q is a file, not a directory", tool, path)
 	}
 	return fmt.Errorf("%s %q: %w", tool, path, err)
-}
-
-// escapes reports whether err is os.Root's refusal of a path that leaves
-// the root. The os package does not export that error; it is matched by
-// its text, and one it does not match still refuses the path, as an error
-// of another code.
-func escapes(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if err.Error() == "path escapes from parent" {
-			return true
-		}
-	}
-	return false
 }
 
 func invalid(format string, args ...any) error {

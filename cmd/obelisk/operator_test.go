@@ -206,8 +206,8 @@ func TestImportRefused(t *testing.T) {
 		{"/dev/zero", "the path is absolute"},
 		{"/dev/stdin", "the path is absolute"},
 		{"../" + filepath.Base(outside) + "/x.json", "the path leads out of the plan's directory"},
-		{"link.json", "path escapes from parent"},
-		{"zero.json", "path escapes from parent"},
+		{"link.json", "leads out of the plan's directory through a symbolic link"},
+		{"zero.json", "leads out of the plan's directory through a symbolic link"},
 		{"big.json", "big.json is larger than 4 MiB"},
 		{"tools.txt", "a plan imports only tools files, whose names end in .json"},
 	} {
@@ -221,7 +221,7 @@ func TestImportRefused(t *testing.T) {
 	// A plan on standard input imports from the current directory.
 	t.Chdir(dir)
 	wantRefused(t, "import \"../"+filepath.Base(outside)+"/x.json\"\necho(value: 1) -> †state.x\n", []string{"run", "--no-journal", "-"}, "the path leads out of the plan's directory")
-	wantRefused(t, "import \"link.json\"\necho(value: 1) -> †state.x\n", []string{"check", "-"}, "path escapes from parent")
+	wantRefused(t, "import \"link.json\"\necho(value: 1) -> †state.x\n", []string{"check", "-"}, "leads out of the plan's directory through a symbolic link")
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -26,7 +26,7 @@ func TestImportFIFORefused(t *testing.T) {
 				f.Close()
 			}
 		}()
-		wantRefused(t, "", append(args, filepath.Join(dir, "p.plan")), `cannot import "pipe.json": pipe.json is not a regular file (it is a FIFO) [import-error]`)
+		wantRefused(t, "", append(args, filepath.Join(dir, "p.plan")), `cannot import "pipe.json": pipe.json is not a regular file (it is a named pipe) [import-error]`)
 		if f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 			<-wrote
 			f.Close()
