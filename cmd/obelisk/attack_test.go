@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
 )
 
 // TestAttacks runs the attack suite in testdata/attack: plans written as
@@ -67,7 +69,8 @@ import (
 //
 // In directives and files, $API is the operator's API (http://HOST:PORT,
 // $API_HOST its HOST:PORT), $EVIL the attacker's server ($EVIL_HOST),
-// $EVIL_PORT its port, $OUTSIDE a directory outside the case's that holds outside.txt and
+// $EVIL_PORT its port, $MCP_SERVER the command that starts the test MCP
+// servers of runtime/mcp/mcptest (add "calc"), $OUTSIDE a directory outside the case's that holds outside.txt and
 // that nothing may touch, and $WORK the case's own directory. The secret
 // is in the environment variable ATTACK_TOKEN.
 func TestAttacks(t *testing.T) {
@@ -164,7 +167,12 @@ func runAttack(t *testing.T, ar *txtar.Archive) {
 	if err := os.WriteFile(filepath.Join(outside, "outside.txt"), []byte(outsideText), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	expand := strings.NewReplacer(
+		"$MCP_SERVER", "env OBELISK_TEST_MAIN= "+mcptest.EnvServer+"=1 "+exe,
 		"$API_HOST", api.host(), "$API", api.URL,
 		"$EVIL_HOST", evil.host(), "$EVIL_PORT", evil.host()[strings.LastIndexByte(evil.host(), ':')+1:], "$EVIL", evil.URL,
 		"$OUTSIDE", outside, "$WORK", work,
