@@ -217,7 +217,10 @@ type Step struct {
 	// OutType is the type of the value written to Out (a list for a for
 	// each).
 	OutType *Type
-	// Deps are the steps this one waits for, sorted by index, each once.
+	// Deps are the steps this one waits for, sorted by index, each once,
+	// but for a step whose slot and error slot are both read: it has a
+	// dependency through each (and never runs, since only one of them is
+	// written).
 	Deps []Dep
 	// Each is the for-each clause, or nil.
 	Each *Each
