@@ -32,6 +32,12 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		rp, t, ok := pc.ref(e, sc)
 		if ok {
 			*reads = append(*reads, rp)
+			if pc.nullAt != "" {
+				// A plain reference is read without a check; in CEL,
+				// nullSafety sees the checks.
+				ref := rp.String()
+				pc.c.errorf(lang.TypeMismatch, e.Span, "%s may be null (it is %s), so %s cannot be read: check it in an expression, as in %s != null ? %s : …", pc.nullAt, pc.nullType, ref, pc.nullAt, ref)
+			}
 		}
 		op := &take(&pc.operands, 1)[0]
 		op.Kind, op.Ref, op.Type, op.Span = OpRef, rp, t, e.Span
@@ -107,6 +113,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 // element of a for each; its path follows fields the types declare.
 func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 	c := pc.c
+	pc.nullAt = ""
 	rp := pc.refPath(r)
 	root := r.Root.Name
 	var t *Type
@@ -189,11 +196,18 @@ func (pc *planChecker) writtenSlots() []string {
 
 // walk follows the path of a reference, from its element done on, through
 // a type.
+//
+// It sets nullAt to the first part of the path that may be null, and
+// nullType to its type, or nullAt to "".
 func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type, bool) {
+	pc.nullAt = ""
 	for i, e := range rp.Path[done:] {
 		span := r.Path[done+i].Span
 		if t.Kind == KindAny {
 			return AnyType, true
+		}
+		if t.Nullable && pc.nullAt == "" {
+			pc.nullAt, pc.nullType = shownPath(rp, done+i), t
 		}
 		if e.IsIndex {
 			if t.Kind != KindList {
@@ -274,7 +288,7 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		pc.bareNames(e, sc)
 		return op
 	}
-	ast, iss := parseCEL(env, e.CELText())
+	ast, iss := parseChecked(env, e.CELText())
 	if iss.Err() != nil {
 		pc.celIssues(e, iss.Errors(), lang.ParseError)
 		return op
@@ -286,7 +300,11 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	}
 	op.checked = checked
 	op.Type = pc.types.planType(checked.OutputType())
-	if pc.celCost(e, env, checked) && shareable {
+	safe, nullable := pc.nullSafety(e, checked, sc)
+	if nullable {
+		op.Type = op.Type.orNull()
+	}
+	if pc.celCost(e, env, checked) && safe && shareable {
 		pc.shapes[shape] = op.Type
 	}
 	pc.bareNames(e, sc)

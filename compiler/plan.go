@@ -26,6 +26,12 @@ type planChecker struct {
 	readAt []readAt
 	// base is the scope of a step that is not a for each.
 	base *scope
+	// stateType is the type of †state: an object of every slot.
+	stateType *Type
+	// nullAt and nullType are what walk found of the last reference it
+	// followed: the first part of it that may be null, and its type.
+	nullAt   string
+	nullType *Type
 	// slots are the plan's slots in the order of their names
 	// (Plan.SlotNames).
 	slots []*Slot
@@ -536,6 +542,7 @@ func (pc *planChecker) env() {
 	}
 	state.indexed()
 	pc.p.Input.indexed()
+	pc.stateType = state
 	base, err := baseEnv()
 	if err == nil {
 		pc.p.Env, err = base.Extend(
@@ -570,6 +577,10 @@ func (pc *planChecker) checkStep(s *Step) {
 		switch lt := s.Each.List.Type; {
 		case lt.Kind == KindList:
 			s.Each.ElemType = lt.Elem
+			if lt.Nullable {
+				text := lang.FormatExpr(n.Each.List)
+				c.errorf(lang.TypeMismatch, n.Each.List.Range(), "for each needs a list, and %s is %s, which may be null: check it first, as in for each %s in (%s != null ? %s : []): …", text, lt, n.Each.Var.Name, text, text)
+			}
 		case lt.Kind != KindAny:
 			c.errorf(lang.TypeMismatch, n.Each.List.Range(), "for each needs a list, and this is %s", describeKind(lt))
 		}

@@ -346,7 +346,7 @@ func (p *Program) CEL(op *Operand, costLimit uint64) (cel.Program, error) {
 	if checked == nil && env != nil && op.expr != nil {
 		// An expression of a shape checked before: the same check,
 		// now for this text.
-		ast, iss := parseCEL(env, op.expr.CELText())
+		ast, iss := parseChecked(env, op.expr.CELText())
 		if iss.Err() == nil {
 			ast, iss = env.Check(ast)
 		}

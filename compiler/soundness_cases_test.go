@@ -56,3 +56,79 @@ c: g(x: "1", y: "2") -> †state.s
 		t.Errorf("Succ[0] = %v, want [1 2]", got)
 	}
 }
+
+// nullablePlan declares values that may be null: fields of a tool's
+// result, an input field, list elements.
+const nullablePlan = `tool g() -> {o: {f: int}?, q: int?, s: string?, l: [int]?, m: object?, ll: [{f: int}?], ql: [int?]} pure
+tool h(x: any) -> any pure
+tool k(n: int) -> int pure
+input {
+  i: {f: int}?
+}
+a: g() -> †state.a
+`
+
+// TestNullableUseRefused: a value that may be null is not read where a
+// value is needed: through a plain reference, by a for each, or in CEL
+// without a check. Each of these checked clean and failed at run time on
+// null.
+func TestNullableUseRefused(t *testing.T) {
+	cases := []struct{ step, want string }{
+		{"h(x: †state.a.o.f)", "†state.a.o may be null (it is {f: int}?), so †state.a.o.f cannot be read: check it in an expression, as in †state.a.o != null ? †state.a.o.f : …"},
+		{"h(x: †input.i.f)", "†input.i may be null"},
+		{"h(x: †state.a.ll[0].f)", "†state.a.ll[0] may be null"},
+		{"for each x in †state.a.l: k(n: †x)", "for each needs a list, and †state.a.l is [int]?, which may be null: check it first, as in for each x in (†state.a.l != null ? †state.a.l : []): …"},
+		{"for each x in †state.a.ll: h(x: †x.f)", "†x may be null"},
+		{"h(x: †state.a.q + 1)", "in expression: †state.a.q, a int?, may be null, and is used where a value is needed: check it first, as in †state.a.q != null ? … : …"},
+		{"h(x: size(†state.a.s))", "†state.a.s, a string?, may be null"},
+		{"h(x: †state.a.s + \"x\")", "†state.a.s, a string?, may be null"},
+		{"h(x: size(†state.a.l))", "†state.a.l, a [int]?, may be null"},
+		{"h(x: †state.a.o.f + 1)", "†state.a.o, a {f: int}?, may be null"},
+		{"h(x: has(†state.a.o.f))", "†state.a.o, a {f: int}?, may be null"},
+		{"h(x: †state.a.l.map(v, v + 1))", "†state.a.l, a [int]?, may be null"},
+		{"h(x: †state.a.ql.map(v, v + 1))", "in expression: v, a int?, may be null"},
+		{"h(x: (true ? †state.a.q : 0) + 1)", "in expression: this value may be null"},
+		{"h(x: †state.a.q != null || †state.a.q > 1)", "†state.a.q, a int?, may be null"},
+		{"k(n: true ? †state.a.q : 0)", "argument n of k wants int"},
+		{"h(x: 1) -> †state.w\n  when †state.a.q > 1\n#", "†state.a.q, a int?, may be null"},
+	}
+	for _, c := range cases {
+		_, diags := checkSource("p.plan", []byte(nullablePlan+c.step+" -> †state.r\n"), Config{})
+		if !strings.Contains(diags.Error(), c.want) {
+			t.Errorf("%s:\n%s\nwant %q", c.step, diags, c.want)
+		}
+	}
+}
+
+// TestNullableChecked: a value that may be null can be compared with
+// null, chosen, put in a list, and read after a check, in either order,
+// negated, and in a conjunction.
+func TestNullableChecked(t *testing.T) {
+	steps := []string{
+		"h(x: †state.a.q != null ? †state.a.q + 1 : 0)",
+		"h(x: †state.a.q == null ? 0 : †state.a.q + 1)",
+		"h(x: null != †state.a.q ? †state.a.q + 1 : 0)",
+		"h(x: !(†state.a.q == null) ? †state.a.q + 1 : 0)",
+		"h(x: †state.a.q != null && †state.a.q > 1)",
+		"h(x: †state.a.q == null || †state.a.q > 1)",
+		"h(x: †state.a.l != null && †state.a.o != null ? size(†state.a.l) + †state.a.o.f : 0)",
+		"h(x: †state.a.l == null ? 0 : size(†state.a.l))",
+		"h(x: †state.a.m != null ? size(†state.a.m) : 0)",
+		"h(x: [†state.a.q, †state.a.s, †state.a.l])",
+		"h(x: †state.a.q == null)",
+		"h(x: dyn(†state.a.q))",
+		"h(x: †state.a.ql.map(v, v != null ? v + 1 : 0))",
+		"h(x: †state.a.ll.filter(v, v != null && v.f > 0))",
+		"k(n: (†state.a.q != null ? †state.a.q : 0) + 1)",
+		"for each x in (†state.a.l != null ? †state.a.l : []): k(n: †x)",
+		"for each x in †state.a.ll: h(x: †x != null ? †x.f : 0)",
+		"h(x: †input.i != null ? †input.i.f : 0)",
+		"h(x: 1) -> †state.w\n  when †state.a.q != null && †state.a.q > 1\n#",
+	}
+	for _, s := range steps {
+		_, diags := checkSource("p.plan", []byte(nullablePlan+s+" -> †state.r\n"), Config{})
+		if diags.HasErrors() {
+			t.Errorf("%s:\n%s", s, diags)
+		}
+	}
+}

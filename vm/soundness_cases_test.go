@@ -40,3 +40,33 @@ b: g(x: †state.ok.a, y: †state.err.message) -> †state.r
 		}
 	}
 }
+
+// TestNullableCheckedRuns: the checks the checker asks for before a value
+// that may be null is used hold at run time: with every such value null,
+// the plan runs.
+func TestNullableCheckedRuns(t *testing.T) {
+	prog := compile(t, `tool g() -> {o: {f: int}?, q: int?, l: [int]?, m: object?, ql: [int?]} pure
+tool k(n: int) -> int pure
+a: g() -> †state.a
+b: k(n: †state.a.o != null ? †state.a.o.f : 0) -> †state.b
+c: k(n: †state.a.q == null ? 0 : †state.a.q + 1) -> †state.c
+d: for each x in (†state.a.l != null ? †state.a.l : []): k(n: †x) -> †state.d
+e: k(n: †state.a.m != null ? size(†state.a.m) : 0) -> †state.e
+f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
+`)
+	tools := newFakeTools().
+		on("g", func(context.Context, map[string]any) (any, error) {
+			return map[string]any{"o": nil, "q": nil, "l": nil, "m": nil, "ql": []any{nil, int64(2)}}, nil
+		}).
+		on("k", func(_ context.Context, args map[string]any) (any, error) { return args["n"], nil })
+	res, err := Run(context.Background(), prog, nil, opts(tools, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil {
+		t.Fatalf("run: %v (%v)", res.Err, statuses(res))
+	}
+	if got := res.State["f"]; got != int64(1) {
+		t.Errorf("f: %v, want 1", got)
+	}
+}
