@@ -36,7 +36,8 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 				// A plain reference is read without a check; in CEL,
 				// nullSafety sees the checks.
 				ref := rp.String()
-				pc.c.errorf(lang.TypeMismatch, e.Span, "%s may be null (it is %s), so %s cannot be read: check it in an expression, as in %s != null ? %s : …", pc.nullAt, pc.nullType, ref, pc.nullAt, ref)
+				msg := fmt.Sprintf("%s may be null (it is %s), so %s cannot be read: check it in an expression, as in %s != null ? %s : …", pc.nullAt, pc.nullType, ref, pc.nullAt, ref)
+				pc.c.errorf(lang.TypeMismatch, e.Span, "%s%s", msg, pc.nullHint(msg))
 			}
 		}
 		op := &take(&pc.operands, 1)[0]

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -421,5 +422,6 @@ func (n *nullCheck) need(e ast.Expr, f facts) {
 	if t := n.ptype(e); t != nil {
 		is = ", a " + t.String() + ","
 	}
-	n.pc.c.errorf(lang.TypeMismatch, span, "in expression: %s%s may be null, and is used where a value is needed: check it first, as in %s != null ? … : …", k, is, k)
+	msg := fmt.Sprintf("in expression: %s%s may be null, and is used where a value is needed: check it first, as in %s != null ? … : …", k, is, k)
+	n.pc.c.errorf(lang.TypeMismatch, span, "%s%s", msg, n.pc.nullHint(msg))
 }

@@ -528,6 +528,16 @@ func (pc *planChecker) slotTypes() {
 		default:
 			slot.Type = AnyType
 		}
+		// Under on failure continue, a step that fails and has no error
+		// slot writes null to its slot, and the steps that read it run.
+		if pc.p.Policy.Action == "continue" {
+			for _, w := range slot.Writers {
+				if w.ErrOut == "" {
+					slot.Type = slot.Type.orNull()
+					break
+				}
+			}
+		}
 	}
 }
 
@@ -774,7 +784,7 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 		return
 	}
 	if ok, why := pc.fits(op, param.Type); !ok {
-		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s", param.Name, tool.Name, param.Type, why)
+		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s%s", param.Name, tool.Name, param.Type, why, pc.nullHint(why))
 	}
 }
 
@@ -913,6 +923,14 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 			}
 		}
 	}
+}
+
+// nullHint explains, under on failure continue, why a slot may be null.
+func (pc *planChecker) nullHint(msg string) string {
+	if pc.p.Policy.Action != "continue" || !strings.Contains(msg, "may be null") {
+		return ""
+	}
+	return " (under on failure continue, a step that fails writes null to its slot; give it an error slot, -> †state.x || †state.err, to keep null out)"
 }
 
 func (pc *planChecker) wantBool(what string, op *Operand) {

@@ -132,3 +132,31 @@ func TestNullableChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestContinueSlotsNullable: under on failure continue, a step that fails
+// writes null to its slot and its readers run, so the slot of a step with
+// no error slot may be null; it used to keep its writer's type, and a
+// reader failed on the null.
+func TestContinueSlotsNullable(t *testing.T) {
+	const plan = `on failure continue
+tool f() -> {items: [int]} pure
+tool g(n: int) -> int pure
+tool h(x?: any) -> int pure
+a: f() -> †state.a
+b: f() -> †state.b || †state.err
+`
+	_, diags := checkSource("p.plan", []byte(plan+"for each x in †state.a.items: g(n: †x) -> †state.r\n"), Config{})
+	want := "†state.a may be null (it is {items: [int]}?), so †state.a.items cannot be read: check it in an expression, as in †state.a != null ? †state.a.items : … (under on failure continue, a step that fails writes null to its slot; give it an error slot, -> †state.x || †state.err, to keep null out)"
+	if !strings.Contains(diags.Error(), want) {
+		t.Errorf("diagnostics:\n%s\nwant %q", diags, want)
+	}
+	for _, ok := range []string{
+		"h(x: †state.a) -> †state.r\n",
+		"for each x in (†state.a != null ? †state.a.items : []): g(n: †x) -> †state.r\n",
+		"for each x in †state.b.items: g(n: †x) -> †state.r\n",
+	} {
+		if _, diags := checkSource("p.plan", []byte(plan+ok), Config{}); diags.HasErrors() {
+			t.Errorf("%s:\n%s", ok, diags)
+		}
+	}
+}
