@@ -142,14 +142,16 @@ func (r *Registry) Register(def Definition, impl Tool) error {
 	if len(def.InputSchema) == 0 {
 		def.InputSchema = json.RawMessage(`{"type": "object"}`)
 	}
-	e := &entry{def: def, impl: impl, inShape: shapeOf(def.InputSchema)}
+	// Values are validated as the checker reads the schemas.
+	in, out := openAPINullable(def.InputSchema), openAPINullable(def.OutputSchema)
+	e := &entry{def: def, impl: impl, inShape: shapeOf(in)}
 	var err error
-	if e.input, err = newSchema(def.Name+"/input", def.InputSchema, e.inShape != nil); err != nil {
+	if e.input, err = newSchema(def.Name+"/input", in, e.inShape != nil); err != nil {
 		return fmt.Errorf("registering tool %s: input schema: %w", def.Name, err)
 	}
-	if len(def.OutputSchema) > 0 {
-		e.outShape = shapeOf(def.OutputSchema)
-		if e.output, err = newSchema(def.Name+"/output", def.OutputSchema, e.outShape != nil); err != nil {
+	if len(out) > 0 {
+		e.outShape = shapeOf(out)
+		if e.output, err = newSchema(def.Name+"/output", out, e.outShape != nil); err != nil {
 			return fmt.Errorf("registering tool %s: output schema: %w", def.Name, err)
 		}
 	}
