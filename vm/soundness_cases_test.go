@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,27 @@ f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
 	}
 	if got := res.State["f"]; got != int64(1) {
 		t.Errorf("f: %v, want 1", got)
+	}
+}
+
+// TestLookupNamesThePart: an error reading a reference into a slot names
+// the part of it that is wrong; it used to name the part one field
+// short (†state.a for †state.a.items).
+func TestLookupNamesThePart(t *testing.T) {
+	prog := compile(t, `tool f() -> {items: [{v: int}]} pure
+tool g(n: int) -> int pure
+a: f() -> †state.a
+b: g(n: †state.a.items[0].v) -> †state.b
+`)
+	tools := newFakeTools().
+		on("f", func(context.Context, map[string]any) (any, error) { return map[string]any{"items": []any{}}, nil }).
+		on("g", func(context.Context, map[string]any) (any, error) { return int64(1), nil })
+	res, err := Run(context.Background(), prog, nil, opts(tools, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "†state.a.items[0].v: index 0 is out of range: †state.a.items has 0 elements"
+	if e := res.Steps[1].Error; e == nil || !strings.Contains(e.Message, want) {
+		t.Errorf("error: %+v, want %q", e, want)
 	}
 }
