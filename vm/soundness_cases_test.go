@@ -72,6 +72,26 @@ f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
 	}
 }
 
+// TestSubPlanOutputSaysWhatIsMissing: a sub-plan's output that reads
+// something missing (here an index past the end of an empty list) fails,
+// saying what is missing; it used to say only that null is not of the
+// result's type, as if the checker had let a wrong type through.
+func TestSubPlanOutputSaysWhatIsMissing(t *testing.T) {
+	prog := compile(t, `plan first(xs: [{v: number}]) -> number {
+  output †input.xs[0].v
+}
+a: first(xs: []) -> †state.a
+`)
+	res, err := Run(context.Background(), prog, nil, opts(newFakeTools(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Steps[0].Error
+	if e == nil || !strings.Contains(e.Message, "since †input.xs[0].v: index 0 is out of range: †input.xs has 0 elements") {
+		t.Errorf("error: %+v", e)
+	}
+}
+
 // TestLookupNamesThePart: an error reading a reference into a slot names
 // the part of it that is wrong; it used to name the part one field
 // short (†state.a for †state.a.items).
