@@ -58,10 +58,6 @@ type gtype struct {
 	// numeric marks an any whose values are numbers, which expressions
 	// may do arithmetic on.
 	numeric bool
-	// openAPINull marks a nullable type whose schema says so with the
-	// OpenAPI "nullable": true: results never hold null there, since
-	// the validator (JSON Schema) does not read that keyword.
-	openAPINull bool
 }
 
 type gfield struct {
@@ -101,6 +97,7 @@ type raw string
 type dataFlags struct {
 	intInNumber   bool // integers in number slots and number enums
 	intAsFloat    bool // integral numbers written 3.0 in int slots
+	bigInt        bool // integers beyond 2^53 in int slots
 	anyInt        bool // integers in any slots that expressions compute with
 	bigDigits     bool // 30-digit integers in number and any slots
 	loneSurrogate bool // lone UTF-16 surrogates in JSON strings
@@ -113,7 +110,7 @@ func (f dataFlags) String() string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{f.intInNumber, "intInNumber"}, {f.intAsFloat, "intAsFloat"}, {f.anyInt, "anyInt"}, {f.bigDigits, "bigDigits"},
+	}{{f.intInNumber, "intInNumber"}, {f.intAsFloat, "intAsFloat"}, {f.bigInt, "bigInt"}, {f.anyInt, "anyInt"}, {f.bigDigits, "bigDigits"},
 		{f.loneSurrogate, "loneSurrogate"}, {f.literalSchema, "literalSchema"}, {f.literalFanout, "literalFanout"}} {
 		if x.on {
 			on = append(on, x.name)
@@ -381,7 +378,7 @@ func (t *gtype) nonNull() *gtype {
 // as a literal: it holds no raw JSON.
 func (g *gen) value(t *gtype, lit bool, depth int) any {
 	if t.nullable {
-		if g.r.IntN(4) == 0 && !t.openAPINull {
+		if g.r.IntN(4) == 0 {
 			return nil
 		}
 	}
@@ -446,6 +443,8 @@ func (g *gen) intValue(kw *keywords, lit bool) any {
 		v = a
 	case c == 9:
 		v = 0
+	case c >= 10 && c <= 12 && !g.flags.bigInt:
+		v = a + 100
 	case c == 10:
 		v = 1<<53 + 1
 	case c == 11:
@@ -486,13 +485,18 @@ func (g *gen) numValue(kw *keywords, lit bool) any {
 	var v any
 	switch {
 	case c < 3:
-		if g.flags.intInNumber {
+		// An integer, or an integral double (2.0), which a reader of
+		// JSON may take for an integer.
+		switch {
+		case g.flags.intInNumber && a%2 == 0:
 			v = int64(a / 4)
-		} else {
+		case g.flags.intInNumber:
+			v = float64(a / 4)
+		default:
 			v = float64(a/4) + 0.5
 		}
 	case c < 9:
-		v = float64(a)/8 + 0.125
+		v = float64(a)/8 + 0.0625 // never integral
 	case c == 9:
 		v = 1e20
 	case c == 10:
@@ -518,7 +522,7 @@ func (g *gen) numValue(kw *keywords, lit bool) any {
 				return b
 			}
 			if kw.max != nil && float64(b)+0.5 > float64(*kw.max) {
-				return float64(b)
+				return float64(b) - 0.5
 			}
 			return float64(b) + 0.5
 		}
@@ -831,9 +835,10 @@ func (g *gen) schemaOf(t *gtype, doc *schemaDoc) any {
 		s["enum"] = append(ev, nil)
 		return s
 	}
-	if _, ref := s["$ref"]; !ref && c == 4 {
-		s["nullable"] = true
-		t.openAPINull = true
+	_, typ := s["type"]
+	_, enum := s["enum"]
+	if (typ || enum) && s["anyOf"] == nil && s["const"] == nil && c == 4 {
+		s["nullable"] = true // OpenAPI's way
 		return s
 	}
 	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
@@ -2081,14 +2086,20 @@ func (g *gen) each(sc *scope) *geach {
 		e.list = &eachCEL{celE{text: g.cel(sc, lt, 2)}, elem}
 		return e
 	}
+	// The elements are drawn whatever the flag, so that the plan
+	// without it draws the same numbers.
+	vals := make([]any, 7)
+	for i := range vals {
+		vals[i] = g.value(elem, true, 0)
+	}
 	if g.flags.literalFanout && c == 9 && e.max > 0 {
 		n = e.max + extra
 	} else if e.max > 0 {
 		n = min(n, e.max)
 	}
 	l := &eachList{elem: elem}
-	for range n {
-		l.elems = append(l.elems, &litE{g.value(elem, true, 0)})
+	for _, v := range vals[:n] {
+		l.elems = append(l.elems, &litE{v})
 	}
 	e.list = l
 	return e
