@@ -1078,11 +1078,18 @@ func parseInt(text string) (int64, error) {
 	if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
 		base, digits = 16, digits[2:]
 	}
-	n, err := strconv.ParseInt(digits, base, 64)
-	if neg {
-		n = -n
+	// The magnitude, so that the least int64, -9223372036854775808, whose
+	// magnitude no int64 holds, reads too.
+	u, err := strconv.ParseUint(digits, base, 64)
+	switch {
+	case err != nil:
+		return 0, err
+	case neg && u > 1<<63, !neg && u > math.MaxInt64:
+		return 0, &strconv.NumError{Func: "ParseInt", Num: text, Err: strconv.ErrRange}
+	case neg:
+		return -int64(u), nil // for 1<<63, int64(u) is the least int64, its own negation
 	}
-	return n, err
+	return int64(u), nil
 }
 
 func parseDuration(text string) (time.Duration, error) {
