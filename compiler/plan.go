@@ -783,14 +783,14 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 		}
 		return
 	}
-	if ok, why := pc.fits(op, param.Type); !ok {
+	if ok, why := fits(op, param.Type); !ok {
 		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s%s", param.Name, tool.Name, param.Type, why, pc.nullHint(why))
 	}
 }
 
 // fits checks a non-constant operand against a type: lists and objects
 // element by element, so constants inside them are checked by value.
-func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
+func fits(op *Operand, t *Type) (bool, string) {
 	if t == nil || t.Kind == KindAny {
 		return true, ""
 	}
@@ -803,7 +803,7 @@ func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
 	case OpList:
 		if t.Kind == KindList {
 			for i, e := range op.Elems {
-				if ok, why := pc.fits(e, t.Elem); !ok {
+				if ok, why := fits(e, t.Elem); !ok {
 					return false, fmt.Sprintf("element %d: %s", i, why)
 				}
 			}
@@ -813,7 +813,7 @@ func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
 		if t.Kind == KindObject && !(t.Open && len(t.Fields) == 0) {
 			for i, k := range op.Keys {
 				if f := t.Field(k); f != nil {
-					if ok, why := pc.fits(op.Vals[i], f.Type); !ok {
+					if ok, why := fits(op.Vals[i], f.Type); !ok {
 						return false, fmt.Sprintf("field %s: %s", k, why)
 					}
 				}
@@ -918,7 +918,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	case *lang.ResultOption:
 		s.Result = pc.operand(o.Value, base, &r.data)
 		if s.Tool != nil && s.Result != nil {
-			if ok, why := pc.fits(s.Result, s.Tool.Result); !ok {
+			if ok, why := fits(s.Result, s.Tool.Result); !ok {
 				c.errorf(lang.TypeMismatch, o.Value.Range(), "the result of %s is %s: %s", s.Tool.Name, s.Tool.Result, why)
 			}
 		}

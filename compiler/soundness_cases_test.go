@@ -160,3 +160,24 @@ b: f() -> †state.b || †state.err
 		}
 	}
 }
+
+// TestSubPlanOutputLiteral: a sub-plan's output is checked against its
+// declared result as an argument is, by value for a constant: the string
+// "red" is one of "red" | "green". It used to be checked by type alone
+// ("any string may come").
+func TestSubPlanOutputLiteral(t *testing.T) {
+	for _, src := range []string{
+		"plan p() -> \"red\" | \"green\" {\n  output \"red\"\n}\n",
+		"plan p() -> 1 | 2.5 {\n  output 1\n}\n",
+		"plan p(x: int) -> {color: \"red\" | \"green\", n: int} {\n  output {color: \"green\", n: †input.x}\n}\n",
+		"plan p() -> [\"a\" | \"b\"] {\n  output [\"a\", \"b\"]\n}\n",
+	} {
+		if _, diags := checkSource("p.plan", []byte(src), Config{}); diags.HasErrors() {
+			t.Errorf("%s%s", src, diags)
+		}
+	}
+	_, diags := checkSource("p.plan", []byte("plan p() -> \"red\" | \"green\" {\n  output \"blue\"\n}\n"), Config{})
+	if !strings.Contains(diags.Error(), `the output of sub-plan p does not match its declared result "red" | "green"`) {
+		t.Errorf("blue: %s", diags)
+	}
+}
