@@ -60,6 +60,9 @@ type Tool struct {
 	paramsOnce         sync.Once
 	paramIndex         map[string]*Param
 	defaults, required []*Param
+	// schema is InputSchema decoded, on first use.
+	schemaOnce sync.Once
+	schema     map[string]any
 }
 
 func (t *Tool) indexParams() {

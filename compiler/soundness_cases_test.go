@@ -3,6 +3,8 @@ package compiler
 import (
 	"strings"
 	"testing"
+
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 // The cases of this file are failures the generative soundness test
@@ -179,5 +181,42 @@ func TestSubPlanOutputLiteral(t *testing.T) {
 	_, diags := checkSource("p.plan", []byte("plan p() -> \"red\" | \"green\" {\n  output \"blue\"\n}\n"), Config{})
 	if !strings.Contains(diags.Error(), `the output of sub-plan p does not match its declared result "red" | "green"`) {
 		t.Errorf("blue: %s", diags)
+	}
+}
+
+// TestClosedSchemaArgument: an argument whose type has a field that the
+// parameter's schema closes out (additionalProperties: false) is refused;
+// it used to check clean and fail the schema's validation at run time.
+// The fields the schema lists pass, and so does a free-form object, whose
+// fields are the data's to say.
+func TestClosedSchemaArgument(t *testing.T) {
+	tools, diags := lang.ParseTools("tools.json", []byte(`[{"name": "put", "annotations": {"readOnlyHint": true},
+  "inputSchema": {"type": "object", "required": ["item"], "properties": {
+    "item": {"type": "object", "additionalProperties": false, "properties": {"a": {"type": "integer"}, "o": {"$ref": "#/$defs/O"}}},
+    "open": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    "list": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}}},
+  "$defs": {"O": {"anyOf": [{"type": "object", "additionalProperties": false, "properties": {"z": {"type": "string"}}}, {"type": "null"}]}}}}]`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	const plan = "tool g() -> {a: int, b?: string, o: {z: string, y: int}, m: object, l: [{a: int, c: int}]} pure\na: g() -> †state.a\n"
+	for step, want := range map[string]string{
+		"put(item: †state.a)":                                      "argument item of put: at item the tool's schema takes only the properties it lists (a, o; additionalProperties is false), and the value may have b: pass an object of the fields it takes, as in {a: …}",
+		"put(item: {a: †state.a.a, o: †state.a.o})":                "at item.o the tool's schema takes only the properties it lists (z; additionalProperties is false), and the value may have y",
+		"put(item: {a: 1}, list: †state.a.l)":                      "at list[] the tool's schema takes only the properties it lists (a; additionalProperties is false), and the value may have c",
+		"put(item: {a: †state.a.a})":                               "",
+		"put(item: {a: †state.a.a}, open: †state.a)":               "",
+		"put(item: †state.a.m)":                                    "",
+		"put(item: {a: 1, o: {z: †state.a.o.z}})":                  "",
+		"put(item: {a: 1}, list: [{a: †state.a.a}])":               "",
+		"put(item: {a: 1}, list: †state.a.l.map(v, {\"a\": v.a}))": "",
+	} {
+		_, diags := checkSource("p.plan", []byte(plan+step+" -> †state.r\n"), Config{Tools: tools})
+		switch {
+		case want == "" && diags.HasErrors():
+			t.Errorf("%s:\n%s", step, diags)
+		case want != "" && !strings.Contains(diags.Error(), want):
+			t.Errorf("%s:\n%s\nwant %q", step, diags, want)
+		}
 	}
 }
