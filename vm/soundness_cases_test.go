@@ -113,3 +113,24 @@ b: g(n: †state.a.items[0].v) -> †state.b
 		t.Errorf("error: %+v, want %q", e, want)
 	}
 }
+
+// TestLenientOutputIndexesNull: an output reads a missing value as null
+// also through an index: †state.a.items[0].v is null when items, an
+// optional field, is absent. It used to fail ("is not a list").
+func TestLenientOutputIndexesNull(t *testing.T) {
+	prog := compile(t, `tool f() -> {items?: [{v: string}]} pure
+a: f() -> †state.a
+output {v: †state.a.items[0].v}
+`)
+	tools := newFakeTools().on("f", func(context.Context, map[string]any) (any, error) { return map[string]any{}, nil })
+	res, err := Run(context.Background(), prog, nil, opts(tools, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil {
+		t.Fatalf("run: %v", res.Err)
+	}
+	if out, ok := res.Output.(map[string]any); !ok || out["v"] != nil {
+		t.Errorf("output: %#v", res.Output)
+	}
+}

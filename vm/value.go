@@ -100,6 +100,9 @@ func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 		case e.IsIndex:
 			list, ok := v.([]any)
 			if !ok {
+				if v == nil && sc.lenient {
+					return nil, nil
+				}
 				return nil, fmt.Errorf("%s: %s is not a list", r, prefix(r, done+k))
 			}
 			if e.Index >= len(list) {
