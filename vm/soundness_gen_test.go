@@ -362,6 +362,16 @@ func (t *gtype) allStrings() bool {
 	return true
 }
 
+// orNull returns t with ?.
+func (t *gtype) orNull() *gtype {
+	if t.nullable || t.kind == kAny || t.kind == kNull {
+		return t
+	}
+	c := *t
+	c.nullable = true
+	return &c
+}
+
 // nonNull returns t without ?.
 func (t *gtype) nonNull() *gtype {
 	if !t.nullable {
@@ -447,8 +457,10 @@ func (g *gen) intValue(kw *keywords, lit bool) any {
 		v = a + 100
 	case c == 10:
 		v = 1<<53 + 1
-	case c == 11:
+	case c == 11 && a%2 == 0:
 		v = math.MaxInt64
+	case c == 11:
+		v = math.MinInt64
 	case c == 12:
 		v = -(1 << 53) - 1
 	default:
@@ -617,10 +629,13 @@ func (g *gen) anyValue(t *gtype, lit bool, depth int) any {
 // none or the data flag is off. It draws one number.
 func (g *gen) violate(t *gtype, v any) (any, bool) {
 	c := g.r.IntN(4)
-	if c != 0 || t.kw == nil || !g.flags.literalSchema {
+	if c != 0 || t.kw == nil && !t.closed || !g.flags.literalSchema {
 		return v, false
 	}
 	kw := t.kw
+	if kw == nil {
+		kw = &keywords{minLen: -1, maxLen: -1, pattern: -1, minItems: -1, maxItems: -1}
+	}
 	switch t.kind {
 	case kInt, kNum:
 		if kw.max != nil {
@@ -635,6 +650,11 @@ func (g *gen) violate(t *gtype, v any) (any, bool) {
 		}
 		if kw.maxLen >= 0 {
 			return strings.Repeat("y", kw.maxLen+1), true
+		}
+	case kStruct:
+		if m, ok := v.(map[string]any); ok && t.closed {
+			m["extra"] = true
+			return m, true
 		}
 	case kList:
 		if kw.maxItems >= 0 && t.elem.kind == kInt {
@@ -827,12 +847,16 @@ func (g *gen) schemaOf(t *gtype, doc *schemaDoc) any {
 	}
 	// The ways of saying "or null".
 	c := g.r.IntN(5)
-	if typ, ok := s["type"].(string); ok && c < 2 {
-		s["type"] = []any{typ, "null"}
+	if ev, ok := s["enum"].([]any); ok && c < 3 {
+		// The enum says it: a type beside it does not count.
+		s["enum"] = append(ev, nil)
+		if typ, ok := s["type"].(string); ok {
+			s["type"] = []any{typ, "null"}
+		}
 		return s
 	}
-	if ev, ok := s["enum"].([]any); ok && c < 3 {
-		s["enum"] = append(ev, nil)
+	if typ, ok := s["type"].(string); ok && c < 2 {
+		s["type"] = []any{typ, "null"}
 		return s
 	}
 	_, typ := s["type"]
@@ -1082,6 +1106,17 @@ func assignable(src, dst *gtype) bool {
 	case kStruct:
 		if src.kind != kStruct {
 			return false
+		}
+		if dst.closed {
+			for _, sf := range src.fields {
+				found := false
+				for _, df := range dst.fields {
+					found = found || df.name == sf.name
+				}
+				if !found {
+					return false
+				}
+			}
 		}
 		for _, df := range dst.fields {
 			var sf *gfield
@@ -1954,7 +1989,12 @@ func (g *gen) body(p *gplan, inputs []*gfield, n int, prefix string, sub bool) *
 		st := g.step(p, sc, callees, fmt.Sprintf("%s%d", prefix, i+1), sub)
 		b.steps = append(b.steps, st)
 		if st.out != "" {
-			sc = sc.with(path{text: "†state." + st.out, t: slotType(st), ref: true})
+			t := slotType(st)
+			if p.policy == "continue" && st.errOut == "" && !sub {
+				// A failed step writes null to its slot.
+				t = t.orNull()
+			}
+			sc = sc.with(path{text: "†state." + st.out, t: t, ref: true})
 		}
 		if st.errOut != "" {
 			sc = sc.with(path{text: "†state." + st.errOut, t: errorType, ref: true})
