@@ -1190,13 +1190,13 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if err != nil || e.plan.Output == nil {
 		return out, err
 	}
-	if msg := compiler.CheckValue(out, e.plan.OutputType, ""); msg != "" {
+	if msg := compiler.CheckValue(out, tool.Result, ""); msg != "" {
 		// An output reads what is missing (a slot not written, an absent
 		// field, an index past the end) as null: say what was missing,
 		// rather than that null is not of the result's type.
 		sc := e.sc
 		if _, serr := e.eval(e.finishing(), e.plan.Output, &sc); serr != nil {
-			return nil, &runtime.Error{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the output of sub-plan %s does not match its type %s: %s, since %v", tool.Name, e.plan.OutputType, msg, serr)}
+			return nil, &runtime.Error{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the output of sub-plan %s does not match its type %s: %s, since %v", tool.Name, tool.Result, msg, serr)}
 		}
 	}
 	return out, nil

@@ -77,18 +77,28 @@ f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
 // saying what is missing; it used to say only that null is not of the
 // result's type, as if the checker had let a wrong type through.
 func TestSubPlanOutputSaysWhatIsMissing(t *testing.T) {
-	prog := compile(t, `plan first(xs: [{v: number}]) -> number {
+	prog := compile(t, `on failure skip
+type Grid [[number]]
+plan first(xs: [{v: number}]) -> number {
   output †input.xs[0].v
 }
+plan grid(o: {v?: number}) -> Grid {
+  output [[†input.o.v], [0.5]]
+}
 a: first(xs: []) -> †state.a
+b: grid(o: {}) -> †state.b
 `)
 	res, err := Run(context.Background(), prog, nil, opts(newFakeTools(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := res.Steps[0].Error
-	if e == nil || !strings.Contains(e.Message, "since †input.xs[0].v: index 0 is out of range: †input.xs has 0 elements") {
-		t.Errorf("error: %+v", e)
+	for i, want := range []string{
+		"since †input.xs[0].v: index 0 is out of range: †input.xs has 0 elements",
+		"the output of sub-plan grid does not match its type Grid: [0][0]: null is not a number, since †input.o.v: †input.o has no field v",
+	} {
+		if e := res.Steps[i].Error; e == nil || !strings.Contains(e.Message, want) {
+			t.Errorf("error: %+v, want %q", e, want)
+		}
 	}
 }
 
