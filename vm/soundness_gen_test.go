@@ -1035,25 +1035,33 @@ func (sc *scope) all() []path {
 // pick returns a random path that fits, preferring paths that cannot
 // fail; nil when none does.
 func (g *gen) pick(sc *scope, fits func(p *path) bool, cel bool) *path {
-	var safe, risky []*path
+	// Paths that read what the data may lack (an optional field, an
+	// index) now and then; paths through a value that may be null, which
+	// the checker must refuse, seldom.
+	var safe, risky, null []*path
 	for i := range sc.all() {
 		p := &sc.paths[i]
 		if cel && p.quoted || !cel && !p.ref || !fits(p) {
 			continue
 		}
-		if p.risky || p.nullWalk || p.t.nullable {
+		switch {
+		case p.nullWalk || p.t.nullable:
+			null = append(null, p)
+		case p.risky:
 			risky = append(risky, p)
-		} else {
+		default:
 			safe = append(safe, p)
 		}
 	}
 	c := g.r.IntN(100)
 	k := g.r.IntN(1 << 20)
 	switch {
-	case len(safe) > 0 && (c < 85 || len(risky) == 0):
-		return safe[k%len(safe)]
-	case len(risky) > 0:
+	case len(null) > 0 && (c < 4 || len(safe)+len(risky) == 0):
+		return null[k%len(null)]
+	case len(risky) > 0 && (c < 16 || len(safe) == 0):
 		return risky[k%len(risky)]
+	case len(safe) > 0:
+		return safe[k%len(safe)]
 	}
 	return nil
 }
@@ -1948,7 +1956,9 @@ func (g *gen) outputScope(inputs []*gfield, b *gbody) *scope {
 		}
 	}
 	for _, f := range b.state {
-		sc.roots = append(sc.roots, path{text: "†state." + f.name, t: f.t, ref: true})
+		if f.hasDef {
+			sc.roots = append(sc.roots, path{text: "†state." + f.name, t: f.t, ref: true})
+		}
 	}
 	return sc
 }
@@ -1998,6 +2008,12 @@ func (g *gen) body(p *gplan, inputs []*gfield, n int, prefix string, sub bool) *
 		}
 		if st.errOut != "" {
 			sc = sc.with(path{text: "†state." + st.errOut, t: errorType, ref: true})
+		}
+	}
+	// Declared types of some written slots, as a state block says them.
+	for _, st := range b.steps {
+		if !p.json && st.out != "" && g.chance(12) {
+			b.state = append(b.state, &gfield{name: st.out, t: slotType(st), optional: g.chance(30)})
 		}
 	}
 	if !sub && g.chance(70) {

@@ -149,6 +149,8 @@ type outcome struct {
 	res                *vm.Result
 	failures           []failure
 	steps              int
+	// stream is set for a plan run as a stream (vm.RunStream).
+	stream bool
 }
 
 func (o *outcome) clean() bool { return o.parseErr == nil && o.checkErr == nil }
@@ -212,14 +214,29 @@ func runPlan(seed uint64, flags dataFlags) *outcome {
 	// A bound against a hang; no test asserts a duration.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := vm.Run(ctx, prog, input, vm.Options{
+	opts := vm.Options{
 		Tools: runtime.Chain{Mocks: mocks, Registry: reg},
 		Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
 			return vm.Decision{Approved: true}, nil
 		}),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 		Rand:  rand.New(rand.NewPCG(seed, 2)),
-	})
+		Check: compiler.Config{Tools: decls},
+	}
+	var res *vm.Result
+	if o.stream = !p.json && p.mode != "lazy" && !p.approve && seed%4 == 0; o.stream {
+		// Eager mode, as a model writes the plan: each step is checked
+		// against what came before it and runs as soon as it can.
+		var sd lang.Diagnostics
+		res, sd, err = vm.RunStream(ctx, lang.NewStreamParser(name, strings.NewReader(src)), input, opts)
+		if sd.HasErrors() {
+			// The stream's check refused what the whole plan's check
+			// accepted.
+			o.failures = append(o.failures, failure{where: "stream", code: "stream-check", msg: sd.Error()})
+		}
+	} else {
+		res, err = vm.Run(ctx, prog, input, opts)
+	}
 	if err != nil {
 		o.failures = append(o.failures, failure{where: "run", code: "run", msg: err.Error()})
 		return o
@@ -282,7 +299,11 @@ func (p *gplan) toolFunc(t *gtool) runtime.ToolFunc {
 // report describes a plan and its run for a failure message.
 func (o *outcome) report() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "--- plan (seed %d, data flags %s)\n%s", o.p.seed, o.p.flags, o.src)
+	how := "vm.Run"
+	if o.stream {
+		how = "vm.RunStream"
+	}
+	fmt.Fprintf(&b, "--- plan (seed %d, data flags %s, run with %s)\n%s", o.p.seed, o.p.flags, how, o.src)
 	fmt.Fprintf(&b, "--- tools file (the operator's)\n%s\n", o.p.ToolsFile())
 	fmt.Fprintf(&b, "--- mocks\n%s\n", o.p.MocksFile())
 	if !o.p.json {
@@ -344,6 +365,9 @@ var dataErrors = []struct{ re, why string }{
 	{`range error`, "number out of range of a conversion"},
 	{`type conversion error from 'string'|String to double|strconv`, "string that is not a number"},
 	{`more than the for each's max`, "for each over a list from the data longer than its max"},
+	// A double divided by zero is an infinity, which no JSON Schema
+	// validator takes ("invalid jsonType float64").
+	{`invalid jsonType float64`, "double divided by zero: an infinity"},
 }
 
 var (
@@ -600,10 +624,10 @@ func signature(f failure) string {
 // ---- statistics ----
 
 type soundStats struct {
-	plans, parseErrs, rejected, clean, json, runs, steps, failed, bugs int
-	checkCodes                                                         map[string]int
-	legit, known, bugClasses                                           map[string]int
-	parseSample                                                        string
+	plans, parseErrs, rejected, clean, json, runs, streams, steps, failed, bugs int
+	checkCodes                                                                  map[string]int
+	legit, known, bugClasses                                                    map[string]int
+	parseSample                                                                 string
 }
 
 func newSoundStats() *soundStats {
@@ -632,6 +656,9 @@ func (s *soundStats) add(o *outcome) {
 		if o.res != nil {
 			s.runs++
 			s.steps += o.steps
+			if o.stream {
+				s.streams++
+			}
 		}
 		s.failed += len(o.failures)
 	}
@@ -639,8 +666,8 @@ func (s *soundStats) add(o *outcome) {
 
 func (s *soundStats) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "plans %d (JSON form %d): parse errors %d, rejected by check %d, clean %d; runs %d, steps %d, failures %d: bugs %d\n",
-		s.plans, s.json, s.parseErrs, s.rejected, s.clean, s.runs, s.steps, s.failed, s.bugs)
+	fmt.Fprintf(&b, "plans %d (JSON form %d): parse errors %d, rejected by check %d, clean %d; runs %d (as a stream %d), steps %d, failures %d: bugs %d\n",
+		s.plans, s.json, s.parseErrs, s.rejected, s.clean, s.runs, s.streams, s.steps, s.failed, s.bugs)
 	top := func(title string, m map[string]int, n int) {
 		if len(m) == 0 {
 			return
@@ -666,7 +693,7 @@ func (s *soundStats) String() string {
 	top("legitimate failures", s.legit, 20)
 	top("known classes", s.known, 20)
 	top("bug classes", s.bugClasses, 30)
-	top("why check rejected plans (first error)", s.checkCodes, 25)
+	top("why check rejected plans (first error)", s.checkCodes, 60)
 	if s.parseSample != "" {
 		fmt.Fprintf(&b, "first parse error: %s\n", clipMsg(s.parseSample))
 	}
