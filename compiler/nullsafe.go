@@ -305,6 +305,99 @@ var nullTolerant = map[string]bool{
 	"@not_strictly_false": true,
 }
 
+// elemStrict are the functions that need every element of a list they
+// are given to be a value: they order, join or flatten them.
+var elemStrict = map[string]bool{
+	"sort": true, "join": true, "flatten": true,
+	"math.@max": true, "math.@min": true, // math.greatest and math.least
+}
+
+// elemNullable reports whether e is a list some of whose elements may be
+// null: a list literal with such an element, a path of a type [T?], the
+// result of a map or filter whose element may be null, or a list whose
+// CEL type says so.
+func (n *nullCheck) elemNullable(e ast.Expr, f facts) bool {
+	switch e.Kind() {
+	case ast.ListKind:
+		for _, x := range e.AsList().Elements() {
+			if n.nullable(x, f) {
+				return true
+			}
+		}
+		return false
+	case ast.ComprehensionKind:
+		// map and filter add one element at each step: [x], taken when
+		// the condition around it holds.
+		c := e.AsComprehension()
+		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar())
+		step := c.LoopStep()
+		if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == "_?_:_" && len(step.AsCall().Args()) == 3 {
+			inner = inner.with(guards(step.AsCall().Args()[0], true))
+			step = step.AsCall().Args()[1]
+		}
+		if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == "_+_" && len(step.AsCall().Args()) == 2 {
+			if l := step.AsCall().Args()[1]; l.Kind() == ast.ListKind && len(l.AsList().Elements()) == 1 {
+				saved, had := n.vars[c.IterVar()]
+				delete(n.vars, c.IterVar())
+				if t := n.ptype(c.IterRange()); t != nil && t.Kind == KindList && c.IterVar2() == "" {
+					n.vars[c.IterVar()] = t.Elem
+				}
+				defer func() {
+					if had {
+						n.vars[c.IterVar()] = saved
+					} else {
+						delete(n.vars, c.IterVar())
+					}
+				}()
+				return n.nullable(l.AsList().Elements()[0], inner)
+			}
+		}
+	}
+	if t := n.ptype(e); t != nil {
+		return t.Kind == KindList && t.Elem != nil && mayBeNull(t.Elem)
+	}
+	if t := n.a.GetType(e.ID()); t != nil && t.Kind() == types.ListKind && len(t.Parameters()) == 1 {
+		return celNullable(t.Parameters()[0])
+	}
+	return false
+}
+
+// needElems reports e if it is a list whose elements may be null.
+func (n *nullCheck) needElems(e ast.Expr, fn string, f facts) {
+	if !n.elemNullable(e, f) {
+		return
+	}
+	n.bad = true
+	span := n.e.Span
+	if loc := n.a.SourceInfo().GetStartLocation(e.ID()); loc.Line() > 0 {
+		start := celPos(n.e, loc.Line(), loc.Column())
+		span = lang.Span{Start: start, End: start}
+	}
+	name := map[string]string{"math.@max": "math.greatest", "math.@min": "math.least"}[fn]
+	if name == "" {
+		name = fn
+	}
+	what, as := "this list", "list"
+	if k := n.shown(e); k != "" {
+		what, as = k, k
+	}
+	n.pc.c.errorf(lang.TypeMismatch, span, "in expression: the elements of %s may be null, and %s needs values: leave the nulls out first, as in %s.filter(v, v != null)", what, name, as)
+}
+
+// shown is how a message writes a path: with † for a reference.
+func (n *nullCheck) shown(e ast.Expr) string {
+	k := key(e)
+	if k == "" {
+		return ""
+	}
+	root, _, _ := strings.Cut(k, ".")
+	root, _, _ = strings.Cut(root, "[")
+	if root == "state" || root == "input" || root == n.elem {
+		return "†" + k
+	}
+	return k
+}
+
 // walk checks e and what it contains, where facts hold.
 func (n *nullCheck) walk(e ast.Expr, f facts) {
 	switch e.Kind() {
@@ -388,6 +481,14 @@ func (n *nullCheck) walk(e ast.Expr, f facts) {
 				n.need(x, f)
 			}
 		}
+		if elemStrict[fn] {
+			if c.IsMemberFunction() {
+				n.needElems(c.Target(), fn, f)
+			}
+			for _, x := range args {
+				n.needElems(x, fn, f)
+			}
+		}
 		if c.IsMemberFunction() {
 			n.walk(c.Target(), f)
 		}
@@ -408,15 +509,10 @@ func (n *nullCheck) need(e ast.Expr, f facts) {
 		start := celPos(n.e, loc.Line(), loc.Column())
 		span = lang.Span{Start: start, End: start}
 	}
-	k := key(e)
+	k := n.shown(e)
 	if k == "" {
 		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: this value may be null, and is used where a value is needed: check it first (x != null ? … : …)")
 		return
-	}
-	root, _, _ := strings.Cut(k, ".")
-	root, _, _ = strings.Cut(root, "[")
-	if root == "state" || root == "input" || root == n.elem {
-		k = "†" + k
 	}
 	is := ""
 	if t := n.ptype(e); t != nil {

@@ -92,6 +92,10 @@ func TestNullableUseRefused(t *testing.T) {
 		{"h(x: (true ? †state.a.q : 0) + 1)", "in expression: this value may be null"},
 		{"h(x: †state.a.q != null || †state.a.q > 1)", "†state.a.q, a int?, may be null"},
 		{"k(n: true ? †state.a.q : 0)", "argument n of k wants int"},
+		{"h(x: math.greatest(†state.a.ql))", "in expression: the elements of †state.a.ql may be null, and math.greatest needs values: leave the nulls out first, as in †state.a.ql.filter(v, v != null)"},
+		{"h(x: [†state.a.q, 1].sort())", "the elements of this list may be null, and sort needs values"},
+		{"h(x: [†state.a.s, \"x\"].join(\",\"))", "the elements of this list may be null, and join needs values"},
+		{"h(x: math.least(†state.a.ql.map(v, v)))", "the elements of this list may be null, and math.least needs values"},
 		{"h(x: 1) -> †state.w\n  when †state.a.q > 1\n#", "†state.a.q, a int?, may be null"},
 	}
 	for _, c := range cases {
@@ -121,6 +125,9 @@ func TestNullableChecked(t *testing.T) {
 		"h(x: dyn(†state.a.q))",
 		"h(x: †state.a.ql.map(v, v != null ? v + 1 : 0))",
 		"h(x: †state.a.ll.filter(v, v != null && v.f > 0))",
+		"h(x: math.greatest(†state.a.ql.filter(v, v != null)))",
+		"h(x: [†state.a.q, 3].map(v, v != null ? v : 0).sort())",
+		"h(x: [†state.a.s, \"b\"].filter(v, v != null).join(\",\"))",
 		"k(n: (†state.a.q != null ? †state.a.q : 0) + 1)",
 		"for each x in (†state.a.l != null ? †state.a.l : []): k(n: †x)",
 		"for each x in †state.a.ll: h(x: †x != null ? †x.f : 0)",

@@ -54,6 +54,8 @@ c: k(n: †state.a.q == null ? 0 : †state.a.q + 1) -> †state.c
 d: for each x in (†state.a.l != null ? †state.a.l : []): k(n: †x) -> †state.d
 e: k(n: †state.a.m != null ? size(†state.a.m) : 0) -> †state.e
 f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
+g: k(n: math.greatest(†state.a.ql.filter(v, v != null))) -> †state.g
+h: k(n: [†state.a.q, 3].map(v, v != null ? v : 0).sort()[0]) -> †state.h
 `)
 	tools := newFakeTools().
 		on("g", func(context.Context, map[string]any) (any, error) {
@@ -67,8 +69,10 @@ f: k(n: size(†state.a.ql.filter(v, v != null && v > 1))) -> †state.f
 	if res.Err != nil {
 		t.Fatalf("run: %v (%v)", res.Err, statuses(res))
 	}
-	if got := res.State["f"]; got != int64(1) {
-		t.Errorf("f: %v, want 1", got)
+	for slot, want := range map[string]int64{"f": 1, "g": 2, "h": 0} {
+		if got := res.State[slot]; got != want {
+			t.Errorf("%s: %v, want %d", slot, got, want)
+		}
 	}
 }
 
