@@ -1068,8 +1068,13 @@ func (g *gen) pick(sc *scope, fits func(p *path) bool, cel bool) *path {
 
 // assignable says whether the generator may pass a value of type src
 // where dst is expected. It is narrower than the checker's rule: an any
-// goes only where any is expected.
-func assignable(src, dst *gtype) bool {
+// goes only where any is expected, and an int where a number is expected
+// only as a whole value, which the plan writes double(…) without the
+// intInNumber flag; inside a list or an object it would reach the number
+// slot as an int whatever the flag.
+func assignable(src, dst *gtype) bool { return assignableAt(src, dst, true) }
+
+func assignableAt(src, dst *gtype, top bool) bool {
 	if dst.kind == kAny {
 		return true
 	}
@@ -1084,6 +1089,9 @@ func assignable(src, dst *gtype) bool {
 	}
 	switch dst.kind {
 	case kNum:
+		if !top {
+			return src.kind == kNum || src.kind == kEnum && src.allNums() && !src.allInts()
+		}
 		return src.kind == kNum || src.kind == kInt || src.kind == kEnum && src.allNums()
 	case kInt:
 		return src.kind == kInt || src.kind == kEnum && src.allInts()
@@ -1108,7 +1116,7 @@ func assignable(src, dst *gtype) bool {
 		}
 		return true
 	case kList:
-		return src.kind == kList && assignable(src.elem, dst.elem)
+		return src.kind == kList && assignableAt(src.elem, dst.elem, false)
 	case kObj:
 		return src.kind == kObj || src.kind == kStruct
 	case kStruct:
@@ -1139,7 +1147,7 @@ func assignable(src, dst *gtype) bool {
 			case sf == nil:
 			case sf.optional && !df.optional:
 				return false
-			case !assignable(sf.t, df.t):
+			case !assignableAt(sf.t, df.t, false):
 				return false
 			}
 		}
@@ -1635,6 +1643,18 @@ func (g *gen) celList(sc *scope, want *gtype, k, d int) string {
 // reference, a list or object of expressions, or CEL.
 func (g *gen) arg(sc *scope, t *gtype, depth int) gexpr {
 	c := g.r.IntN(100)
+	if t.kind == kAny && t.numeric {
+		// A number, which expressions that read it compute with.
+		switch {
+		case c < 30:
+			return &litE{g.value(t, true, 0)}
+		case c < 60:
+			if p := g.pick(sc, func(p *path) bool { return p.t.kind == kAny && p.t.numeric && !p.t.nullable }, false); p != nil {
+				return &refE{p.text}
+			}
+		}
+		return &celE{text: g.cel(sc, cDouble, depth)}
+	}
 	switch {
 	case c < 22:
 		v := g.value(t, true, 0)
@@ -2095,7 +2115,7 @@ func (g *gen) step(p *gplan, sc *scope, callees []*gtool, label string, sub bool
 	if g.chance(10) {
 		var fbs []*gtool
 		for _, f := range callees {
-			if f != t && f.sub == nil && assignable(f.result, t.result) && celKind(f.result) == celKind(t.result) {
+			if f != t && f.sub == nil && assignable(f.result, t.result) && celKind(f.result) == celKind(t.result) && f.result.numeric == t.result.numeric {
 				fbs = append(fbs, f)
 			}
 		}
