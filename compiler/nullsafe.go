@@ -45,15 +45,12 @@ func parseChecked(env *cel.Env, text string) (*cel.Ast, *cel.Issues) {
 		if fn := c.FunctionName(); fn != "_==_" && fn != "_!=_" || len(c.Args()) != 2 {
 			return
 		}
-		x, y := c.Args()[0], c.Args()[1]
-		if isNullLiteral(x) == isNullLiteral(y) {
-			return
+		for _, x := range c.Args() {
+			if x.Kind() == ast.LiteralKind && x.AsLiteral() == types.NullValue {
+				x.SetKindCase(fac.NewCall(0, "dyn", fac.NewLiteral(next, types.NullValue)))
+				next++
+			}
 		}
-		if isNullLiteral(x) {
-			x, y = y, x
-		}
-		y.SetKindCase(fac.NewCall(0, "dyn", fac.NewLiteral(next, types.NullValue)))
-		next++
 	}))
 	return a, iss
 }
