@@ -227,3 +227,25 @@ func TestClosedSchemaArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegralFloatIsNumber: a literal float with no fraction, 2.0, is a
+// number, as it is a double in CEL; it used to be typed int, so that
+// `†x + 1` checked over [2.0] and failed at run time (no such overload).
+func TestIntegralFloatIsNumber(t *testing.T) {
+	const plan = "tool h(x: any) -> any pure\n"
+	_, diags := checkSource("p.plan", []byte(plan+"for each x in [2.0]: h(x: †x + 1) -> †state.r\n"), Config{})
+	if !strings.Contains(diags.Error(), "found no matching overload for '_+_' applied to '(double, int)'") {
+		t.Errorf("†x + 1 over [2.0]:\n%s", diags)
+	}
+	for _, ok := range []string{
+		"for each x in [2.0]: h(x: †x + 1.0) -> †state.r\n",
+		"for each x in [2.0, 3]: h(x: †x * 2.0) -> †state.r\n",
+	} {
+		if _, diags := checkSource("p.plan", []byte(plan+ok), Config{}); diags.HasErrors() {
+			t.Errorf("%s%s", ok, diags)
+		}
+	}
+	if got := TypeOfValue(2.0); got.Kind != KindNumber {
+		t.Errorf("TypeOfValue(2.0) = %s, want number", got)
+	}
+}

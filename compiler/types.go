@@ -545,9 +545,8 @@ func TypeOfValue(v any) *Type {
 	case int64:
 		return IntType
 	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return IntType
-		}
+		// A float64 is a double in CEL, whatever its fraction: 2.0 is a
+		// number, as the JSON form's input (50.0) is.
 		return NumberType
 	case string:
 		return StringType
