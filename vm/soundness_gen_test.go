@@ -2168,6 +2168,10 @@ func (g *gen) each(sc *scope) *geach {
 	for i := range vals {
 		vals[i] = g.value(elem, true, 0)
 	}
+	if n, isInt := vals[0].(int64); isInt && elem.kind == kNum {
+		// The list is a list of numbers however short it is cut.
+		vals[0] = float64(n) + 0.5
+	}
 	if g.flags.literalFanout && c == 9 && e.max > 0 {
 		n = e.max + extra
 	} else if e.max > 0 {

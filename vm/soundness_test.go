@@ -551,27 +551,41 @@ func confirmKnown(o *outcome, f failure, strict bool) (string, bool) {
 	if strict {
 		return "", false
 	}
+	// Each flag whose class the failure may be alone, then all of them
+	// together: two classes can fail one expression.
+	var matching []string
+	all := o.p.flags
 	for _, flag := range o.p.flags.on() {
 		if !knownFailure(flag, f) {
 			continue
 		}
-		v := runPlan(o.p.seed, o.p.flags.without(flag))
-		if !v.clean() {
-			continue
-		}
-		same := false
-		for _, g := range v.failures {
-			if g = innermost(g); g.where == f.where && g.code == f.code {
-				if vd, _ := classify(v.p, g); vd == verdictSuspect {
-					same = true
-				}
-			}
-		}
-		if !same {
+		matching = append(matching, flag)
+		all = all.without(flag)
+		if gone(o, f, o.p.flags.without(flag)) {
 			return flag, true
 		}
 	}
+	if len(matching) > 1 && gone(o, f, all) {
+		return strings.Join(matching, "+"), true
+	}
 	return "", false
+}
+
+// gone reports whether the plan of o drawn with flags checks clean and
+// runs without failing as f did.
+func gone(o *outcome, f failure, flags dataFlags) bool {
+	v := runPlan(o.p.seed, flags)
+	if !v.clean() {
+		return false
+	}
+	for _, g := range v.failures {
+		if g = innermost(g); g.where == f.where && g.code == f.code {
+			if vd, _ := classify(v.p, g); vd == verdictSuspect {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (f dataFlags) on() []string {
