@@ -301,10 +301,15 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	}
 	op.checked = checked
 	op.Type = pc.types.planType(checked.OutputType())
-	safe, nullable := pc.nullSafety(e, checked, sc)
-	if nullable {
-		op.Type = op.Type.orNull()
+	// Whether the value, or the elements of a list, may be null is
+	// nullSafety's to say: CEL forgets it for lists, and does not narrow.
+	safe, nullable, elems := pc.nullSafety(e, checked, sc)
+	if op.Type.Kind == KindList && op.Type.Elem != nil && op.Type.Elem.Nullable != elems && op.Type.Elem.Kind != KindNull {
+		l := *op.Type
+		l.Elem = op.Type.Elem.withNull(elems)
+		op.Type = &l
 	}
+	op.Type = op.Type.withNull(nullable)
 	if pc.celCost(e, env, checked) && safe && shareable {
 		pc.shapes[shape] = op.Type
 	}

@@ -78,16 +78,16 @@ type nullCheck struct {
 }
 
 // nullSafety reports every value of e that may be null where CEL needs a
-// value. It returns whether it reported none, and whether e's value
-// itself may be null.
-func (pc *planChecker) nullSafety(e *lang.CELExpr, checked *cel.Ast, sc *scope) (ok, nullable bool) {
+// value. It returns whether it reported none, whether e's value itself
+// may be null, and whether it is a list some of whose elements may be.
+func (pc *planChecker) nullSafety(e *lang.CELExpr, checked *cel.Ast, sc *scope) (ok, nullable, elems bool) {
 	a := checked.NativeRep()
 	n := &nullCheck{pc: pc, e: e, a: a, vars: map[string]*Type{"state": pc.stateType, "input": pc.p.Input}}
 	if sc != nil && sc.elem != "" {
 		n.vars[sc.elem], n.elem = sc.elemType, sc.elem
 	}
 	n.walk(a.Expr(), nil)
-	return !n.bad, n.nullable(a.Expr(), nil)
+	return !n.bad, n.nullable(a.Expr(), nil), n.elemNullable(a.Expr(), nil)
 }
 
 // facts holds the expressions known not to be null, by key.

@@ -96,6 +96,8 @@ func TestNullableUseRefused(t *testing.T) {
 		{"h(x: [†state.a.q, 1].sort())", "the elements of this list may be null, and sort needs values"},
 		{"h(x: [†state.a.s, \"x\"].join(\",\"))", "the elements of this list may be null, and join needs values"},
 		{"h(x: math.least(†state.a.ql.map(v, v)))", "the elements of this list may be null, and math.least needs values"},
+		{"for each x in ([†state.a.o]): k(n: †x.f)", "†x may be null (it is {f: int}?)"},
+		{"for each x in ([†state.a.q, 1]): k(n: †x)", "argument n of k wants int"},
 		{"h(x: 1) -> †state.w\n  when †state.a.q > 1\n#", "†state.a.q, a int?, may be null"},
 	}
 	for _, c := range cases {
@@ -126,6 +128,8 @@ func TestNullableChecked(t *testing.T) {
 		"h(x: †state.a.ql.map(v, v != null ? v + 1 : 0))",
 		"h(x: †state.a.ll.filter(v, v != null && v.f > 0))",
 		"h(x: math.greatest(†state.a.ql.filter(v, v != null)))",
+		"for each x in ([†state.a.o].filter(v, v != null)): k(n: †x.f)",
+		"for each x in (†state.a.ll.filter(v, v != null)): k(n: †x.f)",
 		"h(x: [†state.a.q, 3].map(v, v != null ? v : 0).sort())",
 		"h(x: [†state.a.s, \"b\"].filter(v, v != null).join(\",\"))",
 		"k(n: (†state.a.q != null ? †state.a.q : 0) + 1)",

@@ -223,6 +223,19 @@ func (t *Type) nonNull() *Type {
 }
 
 // orNull returns t with a null alternative.
+// withNull returns t, or null, when null is set, else t alone.
+func (t *Type) withNull(null bool) *Type {
+	if null {
+		return t.orNull()
+	}
+	if !t.Nullable {
+		return t
+	}
+	c := *t
+	c.Nullable = false
+	return &c
+}
+
 func (t *Type) orNull() *Type {
 	if t.Nullable || t.Kind == KindAny || t.Kind == KindNull {
 		return t
