@@ -1467,6 +1467,15 @@ func (g *gen) celInt(sc *scope, k, d int) string {
 		}
 	case k < 92:
 		return fmt.Sprintf("%s.lastIndexOf(%s)", g.cel(sc, cString, d), g.celLeaf(cString))
+	case k < 96:
+		// The greatest of a list of ints that may be null: the checker
+		// refuses it unless a filter leaves the nulls out.
+		if p := g.pick(sc, func(p *path) bool { return !p.t.nullable && celKind(p.t) == "list(int?)" }, true); p != nil {
+			if k%3 == 0 {
+				return fmt.Sprintf("math.greatest(%s)", p.text)
+			}
+			return fmt.Sprintf("math.greatest(%s.filter(x, x != null))", p.text)
+		}
 	}
 	return ""
 }
@@ -2145,7 +2154,9 @@ func (g *gen) each(sc *scope) *geach {
 		e.max = 1 + g.r.IntN(4)
 	}
 	c := g.r.IntN(10)
-	n, extra := g.r.IntN(4), 1+g.r.IntN(3)
+	// A literal list has an element at least, so that its type is its
+	// elements' whether the flag cuts it short or not.
+	n, extra := 1+g.r.IntN(3), 1+g.r.IntN(3)
 	if c < 5 {
 		if p := g.pick(sc, func(p *path) bool { return p.t.kind == kList && !p.t.nullable }, false); p != nil {
 			e.list = &eachRef{refE{p.text}, p.t.elem}

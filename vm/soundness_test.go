@@ -361,6 +361,7 @@ var dataErrors = []struct{ re, why string }{
 	{`modulus by zero`, "modulus by zero"},
 	{`overflow`, "integer overflow"},
 	{`index out of range|index \d+ is out of range|index out of bounds|cannot slice`, "index out of range"},
+	{`argument must not be empty`, "the greatest or least of an empty list"},
 	{`no such key`, "missing key of a map"},
 	{`range error`, "number out of range of a conversion"},
 	{`type conversion error from 'string'|String to double|strconv`, "string that is not a number"},
