@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -21,6 +22,27 @@ func (t *Tool) parsedSchema() map[string]any {
 		}
 	})
 	return t.schema
+}
+
+// closedArgument says what is wrong with an argument of type t for a
+// parameter whose schema closes out a field the argument may have, or "".
+func closedArgument(tool *Tool, param *Param, t *Type) string {
+	root := tool.parsedSchema()
+	if root == nil {
+		return ""
+	}
+	props, _ := root["properties"].(map[string]any)
+	e, names := closedExtra(t, props[param.Name], root, 0)
+	if e == "" {
+		return ""
+	}
+	i := strings.LastIndex(e, ".")
+	takes, first := "none", "…"
+	if len(names) > 0 {
+		takes, first = strings.Join(names, ", "), names[0]
+	}
+	return fmt.Sprintf("argument %s of %s: at %s%s the tool's schema takes only the properties it lists (%s; additionalProperties is false), and the value may have %s: pass an object of the fields it takes, as in {%s: …}",
+		param.Name, tool.Name, param.Name, e[:i], takes, e[i+1:], first)
 }
 
 // closedExtra returns the path, from a value of type typ, of a field it

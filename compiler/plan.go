@@ -787,16 +787,8 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s%s", param.Name, tool.Name, param.Type, why, pc.nullHint(why))
 		return
 	}
-	if root := tool.parsedSchema(); root != nil {
-		props, _ := root["properties"].(map[string]any)
-		if e, names := closedExtra(op.Type, props[param.Name], root, 0); e != "" {
-			i := strings.LastIndex(e, ".")
-			takes := "none"
-			if len(names) > 0 {
-				takes = strings.Join(names, ", ")
-			}
-			pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s: at %s%s the tool's schema takes only the properties it lists (%s; additionalProperties is false), and the value may have %s: pass an object of the fields it takes, as in {%s: …}", param.Name, tool.Name, param.Name, e[:i], takes, e[i+1:], strings.Join(append(names, "…")[:1], ""))
-		}
+	if msg := closedArgument(tool, param, op.Type); msg != "" {
+		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "%s", msg)
 	}
 }
 
