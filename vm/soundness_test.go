@@ -4,37 +4,47 @@ package vm_test
 // plan that checks clean does not fail at run time on anything the checker
 // could have known (types, schemas, limits).
 //
-// It draws random plans (soundness_gen_test.go) over random tools, checks
-// each, and runs those that check clean (warnings allowed) with mocks and
+// It draws random plans (soundness_gen_test.go) over random tools, in the
+// plan language and in the JSON form, checks each with the operator's
+// tools, and runs those that check clean (warnings allowed) with mocks and
 // Go tools that return random results conforming to the tools' output
-// types and JSON Schemas. Every step that fails is classified:
+// types and JSON Schemas: a quarter of the eager text plans as a stream
+// (vm.RunStream), the rest with vm.Run. Every step that fails, and every
+// output that cannot be computed, is classified:
 //
 //   - legitimate: a failure the checker cannot know of, because it depends
 //     on data or on the world: a tool error the test injects (and what
 //     follows from it: steps canceled when the run aborts); a CEL division
-//     or modulus by zero, an integer overflow, a list index out of range,
-//     a string function given an index out of range, a number that does
-//     not convert (int(1e20), double("abc")); a missing key of a map (an
-//     `object`, whose keys no type declares); an optional field (a?: T)
-//     that is absent, or a slot that was not written, read without has();
-//     an expectation that is false; a for each over a list from the data
-//     that is longer than its max; an argument from the data that breaks
-//     a keyword of the parameter's JSON Schema that no type can say
-//     (minimum, maximum, pattern, minLength, maxLength, minItems,
-//     maxItems).
+//     or modulus by zero, an integer overflow, a list index out of range
+//     (also through a string function or a slice), the greatest of an
+//     empty list, a string that is not a number (double("abc")), a double
+//     divided by zero, whose infinity no JSON Schema validator takes and
+//     whose NaN cannot be ordered; a
+//     missing key of a map (an `object`, whose keys no type declares); an
+//     optional field (a?: T) that is absent, or, in an output, a slot that
+//     was not written, read without has(); an expectation that is false; a
+//     for each over a list from the data that is longer than its max; an
+//     argument from the data that breaks a keyword of the parameter's JSON
+//     Schema that no type can say (minimum, maximum, pattern, minLength,
+//     maxLength, minItems, maxItems).
 //   - known: a class of failure the checker or the value rules should
 //     prevent, which other changes fix (knownFailure lists them). The test
-//     confirms each: the same plan with the data flag of the class turned
-//     off must run without it.
+//     confirms each: the same plan drawn with the data flag of the class
+//     turned off runs without it.
 //   - a bug: anything else. A type error in CEL (no such overload, a field
-//     a declared object type lacks), a value that does not fit its
-//     declared type or the schema the checker accepted it for, a condition
-//     that is not a bool, a run that cannot start.
+//     a declared object type lacks, a null where a value is needed), a
+//     value that does not fit its declared type or the schema the checker
+//     accepted it for (a type, a required property, an enum, a closed
+//     object), a condition that is not a bool, a run that cannot start, a
+//     step the stream's check refuses though the whole plan checked.
 //
-// The short run is part of go test. Set OBELISK_SOUNDNESS_N for a long run
-// (OBELISK_SOUNDNESS_N=100000), OBELISK_SOUNDNESS_SEED to start at a seed
-// (with N unset, to replay that one seed and print its plan and run), and
-// OBELISK_SOUNDNESS_STRICT=1 to count the known classes as bugs.
+// The short run is part of go test (a fifth of it under -short and the race
+// detector). OBELISK_SOUNDNESS_N=100000 makes a long run;
+// OBELISK_SOUNDNESS_SEED=S starts at seed S, and alone replays that one
+// seed, printing its plan, tools, mocks, input and run;
+// OBELISK_SOUNDNESS_STRICT=1 counts the known classes as bugs; and
+// OBELISK_SOUNDNESS_DEBUG=TEXT prints the plans whose parse or check errors
+// contain TEXT, to tune the generator.
 
 import (
 	"cmp"
@@ -369,6 +379,7 @@ var dataErrors = []struct{ re, why string }{
 	// A double divided by zero is an infinity, which no JSON Schema
 	// validator takes ("invalid jsonType float64").
 	{`invalid jsonType float64`, "double divided by zero: an infinity"},
+	{`NaN values cannot be ordered`, "double divided by zero: NaN"},
 }
 
 var (
@@ -515,9 +526,11 @@ func (st *gstep) fallbackArgs() []garg {
 func knownFailure(flag string, f failure) bool {
 	switch flag {
 	case "intInNumber":
-		// A JSON integer in a number slot reaches CEL as an int, and
-		// arithmetic with a double fails ("no such overload"), as does
-		// sorting a list of both.
+		// A JSON integer in a number slot (a result, an input, an int
+		// passed for a number parameter, an integral double such as
+		// -12.0 that the mocks file's reader turns into an int) reaches
+		// CEL as an int, and arithmetic with a double fails ("no such
+		// overload"), as does sorting a list of both.
 		return strings.Contains(f.msg, "no such overload") || strings.Contains(f.msg, "list elements must have the same type")
 	case "intAsFloat":
 		// An integer written 3.0 in an int slot reaches CEL as a double.
