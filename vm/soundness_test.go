@@ -38,7 +38,7 @@ package vm_test
 //     object), a condition that is not a bool, a run that cannot start, a
 //     step the stream's check refuses though the whole plan checked.
 //
-// The short run is part of go test (a fifth of it under -short and the race
+// The short run is part of go test (a third of it under -short and the race
 // detector). OBELISK_SOUNDNESS_N=100000 makes a long run;
 // OBELISK_SOUNDNESS_SEED=S starts at seed S, and alone replays that one
 // seed, printing its plan, tools, mocks, input and run;
@@ -68,12 +68,12 @@ import (
 )
 
 // soundnessPlans is the number of plans of the short run: a few seconds.
-const soundnessPlans = 1500
+const soundnessPlans = 1200
 
 func TestSoundness(t *testing.T) {
 	n, start, replay := soundnessPlans, uint64(1), false
 	if testing.Short() || raceEnabled {
-		n = soundnessPlans / 5
+		n = soundnessPlans / 3
 	}
 	if s := os.Getenv("OBELISK_SOUNDNESS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
