@@ -847,6 +847,13 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 				return
 			}
 			s.Criteria = append(s.Criteria, l.StringValue())
+			if !c.cfg.HasEvaluator {
+				d := c.warnf(lang.UnjudgedCriterion, l.Span, "no evaluator will judge this criterion: only an evaluator model judges a criterion in words (obelisk agent, or vm.Options.Evaluator), and the run records it as unjudged")
+				d.Fix = &lang.Fix{Message: "state it as a condition on the result (expect size(†state.x) > 0), or run the plan where an evaluator judges it"}
+				if c.file.JSON {
+					d.Fix.Message = "state it as a condition on the result in \"_expect\" (\"size(†state.x) > 0\"), or run the plan where an evaluator judges it"
+				}
+			}
 			return
 		}
 		own := &scope{env: base.env, own: []string{s.Out, s.ErrOut}}

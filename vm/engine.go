@@ -553,7 +553,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 			}
 		}
 		if errors.Is(err, errUnknown) {
-			verdict, note, err = "unjudged", "known after the run", nil
+			verdict, note, err = VerdictUnjudged, "known after the run", nil
 		}
 		if err != nil {
 			verdict, note = "fail", err.Error()
@@ -589,8 +589,8 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 		return nil
 	}
 	for _, c := range s.Criteria {
-		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: "unjudged", Note: "no evaluator is configured"})
-		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: "unjudged", Message: c})
+		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: VerdictUnjudged, Note: NoEvaluator})
+		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: VerdictUnjudged, Message: c, Reason: NoEvaluator})
 	}
 	return nil
 }
@@ -688,8 +688,21 @@ func (e *engine) result() *Result {
 			r.Skipped++
 		}
 		r.Retries += sr.Retries
+		r.Unjudged += unjudged(sr)
 	}
 	return r
+}
+
+// unjudged counts the criteria in words of a step that no evaluator
+// judged.
+func unjudged(r *StepResult) int {
+	n := 0
+	for _, v := range r.Verdicts {
+		if v.Verdict == VerdictUnjudged && v.Note == NoEvaluator {
+			n++
+		}
+	}
+	return n
 }
 
 func sortInts(a []int) {

@@ -186,6 +186,11 @@ func (o *Options) defaults() {
 	if o.RunID == "" {
 		o.RunID = NewRunID()
 	}
+	if o.Evaluator != nil {
+		// Replanned and edited plans are checked knowing that their
+		// criteria in words will be judged.
+		o.Check.HasEvaluator = true
+	}
 }
 
 // defaultMaxOutput is the default of Options.MaxOutputBytes.
@@ -413,8 +418,9 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	res := e.result()
 	res.Steps = steps
 	res.Replans = replans
-	res.Completed, res.Failed, res.Handled, res.Skipped, res.Retries = 0, 0, 0, 0, 0
+	res.Completed, res.Failed, res.Handled, res.Skipped, res.Retries, res.Unjudged = 0, 0, 0, 0, 0, 0
 	for _, s := range steps {
+		res.Unjudged += unjudged(s)
 		switch {
 		case s.Status == StatusCompleted:
 			res.Completed++

@@ -126,6 +126,12 @@ func summary(res *vm.Result) string {
 	if res.Replans > 0 {
 		fmt.Fprintf(&b, ", %s", plural(res.Replans, "replan"))
 	}
+	switch {
+	case res.Unjudged == 1:
+		b.WriteString("; 1 criterion was not judged: no evaluator is configured")
+	case res.Unjudged > 1:
+		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured", res.Unjudged)
+	}
 	return b.String()
 }
 
