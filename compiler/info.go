@@ -15,6 +15,7 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
 )
 
 // Effect says what calling a tool does to the world.
@@ -60,6 +61,25 @@ type Tool struct {
 	paramsOnce         sync.Once
 	paramIndex         map[string]*Param
 	defaults, required []*Param
+
+	// schema validates constant arguments against InputSchema as the
+	// runtime validates a call's arguments; built on first use, nil when
+	// the tool has no input schema or one that does not compile.
+	schemaOnce sync.Once
+	schema     *runtime.Schema
+}
+
+// argSchema returns the validator of the tool's input schema, or nil.
+func (t *Tool) argSchema() *runtime.Schema {
+	t.schemaOnce.Do(func() {
+		if len(t.InputSchema) == 0 {
+			return
+		}
+		if s, err := runtime.NewSchema(t.Name+"/input", t.InputSchema); err == nil {
+			t.schema = s
+		}
+	})
+	return t.schema
 }
 
 func (t *Tool) indexParams() {

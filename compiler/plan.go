@@ -584,6 +584,7 @@ func (pc *planChecker) checkStep(s *Step) {
 				s.Each.Max = m
 			}
 		}
+		pc.eachSize(s, n.Each)
 		callScope = &scope{elem: s.Each.Var, elemType: s.Each.ElemType, env: pc.elemEnv(s.Each.Var, s.Each.ElemType)}
 	}
 	if s.Tool != nil {
@@ -629,6 +630,7 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 // args checks a call's arguments against the tool's parameters.
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
+	errorsBefore := len(c.diags)
 	out := take(&pc.argPtrs, len(call.Args))[:0]
 	mem := take(&pc.argMem, len(call.Args))
 	given := argSpans{args: call.Args}
@@ -691,6 +693,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		}
 		c.errorf(lang.MissingArgument, call.Span, "%s: missing required %s %s", tool.Name, word, strings.Join(missing, ", "))
 	}
+	pc.validateCall(call, out, tool, len(c.diags) > errorsBefore)
 	return out
 }
 
@@ -759,12 +762,16 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 	if op.IsConst() {
 		if msg := CheckValue(op.Const, param.Type, ""); msg != "" {
 			pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s: %s", param.Name, tool.Name, msg)
+			return
 		}
+		pc.validateArg(param, op, tool)
 		return
 	}
 	if ok, why := pc.fits(op, param.Type); !ok {
 		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s", param.Name, tool.Name, param.Type, why)
+		return
 	}
+	pc.validateArg(param, op, tool)
 }
 
 // fits checks a non-constant operand against a type: lists and objects

@@ -1,0 +1,152 @@
+package compiler
+
+import (
+	"math"
+
+	"cel.dev/cel-go/common/ast"
+
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// A tool that comes with a JSON Schema (from a tools file, an MCP server,
+// a built-in tool or a JSON plan) may say more of its arguments than a
+// type can: a maximum, a pattern, a minimum number of items, a format.
+// The runtime validates every call's arguments against that schema, so
+// the checker validates the constant parts of the arguments with the same
+// validator (runtime.Schema): a constant the check accepts is one the call
+// accepts. A violation is a type-mismatch at the constant, with the
+// validator's words.
+
+// validateArg validates the constant parts of an argument against the
+// schema of its parameter: the whole value when it is a constant, else
+// the constant elements and fields of a list or object. It reports
+// whether it found a violation.
+func (pc *planChecker) validateArg(param *Param, op *Operand, tool *Tool) bool {
+	s := tool.argSchema()
+	if s == nil || op == nil {
+		return false
+	}
+	sub, ok := s.Property(param.Name)
+	if !ok {
+		return false
+	}
+	return pc.validateParts(sub, op, param, tool)
+}
+
+func (pc *planChecker) validateParts(s *runtime.Schema, op *Operand, param *Param, tool *Tool) bool {
+	switch op.Kind {
+	case OpConst:
+		if err := s.Validate(op.Const); err != nil {
+			pc.c.errorf(lang.TypeMismatch, op.Span, "argument %s of %s does not match the tool's schema: %v", param.Name, tool.Name, err)
+			return true
+		}
+	case OpList:
+		found := false
+		for i, e := range op.Elems {
+			if sub, ok := s.Items(i); ok {
+				found = pc.validateParts(sub, e, param, tool) || found
+			}
+		}
+		return found
+	case OpObject:
+		found := false
+		for i, k := range op.Keys {
+			if sub, ok := s.Property(k); ok {
+				found = pc.validateParts(sub, op.Vals[i], param, tool) || found
+			}
+		}
+		return found
+	}
+	return false
+}
+
+// validateCall validates what a call passes as a whole, once its
+// arguments have passed one by one (bad is set when one did not): the
+// default of each parameter it omits, which the call then passes, and,
+// when every argument is a constant, the whole object of arguments, which
+// the schema may constrain beyond each one (oneOf, dependentRequired,
+// minProperties…).
+func (pc *planChecker) validateCall(call *lang.Call, args []*Arg, tool *Tool, bad bool) {
+	s := tool.argSchema()
+	if s == nil || bad {
+		return
+	}
+	given := make(map[string]any, len(args))
+	passed := make(map[string]bool, len(args))
+	allConst := true
+	for _, a := range args {
+		passed[a.Name] = true
+		if a.Value.IsConst() {
+			given[a.Name] = a.Value.Const
+		} else {
+			allConst = false
+		}
+	}
+	for _, p := range tool.Defaults() {
+		if passed[p.Name] {
+			continue
+		}
+		given[p.Name] = p.Default
+		if sub, ok := s.Property(p.Name); ok {
+			if err := sub.Validate(p.Default); err != nil {
+				pc.c.errorf(lang.TypeMismatch, call.Tool.Span, "%s is called without %s, so with its default %s, which does not match the tool's schema: %v: pass %s", tool.Name, p.Name, describeValue(p.Default), err, p.Name)
+				return
+			}
+		}
+	}
+	if !allConst || len(call.Args) != len(args) {
+		return
+	}
+	if err := s.Validate(given); err != nil {
+		pc.c.errorf(lang.TypeMismatch, call.Tool.Span, "the arguments of %s do not match the tool's schema: %v", tool.Name, err)
+	}
+}
+
+// eachSize reports a for each whose list is known before the run (a list
+// written in the plan, or lists.range(N)) and has more elements than the
+// for each may run: its max, or the limit of one without max. The run
+// would refuse it before calling anything.
+func (pc *planChecker) eachSize(s *Step, each *lang.Each) {
+	n, ok := knownLength(s.Each.List)
+	if !ok || n <= s.Each.Max {
+		return
+	}
+	if each.Max != nil && int(each.Max.IntValue()) == s.Each.Max {
+		pc.c.errorf(lang.LimitExceeded, each.List.Range(), "the list has %d elements, more than the for each's max of %d: raise max, or split the list", n, s.Each.Max)
+		return
+	}
+	pc.c.errorf(lang.LimitExceeded, each.List.Range(), "the list has %d elements, more than the limit of %d for a for each: split the list into several steps, or raise the limit if the plan is trusted", n, s.Each.Max)
+}
+
+// knownLength returns the number of elements of a list operand whose
+// length is known before the run: a constant list, a list written
+// element by element, or lists.range(N) with a constant N.
+func knownLength(op *Operand) (int, bool) {
+	if op == nil {
+		return 0, false
+	}
+	switch op.Kind {
+	case OpConst:
+		l, ok := op.Const.([]any)
+		return len(l), ok
+	case OpList:
+		return len(op.Elems), true
+	case OpCEL:
+		if op.checked == nil {
+			return 0, false
+		}
+		e := op.checked.NativeRep().Expr()
+		if e.Kind() != ast.CallKind {
+			return 0, false
+		}
+		call := e.AsCall()
+		if call.FunctionName() != "lists.range" || len(call.Args()) != 1 || call.Args()[0].Kind() != ast.LiteralKind {
+			return 0, false
+		}
+		if n, ok := call.Args()[0].AsLiteral().Value().(int64); ok && n >= 0 && n <= math.MaxInt32 {
+			return int(n), true
+		}
+	}
+	return 0, false
+}
