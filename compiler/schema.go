@@ -20,45 +20,89 @@ import (
 
 // validateArg validates the constant parts of an argument against the
 // schema of its parameter: the whole value when it is a constant, else
-// the constant elements and fields of a list or object. It reports
-// whether it found a violation.
-func (pc *planChecker) validateArg(param *Param, op *Operand, tool *Tool) bool {
-	s := tool.argSchema()
-	if s == nil || op == nil {
-		return false
-	}
-	sub, ok := s.Property(param.Name)
-	if !ok {
-		return false
-	}
-	return pc.validateParts(sub, op, param, tool)
+// the constant elements and fields of a list or object.
+func (pc *planChecker) validateArg(param *Param, op *Operand, tool *Tool) {
+	v := argValidator{report: func(span lang.Span, format string, args ...any) {
+		pc.c.errorf(lang.TypeMismatch, span, format, args...)
+	}}
+	v.arg(param, op, tool)
 }
 
-func (pc *planChecker) validateParts(s *runtime.Schema, op *Operand, param *Param, tool *Tool) bool {
+// argValidator validates the parts of arguments known before the run:
+// constants and, when the input is known, the input fields they read.
+type argValidator struct {
+	report func(span lang.Span, format string, args ...any)
+	// input is the input the plan will run with (its defaults filled),
+	// or nil when it is not known.
+	input map[string]any
+}
+
+func (v argValidator) arg(param *Param, op *Operand, tool *Tool) {
+	s := tool.argSchema()
+	if s == nil || op == nil {
+		return
+	}
+	if sub, ok := s.Property(param.Name); ok {
+		v.parts(sub, op, param, tool)
+	}
+}
+
+func (v argValidator) parts(s *runtime.Schema, op *Operand, param *Param, tool *Tool) {
 	switch op.Kind {
 	case OpConst:
 		if err := s.Validate(op.Const); err != nil {
-			pc.c.errorf(lang.TypeMismatch, op.Span, "argument %s of %s does not match the tool's schema: %v", param.Name, tool.Name, err)
-			return true
+			v.report(op.Span, "argument %s of %s does not match the tool's schema: %v", param.Name, tool.Name, err)
+		}
+	case OpRef:
+		val, ok := v.inputValue(op.Ref)
+		if !ok {
+			return
+		}
+		if err := s.Validate(val); err != nil {
+			v.report(op.Span, "argument %s of %s does not match the tool's schema with this input, where %s is %s: %v: give an input that does", param.Name, tool.Name, op.Ref, describeValue(val), err)
 		}
 	case OpList:
-		found := false
 		for i, e := range op.Elems {
 			if sub, ok := s.Items(i); ok {
-				found = pc.validateParts(sub, e, param, tool) || found
+				v.parts(sub, e, param, tool)
 			}
 		}
-		return found
 	case OpObject:
-		found := false
 		for i, k := range op.Keys {
 			if sub, ok := s.Property(k); ok {
-				found = pc.validateParts(sub, op.Vals[i], param, tool) || found
+				v.parts(sub, op.Vals[i], param, tool)
 			}
 		}
-		return found
 	}
-	return false
+}
+
+// inputValue returns the value a reference to the input reads, when the
+// input is known and has it.
+func (v argValidator) inputValue(r *RefPath) (any, bool) {
+	if v.input == nil || r == nil || r.Root != "input" {
+		return nil, false
+	}
+	var val any = v.input
+	for _, e := range r.Path {
+		switch x := val.(type) {
+		case map[string]any:
+			var ok bool
+			if e.IsIndex {
+				return nil, false
+			}
+			if val, ok = x[e.Field]; !ok {
+				return nil, false
+			}
+		case []any:
+			if !e.IsIndex || e.Index < 0 || e.Index >= len(x) {
+				return nil, false
+			}
+			val = x[e.Index]
+		default:
+			return nil, false
+		}
+	}
+	return val, true
 }
 
 // validateCall validates what a call passes as a whole, once its

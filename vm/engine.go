@@ -124,28 +124,14 @@ func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, erro
 	for k, v := range input {
 		in[k] = v
 	}
-	var problems []string
 	for _, f := range plan.Input.Fields {
-		v, ok := in[f.Name]
-		if !ok {
+		if _, ok := in[f.Name]; !ok {
 			if d, has := plan.InputDefaults[f.Name]; has {
 				in[f.Name] = copyValue(d)
-				continue
 			}
-			if !f.Optional {
-				problems = append(problems, fmt.Sprintf("field %s (%s) is required", f.Name, f.Type))
-			}
-			continue
-		}
-		if msg := compiler.CheckValue(v, f.Type, f.Name); msg != "" {
-			problems = append(problems, msg)
 		}
 	}
-	for _, k := range sortedKeys(in) {
-		if plan.Input.Field(k) == nil {
-			problems = append(problems, fmt.Sprintf("field %s is not declared by the plan's input", k))
-		}
-	}
+	problems := compiler.InputProblems(plan, input)
 	if len(problems) > 0 {
 		return nil, &InputError{Problems: problems}
 	}

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -411,16 +410,6 @@ func describe(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%v (%s)", v, reflect.TypeOf(v))
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // jsonSize measures v as compact JSON, roughly (strings without their

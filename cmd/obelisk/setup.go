@@ -11,6 +11,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
 )
@@ -96,6 +97,11 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	if p.input, err = rf.readInput(c, base); err != nil {
 		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
 		return nil, exitUsage
+	}
+	if d := compiler.CheckInput(c.info, p.input); len(d) > 0 {
+		// Known before the run: refused before any step has an effect.
+		lang.WriteText(e.stderr, c.srcs, d, lang.TextOptions{})
+		return nil, exitInput
 	}
 	mocksBase := base
 	if c.src.path == "" {
