@@ -180,3 +180,55 @@ func TestForEachKnownLength(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckInput: an input known before the run is checked against the
+// plan's input type (at the field it is about), and the fields that
+// arguments and for each lists read against the tools' schemas and the
+// for each's max; defaults count as the input where it gives no value.
+func TestCheckInput(t *testing.T) {
+	decls, _ := lang.ParseTools("tools.json", []byte(schemaTools))
+	src := "input {\n  count: number = 20\n  tags: [string]\n  opts: {depth: int}\n}\n" +
+		"get-resource-links(count: †input.count, opts: {depth: †input.opts.depth}) -> †state.a\n" +
+		"for each t in †input.tags max 2: get-resource-links(tags: [†t]) -> †state.b\n" +
+		"output [†state.a, †state.b]\n"
+	info, diags := checkSource("p.plan", []byte(src), Config{Tools: decls})
+	if diags.HasErrors() {
+		t.Fatal(diagText(diags))
+	}
+	for _, tc := range []struct {
+		input string
+		want  string
+	}{
+		{`{"count": 5, "tags": ["a"], "opts": {"depth": 1}}`, ""},
+		{`{"tags": ["a"], "opts": {"depth": 1}}`,
+			"6:27: error: argument count of get-resource-links does not match the tool's schema with this input, where †input.count is the number 20: at /count: maximum: got 20, want 10: give an input that does [type-mismatch]\n"},
+		{`{"count": 5, "tags": ["a", "b", "c"], "opts": {"depth": 9}}`,
+			"6:55: error: argument opts of get-resource-links does not match the tool's schema with this input, where †input.opts.depth is the number 9: at /opts/depth: maximum: got 9, want 3: give an input that does [type-mismatch]\n" +
+				"7:15: error: with this input, the list †input.tags has 3 elements, more than the for each may run (2): give a shorter list [limit-exceeded]\n"},
+		{`{"count": "five", "opts": {"depth": 1}, "extra": true}`,
+			"1:1: error: the input does not match the plan: field extra is not declared by the plan's input [type-mismatch]\n" +
+				"2:3: error: the input does not match the plan: count: the string \"five\" is not a number [type-mismatch]\n" +
+				"3:3: error: the input does not match the plan: field tags ([string]) is required [type-mismatch]\n"},
+	} {
+		var input map[string]any
+		if err := json.Unmarshal([]byte(tc.input), &input); err != nil {
+			t.Fatal(err)
+		}
+		input = normalizeInput(t, input)
+		if got := string(diagText(CheckInput(info, input))); got != tc.want {
+			t.Errorf("input %s:\n%swant:\n%s", tc.input, got, tc.want)
+		}
+	}
+}
+
+// normalizeInput gives an input the JSON shape the command line gives it
+// (integers as int64).
+func normalizeInput(t *testing.T, in map[string]any) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	v, err := runtime.DecodeJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(map[string]any)
+}
