@@ -188,6 +188,9 @@ func (s *scanner) next() token {
 		if kind == tokIllegal {
 			r := s.advanceRune()
 			errMsg = "unexpected character " + quoteRune(r)
+			if r == '&' {
+				errMsg += ": the logical and is written &&"
+			}
 		}
 	}
 	var text string
