@@ -42,6 +42,12 @@ type planChecker struct {
 	shapes  map[celShape]*Type
 	typeIDs map[*Type]uint32
 	keyBuf  []byte
+	// place is where the expression being checked stands, to explain a
+	// syntax error in it; inText holds the arguments of the call being
+	// checked that a syntax error shows are in another argument's text
+	// (a comma missing between them), which are not missing.
+	place  lang.Place
+	inText map[string]bool
 	// Memory for what every step has (arguments, their operands and
 	// references, slots and their first writers), sized for the plan and
 	// handed out by take.
@@ -96,7 +102,7 @@ type scope struct {
 }
 
 func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
-	pc := &planChecker{c: c, p: p, types: newCELTypes(), labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}}
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}, inText: map[string]bool{}}
 	steps := lang.Steps(items)
 	pc.size(steps)
 	pc.settings(items)
@@ -566,7 +572,7 @@ func (pc *planChecker) checkStep(s *Step) {
 		if v := n.Each.Var.Name; v == "state" || v == "input" {
 			c.errorf(lang.InvalidOption, n.Each.Var.Span, "the element of a for each cannot be named %s: that name is taken by †%s", v, v)
 		}
-		s.Each.List = pc.operand(n.Each.List, base, &r.data)
+		s.Each.List = pc.operandAt(lang.Place{Kind: lang.PlaceEach}, n.Each.List, base, &r.data)
 		switch lt := s.Each.List.Type; {
 		case lt.Kind == KindList:
 			s.Each.ElemType = lt.Elem
@@ -631,6 +637,7 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
 	errorsBefore := len(c.diags)
+	clear(pc.inText)
 	out := take(&pc.argPtrs, len(call.Args))[:0]
 	mem := take(&pc.argMem, len(call.Args))
 	given := argSpans{args: call.Args}
@@ -649,7 +656,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		}
 		given.add(name, a.Name.Span)
 		param := tool.Param(name)
-		op := pc.operand(a.Value, sc, reads)
+		op := pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: name}, a.Value, sc, reads)
 		if param == nil {
 			names := paramNames(tool)
 			msg := fmt.Sprintf("%s has no parameter %s%s", tool.Name, name, didYouMean(name, names))
@@ -682,7 +689,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 	}
 	var missing []string
 	for _, p := range tool.Required() {
-		if !given.has(p.Name, len(call.Args)) && !renamed[p.Name] {
+		if !given.has(p.Name, len(call.Args)) && !renamed[p.Name] && !pc.inText[p.Name] {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
@@ -750,7 +757,7 @@ func paramNames(t *Tool) []string {
 // unknown, so that their errors are reported too.
 func (pc *planChecker) argsUnchecked(call *lang.Call, sc *scope, reads *[]*RefPath) {
 	for _, a := range call.Args {
-		pc.operand(a.Value, sc, reads)
+		pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: a.Name.Name}, a.Value, sc, reads)
 	}
 }
 
@@ -844,7 +851,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	c := pc.c
 	switch o := o.(type) {
 	case *lang.WhenOption:
-		s.When = pc.operand(o.Cond, base, &r.when)
+		s.When = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "when"}, o.Cond, base, &r.when)
 		s.When.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("when", s.When)
 	case *lang.ExpectOption:
@@ -864,7 +871,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 			return
 		}
 		own := &scope{env: base.env, own: []string{s.Out, s.ErrOut}}
-		x := pc.operand(o.Cond, own, &r.expect)
+		x := pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "expect"}, o.Cond, own, &r.expect)
 		x.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("expect", x)
 		s.Expects = append(s.Expects, x)
@@ -909,7 +916,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 		s.Approve = true
 		s.ApproveMessage = o.Message.StringValue()
 	case *lang.ResultOption:
-		s.Result = pc.operand(o.Value, base, &r.data)
+		s.Result = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "result"}, o.Value, base, &r.data)
 		if s.Tool != nil && s.Result != nil {
 			if ok, why := pc.fits(s.Result, s.Tool.Result); !ok {
 				c.errorf(lang.TypeMismatch, o.Value.Range(), "the result of %s is %s: %s", s.Tool.Name, s.Tool.Result, why)
@@ -947,7 +954,7 @@ func (pc *planChecker) output(items []lang.Item) {
 		}
 		first = d.Span
 		var reads []*RefPath
-		pc.p.Output = pc.operand(d.Value, &scope{env: pc.p.Env}, &reads)
+		pc.p.Output = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "output"}, d.Value, &scope{env: pc.p.Env}, &reads)
 		pc.p.OutputType = pc.p.Output.Type
 		for _, r := range reads {
 			if slot := pc.p.Slots[r.Slot()]; slot != nil {

@@ -34,6 +34,7 @@ const (
 	DuplicateKey       Code = "duplicate-key"
 	EmptyPlan          Code = "empty-plan"
 	UnjudgedCriterion  Code = "unjudged-criterion"
+	ReferenceInString  Code = "reference-in-string"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -147,6 +148,10 @@ func CodeDocs() []CodeDoc {
 			"a step has a criterion in words (`expect \"…\"`), which only an evaluator model judges, and none is configured: the run records it as unjudged",
 			"tool f() -> string pure\nf() -> †state.r\n  expect \"the answer is polite\"\noutput †state.r\n",
 			"Run the plan where an evaluator judges it (obelisk agent, or vm.Options.Evaluator in Go), or state the criterion as a CEL condition on the result: expect size(†state.r) > 0."},
+		{ReferenceInString, SeverityWarning,
+			"a string holds what looks like a reference (\"Hello $input.name\"), which stays text: a string is never read as a reference",
+			"tool greet(text: string) -> string pure\ninput {\n  name: string\n}\ngreet(text: \"Hello $input.name\") -> †state.r\noutput †state.r\n",
+			"Write the reference outside the quotes and join the parts with +: \"Hello \" + †input.name. In the JSON form, an argument that is a reference alone is the string \"†input.name\"; one that joins text is {\"_expr\": \"'Hello ' + †input.name\"}."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",
