@@ -267,7 +267,19 @@ func celMessage(msg string) string {
 	case strings.Contains(msg, "(double, int)") || strings.Contains(msg, "(int, double)"):
 		return msg + ": CEL does not mix int and double in arithmetic; write 2.0 instead of 2, or double(x)"
 	case strings.HasPrefix(msg, "undeclared reference to"):
+		if name, _, ok := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'"); ok && celSpelling[name] != "" {
+			return msg + ": " + celSpelling[name]
+		}
 		return msg + ": CEL knows no such function or variable; references are written †state.slot, †input.field or †element"
 	}
 	return msg
+}
+
+// celSpelling says how CEL writes what a model often writes in the words
+// of another language.
+var celSpelling = map[string]string{
+	"True": "CEL spells it true", "TRUE": "CEL spells it true", "False": "CEL spells it false", "FALSE": "CEL spells it false",
+	"None": "CEL spells it null", "nil": "CEL spells it null", "NULL": "CEL spells it null", "Null": "CEL spells it null", "undefined": "CEL spells it null",
+	"len": "CEL measures a list, map or string with size(x)", "length": "CEL measures a list, map or string with size(x)",
+	"str": "CEL converts to a string with string(x)", "float": "CEL converts to a number with double(x)",
 }
