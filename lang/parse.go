@@ -593,7 +593,9 @@ func (p *parser) parseItem() Item {
 func (p *parser) misplacedContinuation(t *token) {
 	switch prev := p.prevItem.(type) {
 	case *ToolDecl:
-		if t.Kind == tokArrow || t.Kind == tokIdent && toolAttrNames[t.Text] && p.keywordPosition() {
+		// An attribute's name followed by '(' may be a call of a tool of
+		// that name, which parses.
+		if t.Kind == tokArrow || t.Kind == tokIdent && toolAttrNames[t.Text] && p.at(1).Kind != tokLParen && p.keywordPosition() {
 			p.errorf(t.Span, "a tool's result and attributes go on the line of its closing ')': tool %s(…) -> T pure", prev.Name.Name)
 		}
 	case *Step, *OutputDecl:
