@@ -43,3 +43,19 @@ func TestExplainCELErrorUnknown(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExplainCELError: any text, offset and message is explained or not,
+// without a panic, and an explanation points inside the text.
+func FuzzExplainCELError(f *testing.F) {
+	f.Add("1 y: 2", 2, "Syntax error: mismatched input 'y' expecting <EOF>", uint8(PlaceArgument))
+	f.Add("†state.a = 1", 9, "Syntax error: token recognition error at: '= '", uint8(PlaceStatement))
+	f.Add("a +", 3, "Syntax error: mismatched input '<EOF>' expecting", uint8(PlaceField))
+	f.Add("[1 2]", 3, "Syntax error: extraneous input '2' expecting <EOF>", uint8(PlaceElement))
+	f.Fuzz(func(t *testing.T, text string, off int, msg string, kind uint8) {
+		e := &CELExpr{Text: text}
+		m, ok := ExplainCELError(e, Place{Kind: PlaceKind(kind % 6), Call: "f", Name: "x"}, off, msg)
+		if ok && (m.Offset < 0 || m.End > len(text) || m.Offset > m.End || m.Message == "" || m.InsertAt < 0 || m.InsertAt > len(text)) {
+			t.Fatalf("%q at %d: %+v", text, off, m)
+		}
+	})
+}
