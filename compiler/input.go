@@ -90,27 +90,7 @@ func CheckInput(info *Info, input map[string]any) lang.Diagnostics {
 		known[k] = v
 	}
 	v := argValidator{input: known, report: func(span lang.Span, format string, args ...any) { report(lang.TypeMismatch, span, format, args...) }}
-	for _, s := range p.Steps {
-		for _, a := range s.Args {
-			if a.Param != nil && s.Tool != nil {
-				v.arg(a.Param, a.Value, s.Tool)
-			}
-		}
-		if s.Fallback != nil && s.Fallback.Tool != nil {
-			for _, a := range s.Fallback.Args {
-				if a.Param != nil {
-					v.arg(a.Param, a.Value, s.Fallback.Tool)
-				}
-			}
-		}
-		if s.Each != nil && s.Each.List != nil && s.Each.List.Kind == OpRef {
-			if val, ok := v.inputValue(s.Each.List.Ref); ok {
-				if list, ok := val.([]any); ok && len(list) > s.Each.Max {
-					report(lang.LimitExceeded, s.Each.List.Span, "with this input, the list %s has %d elements, more than the for each may run (%d): give a shorter list", s.Each.List.Ref, len(list), s.Each.Max)
-				}
-			}
-		}
-	}
+	v.steps(p, func(span lang.Span, format string, args ...any) { report(lang.LimitExceeded, span, format, args...) })
 	diags.Sort()
 	return diags
 }

@@ -122,6 +122,7 @@ func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl
 	}
 	pc.gates(order)
 	pc.warnings()
+	pc.checkDefaults()
 }
 
 // size allocates the memory the plan's steps need in one piece each: the

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"math"
 
 	"cel.dev/cel-go/common/ast"
@@ -33,8 +34,33 @@ func (pc *planChecker) validateArg(param *Param, op *Operand, tool *Tool) {
 type argValidator struct {
 	report func(span lang.Span, format string, args ...any)
 	// input is the input the plan will run with (its defaults filled),
-	// or nil when it is not known.
-	input map[string]any
+	// or nil when it is not known; defaults is set when it holds only the
+	// defaults of the plan's input block, which apply when the input
+	// leaves a field out.
+	input    map[string]any
+	defaults bool
+	// json is set for a JSON plan, whose defaults are its input message.
+	json bool
+}
+
+// knownValue says, for a message, where the value of an input reference
+// comes from.
+func (v argValidator) knownValue(r *RefPath, val any) string {
+	if v.defaults {
+		return fmt.Sprintf("when the input leaves out %s, whose default makes %s %s", r.Path[0].Field, r, describeValue(val))
+	}
+	return fmt.Sprintf("with this input, where %s is %s", r, describeValue(val))
+}
+
+// fix says how to fix a value of the input.
+func (v argValidator) fix() string {
+	switch {
+	case v.defaults && v.json:
+		return "change the value in the input message"
+	case v.defaults:
+		return "change the default"
+	}
+	return "give an input that does"
 }
 
 func (v argValidator) arg(param *Param, op *Operand, tool *Tool) {
@@ -59,7 +85,7 @@ func (v argValidator) parts(s *runtime.Schema, op *Operand, param *Param, tool *
 			return
 		}
 		if err := s.Validate(val); err != nil {
-			v.report(op.Span, "argument %s of %s does not match the tool's schema with this input, where %s is %s: %v: give an input that does", param.Name, tool.Name, op.Ref, describeValue(val), err)
+			v.report(op.Span, "argument %s of %s does not match the tool's schema %s: %v: %s", param.Name, tool.Name, v.knownValue(op.Ref, val), err, v.fix())
 		}
 	case OpList:
 		for i, e := range op.Elems {
@@ -76,10 +102,58 @@ func (v argValidator) parts(s *runtime.Schema, op *Operand, param *Param, tool *
 	}
 }
 
+// steps validates what the steps of a plan pass from the known input:
+// the arguments that read it, and the lists of for each.
+func (v argValidator) steps(p *Plan, reportEach func(span lang.Span, format string, args ...any)) {
+	for _, s := range p.Steps {
+		for _, a := range s.Args {
+			if a.Param != nil && s.Tool != nil {
+				v.arg(a.Param, a.Value, s.Tool)
+			}
+		}
+		if s.Fallback != nil && s.Fallback.Tool != nil {
+			for _, a := range s.Fallback.Args {
+				if a.Param != nil {
+					v.arg(a.Param, a.Value, s.Fallback.Tool)
+				}
+			}
+		}
+		if s.Each == nil || s.Each.List == nil || s.Each.List.Kind != OpRef {
+			continue
+		}
+		if val, ok := v.inputValue(s.Each.List.Ref); ok {
+			if list, ok := val.([]any); ok && len(list) > s.Each.Max {
+				if v.defaults {
+					reportEach(s.Each.List.Span, "when the input leaves out %s, its default gives the list %s %d elements, more than the for each may run (%d): %s",
+						s.Each.List.Ref.Path[0].Field, s.Each.List.Ref, len(list), s.Each.Max, v.fix())
+				} else {
+					reportEach(s.Each.List.Span, "with this input, the list %s has %d elements, more than the for each may run (%d): give a shorter list",
+						s.Each.List.Ref, len(list), s.Each.Max)
+				}
+			}
+		}
+	}
+}
+
+// checkDefaults validates what the steps of the main plan pass from the
+// defaults of its input block (or of a JSON plan's input message), which
+// are the input when the input leaves a field out.
+func (pc *planChecker) checkDefaults() {
+	if pc.p.Name != "" || len(pc.p.InputDefaults) == 0 {
+		return
+	}
+	v := argValidator{input: pc.p.InputDefaults, defaults: true, json: pc.c.file.JSON, report: func(span lang.Span, format string, args ...any) {
+		pc.c.errorf(lang.TypeMismatch, span, format, args...)
+	}}
+	v.steps(pc.p, func(span lang.Span, format string, args ...any) {
+		pc.c.errorf(lang.LimitExceeded, span, format, args...)
+	})
+}
+
 // inputValue returns the value a reference to the input reads, when the
 // input is known and has it.
 func (v argValidator) inputValue(r *RefPath) (any, bool) {
-	if v.input == nil || r == nil || r.Root != "input" {
+	if v.input == nil || r == nil || r.Root != "input" || len(r.Path) == 0 {
 		return nil, false
 	}
 	var val any = v.input

@@ -191,6 +191,16 @@ func TestCheckInput(t *testing.T) {
 		"get-resource-links(count: †input.count, opts: {depth: †input.opts.depth}) -> †state.a\n" +
 		"for each t in †input.tags max 2: get-resource-links(tags: [†t]) -> †state.b\n" +
 		"output [†state.a, †state.b]\n"
+	// The default of count is wrong for the tool: an error of the plan.
+	_, diags := checkSource("p.plan", []byte(src), Config{Tools: decls})
+	want := "6:27: error: argument count of get-resource-links does not match the tool's schema when the input leaves out count, whose default makes †input.count the number 20: at /count: maximum: got 20, want 10: change the default [type-mismatch]\n"
+	if got := string(diagText(diags)); got != want {
+		t.Errorf("a wrong default:\n%swant:\n%s", got, want)
+	}
+	src = "input {\n  count: number = 2\n  tags: [string]\n  opts: {depth: int}\n}\n" +
+		"get-resource-links(count: †input.count, opts: {depth: †input.opts.depth}) -> †state.a\n" +
+		"for each t in †input.tags max 2: get-resource-links(tags: [†t]) -> †state.b\n" +
+		"output [†state.a, †state.b]\n"
 	info, diags := checkSource("p.plan", []byte(src), Config{Tools: decls})
 	if diags.HasErrors() {
 		t.Fatal(diagText(diags))
@@ -200,7 +210,8 @@ func TestCheckInput(t *testing.T) {
 		want  string
 	}{
 		{`{"count": 5, "tags": ["a"], "opts": {"depth": 1}}`, ""},
-		{`{"tags": ["a"], "opts": {"depth": 1}}`,
+		{`{"tags": ["a"], "opts": {"depth": 1}}`, ""},
+		{`{"count": 20, "tags": ["a"], "opts": {"depth": 1}}`,
 			"6:27: error: argument count of get-resource-links does not match the tool's schema with this input, where †input.count is the number 20: at /count: maximum: got 20, want 10: give an input that does [type-mismatch]\n"},
 		{`{"count": 5, "tags": ["a", "b", "c"], "opts": {"depth": 9}}`,
 			"6:55: error: argument opts of get-resource-links does not match the tool's schema with this input, where †input.opts.depth is the number 9: at /opts/depth: maximum: got 9, want 3: give an input that does [type-mismatch]\n" +

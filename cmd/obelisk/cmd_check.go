@@ -167,11 +167,6 @@ func checkCommand() *command {
 						status = max(status, exitUsage)
 						continue
 					}
-					if c.file != nil && c.file.InputValues != nil && c.info != nil && !c.diags.HasErrors() {
-						// A JSON plan carries the input it runs with.
-						c.diags = append(c.diags, compiler.CheckInput(c.info, c.file.InputValues)...)
-						c.diags.Sort()
-					}
 					if c.diags.HasErrors() {
 						status = max(status, exitInput)
 					}
