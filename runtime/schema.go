@@ -19,11 +19,18 @@ import (
 //
 // A Schema is safe for concurrent use.
 type Schema struct {
+	unit *schemaUnit
+	// at is where in the instance the schema applies, for messages.
+	at []string
+}
+
+// schemaUnit is a schema at one place of its document: its shape, its
+// validator, and the schemas of its parts, made once each.
+type schemaUnit struct {
 	root *schemaRoot
 	// ptr is the JSON pointer of the schema in its root's document, ""
-	// for the root; at is where in the instance it applies, for messages.
+	// for the root.
 	ptr string
-	at  []string
 	// shape checks a simple schema without the validator; nil when the
 	// schema is not simple.
 	shape *shape
@@ -31,6 +38,11 @@ type Schema struct {
 	once     sync.Once
 	compiled *jsonschema.Schema
 	err      error
+
+	partsMu sync.Mutex
+	props   map[string]*schemaUnit // guarded by partsMu; nil: none
+	items   *schemaUnit            // guarded by partsMu
+	noItems bool                   // guarded by partsMu: items looked for, and not found
 }
 
 // schemaRoot is a schema document and the compiler its schemas and
@@ -51,49 +63,50 @@ type schemaRoot struct {
 // compiling takes time quadratic in the number of properties.
 func NewSchema(name string, raw json.RawMessage) (*Schema, error) {
 	root := &schemaRoot{url: "mem://" + strings.ReplaceAll(name, " ", "_") + ".json", raw: raw}
-	s := &Schema{root: root, shape: shapeOf(raw)}
-	if s.shape == nil {
-		s.once.Do(s.compile)
+	u := &schemaUnit{root: root, shape: shapeOf(raw)}
+	if u.shape == nil {
+		u.once.Do(u.compile)
 	}
-	return s, s.err
+	return &Schema{unit: u}, u.err
 }
 
-func (s *Schema) compile() {
-	r := s.root
+func (u *schemaUnit) compile() {
+	r := u.root
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.compiler == nil {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(r.raw)))
 		if err != nil {
-			s.err = fmt.Errorf("not JSON: %w", err)
+			u.err = fmt.Errorf("not JSON: %w", err)
 			return
 		}
 		c := jsonschema.NewCompiler()
 		if err := c.AddResource(r.url, doc); err != nil {
-			s.err = err
+			u.err = err
 			return
 		}
 		r.compiler = c
 	}
 	loc := r.url
-	if s.ptr != "" {
-		loc += "#" + s.ptr
+	if u.ptr != "" {
+		loc += "#" + u.ptr
 	}
-	s.compiled, s.err = r.compiler.Compile(loc)
+	u.compiled, u.err = r.compiler.Compile(loc)
 }
 
 // Validate reports whether v, a JSON-shaped value (see Normalize), matches
 // the schema. The error says where and why, in words, as a failed call
 // does: "at /count: maximum: got 20, want 10".
 func (s *Schema) Validate(v any) error {
-	if s.shape != nil && s.shape.accepts(v) {
+	u := s.unit
+	if u.shape != nil && u.shape.accepts(v) {
 		return nil // surely valid: the validator would say so, at a hundred times the cost
 	}
-	s.once.Do(s.compile)
-	if s.err != nil {
-		return fmt.Errorf("the schema does not compile: %w", s.err)
+	u.once.Do(u.compile)
+	if u.err != nil {
+		return fmt.Errorf("the schema does not compile: %w", u.err)
 	}
-	if err := s.compiled.Validate(v); err != nil {
+	if err := u.compiled.Validate(v); err != nil {
 		return &validationError{msg: validationMessage(err, s.at), err: err}
 	}
 	return nil
@@ -116,19 +129,25 @@ func (e *validationError) Unwrap() error { return e.err }
 // still constrain it otherwise, with allOf or patternProperties; Validate
 // on the whole object decides those).
 func (s *Schema) Property(name string) (*Schema, bool) {
-	node, ptr, ok := s.node()
-	if !ok {
-		return nil, false
+	u := s.unit
+	u.partsMu.Lock()
+	defer u.partsMu.Unlock()
+	if p, ok := u.props[name]; ok {
+		return s.child(p, name)
 	}
-	props, ok := node["properties"].(map[string]any)
-	if !ok {
-		return nil, false
+	var part *schemaUnit
+	if node, ptr, ok := u.node(); ok {
+		if props, ok := node["properties"].(map[string]any); ok {
+			if sub, ok := props[name]; ok {
+				part = u.part(sub, ptr+"/properties/"+escapePointer(name))
+			}
+		}
 	}
-	sub, ok := props[name]
-	if !ok {
-		return nil, false
+	if u.props == nil {
+		u.props = map[string]*schemaUnit{}
 	}
-	return s.child(sub, ptr+"/properties/"+escapePointer(name), name), true
+	u.props[name] = part
+	return s.child(part, name)
 }
 
 // Items returns the schema that every element of a list matching s must
@@ -136,39 +155,45 @@ func (s *Schema) Property(name string) (*Schema, bool) {
 // which names the place in messages. ok is false when s gives none that
 // way (a tuple of "prefixItems" or of draft-04 "items").
 func (s *Schema) Items(index int) (*Schema, bool) {
-	node, ptr, ok := s.node()
-	if !ok {
-		return nil, false
+	u := s.unit
+	u.partsMu.Lock()
+	defer u.partsMu.Unlock()
+	if u.items == nil && !u.noItems {
+		u.noItems = true
+		if node, ptr, ok := u.node(); ok {
+			_, tuple := node["prefixItems"]
+			switch sub := node["items"].(type) {
+			case map[string]any, bool:
+				if !tuple {
+					u.items, u.noItems = u.part(sub, ptr+"/items"), false
+				}
+			}
+		}
 	}
-	if _, tuple := node["prefixItems"]; tuple {
-		return nil, false
-	}
-	sub, ok := node["items"]
-	if !ok {
-		return nil, false
-	}
-	switch sub.(type) {
-	case map[string]any, bool:
-	default:
-		return nil, false
-	}
-	return s.child(sub, ptr+"/items", strconv.Itoa(index)), true
+	return s.child(u.items, strconv.Itoa(index))
 }
 
-func (s *Schema) child(node any, ptr, at string) *Schema {
-	return &Schema{root: s.root, ptr: ptr, at: append(s.at[:len(s.at):len(s.at)], at), shape: shapeOfValue(node, 0)}
+func (u *schemaUnit) part(node any, ptr string) *schemaUnit {
+	return &schemaUnit{root: u.root, ptr: ptr, shape: shapeOfValue(node, 0)}
 }
 
-// node returns the object s stands for in its document, after following
+func (s *Schema) child(u *schemaUnit, at string) (*Schema, bool) {
+	if u == nil {
+		return nil, false
+	}
+	return &Schema{unit: u, at: append(s.at[:len(s.at):len(s.at)], at)}, true
+}
+
+// node returns the object u stands for in its document, after following
 // local references, and its pointer.
-func (s *Schema) node() (map[string]any, string, bool) {
-	r := s.root
+func (u *schemaUnit) node() (map[string]any, string, bool) {
+	r := u.root
 	r.docOnce.Do(func() {
 		if err := json.Unmarshal(r.raw, &r.doc); err != nil {
 			r.doc = nil
 		}
 	})
-	ptr := s.ptr
+	ptr := u.ptr
 	v, ok := lookupPointer(r.doc, ptr)
 	for hops := 0; ok && hops < 32; hops++ {
 		m, isObj := v.(map[string]any)

@@ -72,10 +72,10 @@ func TestSchemaParts(t *testing.T) {
 		t.Error("a property the schema does not name has a schema")
 	}
 	plain, _ := s.Property("plain")
-	if err := plain.Validate("x"); err != nil || plain.shape == nil {
-		t.Errorf("a simple part: %v, shape %v", err, plain.shape)
+	if err := plain.Validate("x"); err != nil || plain.unit.shape == nil {
+		t.Errorf("a simple part: %v, shape %v", err, plain.unit.shape)
 	}
-	if plain.compiled != nil {
+	if plain.unit.compiled != nil {
 		t.Error("a value the shape accepts compiled the validator")
 	}
 	// The whole agrees with its parts, as a call's arguments are
@@ -120,8 +120,8 @@ func TestSchemaInvalid(t *testing.T) {
 		t.Error("an invalid schema was accepted")
 	}
 	s, err := NewSchema("simple", json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}}`))
-	if err != nil || s.compiled != nil {
-		t.Fatalf("simple: %v, compiled %v", err, s.compiled != nil)
+	if err != nil || s.unit.compiled != nil {
+		t.Fatalf("simple: %v, compiled %v", err, s.unit.compiled != nil)
 	}
 	if err := s.Validate(map[string]any{"n": "one"}); err == nil || err.Error() != "at /n: got string, want integer" {
 		t.Errorf("n one: %v", err)

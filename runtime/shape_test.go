@@ -96,13 +96,13 @@ func TestRegistryCompilesSimpleSchemasLazily(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := r.lookup("t")
-	if e.input.compiled != nil {
+	if e.input.unit.compiled != nil {
 		t.Error("the validator of a simple schema was compiled at registration")
 	}
 	if _, err := r.Call(context.Background(), "t", map[string]any{"n": int64(1)}); err != nil {
 		t.Fatal(err)
 	}
-	if e.input.compiled != nil {
+	if e.input.unit.compiled != nil {
 		t.Error("a value the shape accepts compiled the validator")
 	}
 	_, err := r.Call(context.Background(), "t", map[string]any{"n": "one"})
