@@ -163,7 +163,7 @@ func checkCommand() *command {
 				for _, arg := range args {
 					c, err := cf.load(e, arg)
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk check: %v\n", err)
+						e.errorf("%v", err)
 						status = max(status, exitUsage)
 						continue
 					}
@@ -175,7 +175,7 @@ func checkCommand() *command {
 						b, _ := marshalJSON(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text}, false)
 						e.stdout.Write(append(b, '\n'))
 					default:
-						lang.WriteText(e.stdout, c.srcs, c.diags, lang.TextOptions{})
+						lang.WriteText(e.stderr, c.srcs, c.diags, lang.TextOptions{})
 					}
 				}
 				return status

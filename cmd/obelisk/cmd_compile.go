@@ -14,7 +14,7 @@ import (
 func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*checked, *compiler.Program, int) {
 	c, err := cf.load(e, arg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return nil, nil, exitUsage
 	}
 	if len(c.diags) > 0 {
@@ -25,7 +25,7 @@ func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*ch
 	}
 	prog, err := compiler.Compile(c.info, c.diags, opts)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return c, nil, exitInput
 	}
 	return c, prog, exitOK

@@ -19,7 +19,7 @@ func parseCommand() *command {
 				}
 				src, err := readSource(e, args[0])
 				if err != nil {
-					e.log.Error(err.Error())
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				f, diags := src.parse()
