@@ -98,11 +98,11 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nA file is a .plan file, a .json plan, or - for standard input.\n")
 	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n\n")
-	fmt.Fprintf(w, "Results (a run's output, JSON, fmt's text, check --format json, graphs, listings, help asked for)\n")
-	fmt.Fprintf(w, "go to standard output; diagnostics, errors, logs and progress to standard error, each error\n")
-	fmt.Fprintf(w, "as 'obelisk <command>: message'. The exit status is 0 when all went well, 1 when the input\n")
-	fmt.Fprintf(w, "has errors (or a run did not complete), 2 on a usage or I/O error, and 3 when a journaled\n")
-	fmt.Fprintf(w, "run waits for a decision (obelisk approve, then obelisk resume).\n\n")
+	fmt.Fprintf(w, "Results go to standard output: a run's output, JSON, fmt's plans, graphs, listings,\n")
+	fmt.Fprintf(w, "and help asked for. Diagnostics, errors, logs and progress go to standard error; an error\n")
+	fmt.Fprintf(w, "reads 'obelisk <command>: message'. The exit status is 0 on success, 1 when the input has\n")
+	fmt.Fprintf(w, "errors or a run did not complete, 2 on a usage or I/O error, and 3 when a journaled run\n")
+	fmt.Fprintf(w, "waits for a decision (obelisk approve, then obelisk resume).\n\n")
 	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error,\n")
 	fmt.Fprintf(w, "and OBELISK_STATE_DIR to journal runs elsewhere than in .obelisk.\n")
 }

@@ -11,7 +11,7 @@ import (
 func versionCommand() *command {
 	return &command{
 		name:    "version",
-		summary: "print the version of obelisk: its module version, the Go version it was built with, and its source revision when known",
+		summary: "print obelisk's version, the Go version it was built with, and its source revision",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
