@@ -395,7 +395,13 @@ func docEnviron(tmp string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "OBELISK_TEST_MAIN=1", "OBELISK_STATE_DIR="+filepath.Join(tmp, "state"))
+	env = append(env, "OBELISK_TEST_MAIN=1", "OBELISK_STATE_DIR="+filepath.Join(tmp, "state"))
+	if os.Getenv("GORACE") == "" {
+		// Built with -race, a process sleeps a second as it exits, for
+		// reports of other goroutines: many commands would take long.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	return env
 }
 
 // expand puts the test's stand-ins for the docs' variables, /tmp paths
