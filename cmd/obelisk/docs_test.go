@@ -479,21 +479,31 @@ func (r *docRunner) startServer(where string, args []string) {
 	}
 	cmd := exec.Command(r.toolsrv, args...)
 	cmd.Env = docEnviron(r.tmp)
-	stderr, err := cmd.StderrPipe()
+	// The server's stderr is a pipe of the test's own, read to the line
+	// that says it listens, then to its end (the requests it logs).
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stderr = pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		r.t.Fatalf("%s: %v", where, err)
 	}
 	r.server = cmd
-	sc := bufio.NewScanner(stderr)
+	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), "serving the weather API on http://127.0.0.1:"+r.port) {
-			go io.Copy(io.Discard, stderr) // the requests it logs
+			go func() {
+				io.Copy(io.Discard, pr)
+				pr.Close()
+			}()
 			return
 		}
 	}
+	pr.Close()
 	r.t.Fatalf("%s: the tool server stopped before it listened: %v", where, cmd.Wait())
 }
 
