@@ -40,6 +40,9 @@ type env struct {
 	log    hclog.Logger
 	// getenv reads the environment (os.Getenv when nil).
 	getenv func(string) string
+	// maxDiagnostics is --max-diagnostics: the most diagnostics of each
+	// severity the command prints (0: all).
+	maxDiagnostics int
 }
 
 // command is one subcommand.
