@@ -80,7 +80,7 @@ func excerptWindow(src []byte, span Span) (w window, ok bool) {
 	}
 	spanW := max(columnsOf(src[off:end]), 1)
 	// A short range sits in the middle, a long one starts a fifth in.
-	wantLeft := min(leftW, max((excerptColumns-spanW)/2, excerptColumns/5))
+	wantLeft := min(leftW, max((excerptColumns-spanW+1)/2, excerptColumns/5))
 	if atEnd && rightW < excerptColumns-wantLeft {
 		wantLeft = min(leftW, excerptColumns-rightW)
 	}
