@@ -19,9 +19,9 @@ type TextOptions struct {
 	// Color adds ANSI colours; set it only when writing to a terminal.
 	Color bool
 	// Max is the most diagnostics of each severity written, the first
-	// ones in order, and then the most related locations of each; 0
-	// writes them all. Two lines count the diagnostics left out and all
-	// of them.
+	// ones in order; 0 writes them all. Two lines then count the
+	// diagnostics left out and all of them. With a bound, a diagnostic
+	// shows at most 10 of its related locations.
 	Max int
 	// More, when diagnostics are left out, says how to see them, as
 	// "--max-diagnostics 0 shows them all".
@@ -280,8 +280,9 @@ type Report struct {
 	// not encoded.
 	Source []byte
 	// Max is the most diagnostics of each severity encoded, the first
-	// ones in order, and then the most related locations of each; 0
-	// encodes them all. "omitted" counts the diagnostics left out.
+	// ones in order; 0 encodes them all. "omitted" counts the
+	// diagnostics left out. With a bound, a diagnostic has at most 10 of
+	// its related locations, and "relatedOmitted" counts the rest.
 	Max int
 }
 
