@@ -371,3 +371,56 @@ func TestDiagnosticsErrorMax(t *testing.T) {
 		t.Errorf("Error() has %d lines, from %q to %q", len(lines), lines[0], lines[len(lines)-1])
 	}
 }
+
+// FuzzExcerpt checks that no text and range make an excerpt panic, that
+// an excerpt shows about excerptColumns columns at most, with the caret
+// under the range's first character, and that the JSON report's excerpt
+// column points at that character.
+func FuzzExcerpt(f *testing.F) {
+	f.Add([]byte("f(x: 1) -> †state.r\n"), 3, 5)
+	f.Add([]byte(strings.Repeat("日本\x1b\t†", 100)), 250, 400)
+	f.Add([]byte("a\r\nb\xff\u202e"), 1, 9)
+	f.Fuzz(func(t *testing.T, src []byte, start, end int) {
+		if start < 0 || start > len(src) || end < start || end > len(src) {
+			return
+		}
+		for start > 0 && start < len(src) && !utf8.RuneStart(src[start]) {
+			start--
+		}
+		span := Span{PosAt(src, start), PosAt(src, end)}
+		d := &Diagnostic{Severity: SeverityError, File: "f", Message: "m", Span: span}
+		var b strings.Builder
+		if err := WriteText(&b, Sources{"f": src}, Diagnostics{d}, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		text, caret := excerptLines(t, b.String())
+		// An escape may take up to 10 columns and a wide character 2.
+		if n := cells(text); n > excerptColumns+2+10 {
+			t.Fatalf("an excerpt of %d columns: %q", n, text)
+		}
+		for _, r := range text {
+			if shownRaw(r) {
+				t.Fatalf("the excerpt has %U raw: %q", r, text)
+			}
+		}
+		pad := len(caret) - len(strings.TrimLeft(caret, " "))
+		w, _ := excerptWindow(src, span)
+		shownBefore := ""
+		if w.cutLeft {
+			shownBefore = cutMark
+		}
+		shownBefore += strings.ReplaceAll(EscapeControl(string(w.text[:w.start])), "\t", "    ")
+		if !strings.HasPrefix(text, shownBefore) || pad != cells(shownBefore) {
+			t.Fatalf("caret at column %d of %q, want %d", pad, text, cells(shownBefore))
+		}
+		var doc struct{ Diagnostics []jsonDiag }
+		js, err := json.Marshal(Report{File: "f", Diagnostics: Diagnostics{d}, Source: src})
+		if err != nil || json.Unmarshal(js, &doc) != nil || len(doc.Diagnostics) != 1 {
+			t.Fatalf("the report %s: %v", js, err)
+		}
+		jd := doc.Diagnostics[0]
+		if rs := []rune(jd.Excerpt); jd.ExcerptColumn < 1 || jd.ExcerptColumn > len(rs)+1 {
+			t.Fatalf("excerpt column %d of %q", jd.ExcerptColumn, jd.Excerpt)
+		}
+	})
+}
