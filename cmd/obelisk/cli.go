@@ -43,6 +43,9 @@ type env struct {
 	// cmd is the name of the command that runs, which prefixes its
 	// errors; "" before one is known.
 	cmd string
+	// maxDiagnostics is --max-diagnostics: the most diagnostics of each
+	// severity the command prints (0: all).
+	maxDiagnostics int
 }
 
 // errorf reports an error on stderr, prefixed "obelisk CMD: " (or

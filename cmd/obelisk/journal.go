@@ -448,6 +448,7 @@ func resumeCommand() *command {
 		args:    "RUN",
 		summary: "continue a run from its journal (stopped, crashed, or waiting for a decision); steps that finished are not run again",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var xf execFlags
 			xf.register(fs, false)
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
@@ -482,7 +483,7 @@ func resumeCommand() *command {
 				}
 				prog, diags, err := st.Source.Compile()
 				if err != nil {
-					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, lang.TextOptions{})
+					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, e.textOptions())
 					return fail("run %s: the recorded plan does not compile: %v", id, err)
 				}
 				var s settings
@@ -543,6 +544,7 @@ func approveCommand() *command {
 		args:    "RUN [STEP]",
 		summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var sf stateFlags
 			sf.register(fs)
 			reject := fs.Bool("reject", false, "reject instead of approving")
@@ -612,7 +614,7 @@ func approveCommand() *command {
 						diags = append(diags, cd...)
 					}
 					if diags.HasErrors() {
-						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, lang.TextOptions{})
+						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, e.textOptions())
 						fmt.Fprintf(e.stderr, "obelisk approve: the edited plan does not check; nothing was recorded\n")
 						return exitInput
 					}
