@@ -65,7 +65,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		op.Type = ListOf(elem)
 		if allConst {
 			v, _ := constValue(e)
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.ObjectExpr:
@@ -94,13 +94,24 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 			for i, k := range op.Keys {
 				v[k] = op.Vals[i].Const
 			}
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.CELExpr:
 		return pc.cel(e, sc, reads)
 	}
 	return &Operand{Kind: OpConst, Type: AnyType}
+}
+
+// constOperand is the operand of a constant list or object, typed by its
+// value and conformed to that type: in [1, 2.5], a list of numbers, 1 is
+// 1.0.
+func constOperand(v any, span lang.Span) *Operand {
+	t := TypeOfValue(v)
+	if cv, msg := Conform(v, t, ""); msg == "" {
+		v = cv
+	}
+	return &Operand{Kind: OpConst, Const: v, Type: t, Span: span}
 }
 
 // ref checks a reference: its root names the input, the state or the

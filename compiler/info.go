@@ -176,8 +176,9 @@ type Policy struct {
 // Slot is a state slot.
 type Slot struct {
 	Name string
-	// Type is the slot's type: its writer's output type, else its declared
-	// type, else any.
+	// Type is the slot's type: its writers' output type, else its
+	// declared type, else the type of its initial value when no step
+	// writes it, else any.
 	Type *Type
 	// Declared is the type the state block declares, or nil.
 	Declared *Type
@@ -194,6 +195,8 @@ type Slot struct {
 	ReadByOutput bool
 	// Span is where the slot is first declared or written.
 	Span lang.Span
+	// initialSpan is where the initial value is written.
+	initialSpan lang.Span
 	// While the dependency graph is built: the last step found reading
 	// the slot, and how many do.
 	readBy  *Step
@@ -215,8 +218,11 @@ type Step struct {
 	// `||`, on failure; "" when absent.
 	Out, ErrOut string
 	// OutType is the type of the value written to Out (a list for a for
-	// each).
-	OutType *Type
+	// each). SlotType is the type of the slot Out, which the value
+	// conforms to as well: OutType itself, or another type when another
+	// step decides the slot's type (this step's OutType may be any).
+	OutType  *Type
+	SlotType *Type
 	// Deps are the steps this one waits for, sorted by index, each once.
 	Deps []Dep
 	// Each is the for-each clause, or nil.

@@ -231,10 +231,10 @@ func (pc *planChecker) input(items []lang.Item, params []*lang.FieldDecl) {
 			case !ok:
 				pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the default of input field %s must be a constant", name)
 			default:
-				if msg := CheckValue(v, fld.Type, ""); msg != "" {
+				if cv, msg := Conform(v, fld.Type, ""); msg != "" {
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "default of input field %s: %s", name, msg)
 				} else {
-					p.InputDefaults[name] = v
+					p.InputDefaults[name] = cv
 				}
 			}
 		}
@@ -268,10 +268,13 @@ func (pc *planChecker) state(items []lang.Item) {
 				case !ok:
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the initial value of slot %s must be a constant", name)
 				default:
-					if msg := CheckValue(v, slot.Declared, ""); msg != "" {
+					if cv, msg := Conform(v, slot.Declared, ""); msg != "" {
 						pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "initial value of slot %s: %s", name, msg)
+					} else {
+						v = cv
 					}
 					slot.Initial, slot.HasInitial = v, true
+					slot.initialSpan = f.Default.Range()
 				}
 			}
 			pc.p.Slots[name] = slot
@@ -517,10 +520,25 @@ func (pc *planChecker) slotTypes() {
 			slot.Type = first.typ
 		case slot.Declared != nil:
 			slot.Type = slot.Declared
-		case slot.HasInitial:
+		case slot.HasInitial && len(ws) == 0:
 			slot.Type = TypeOfValue(slot.Initial)
 		default:
+			// Written with any: its initial value says nothing of what
+			// the writers write.
 			slot.Type = AnyType
+		}
+		for _, w := range slot.Writers {
+			w.SlotType = slot.Type
+		}
+		if slot.HasInitial && first != nil {
+			// The initial value is read as the writers' type, which
+			// may be more precise than the declared one.
+			if v, msg := Conform(slot.Initial, slot.Type, ""); msg != "" {
+				d := c.errorf(lang.ConflictingSlot, slot.initialSpan, "the initial value of slot %s does not fit the type step %s writes to it, %s: %s", name, first.step.ID, slot.Type, msg)
+				related(d, c.file.Name, first.span, "step %s writes %s here", first.step.ID, first.typ)
+			} else {
+				slot.Initial = v
+			}
 		}
 	}
 }

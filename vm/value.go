@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -305,6 +306,9 @@ func fromCEL(v ref.Val, budget *uint64) (any, error) {
 	case types.Int:
 		return int64(v), nil
 	case types.Uint:
+		if uint64(v) > math.MaxInt64 {
+			return nil, fmt.Errorf("the value %du is beyond the range of an int (64-bit): convert it with double(x), or keep it below 2^63", uint64(v))
+		}
 		return int64(v), nil
 	case types.Double:
 		return float64(v), nil
