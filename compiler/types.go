@@ -446,32 +446,40 @@ func CheckValue(v any, t *Type, path string) string {
 // conforms already. path names the value in the message ("amount",
 // "items[2].name").
 func Conform(v any, t *Type, path string) (any, string) {
-	var root *valuePath
-	if path != "" {
-		root = &valuePath{field: path}
+	out, _, err := conform(v, t, 0)
+	if err == nil {
+		return out, ""
 	}
-	out, _, msg := conform(v, t, root, 0)
-	return out, msg
+	for i := len(err.path) - 1; i >= 0; i-- {
+		if e := err.path[i]; e.elem {
+			path += "[" + strconv.Itoa(e.index) + "]"
+		} else {
+			path = joinPath(path, e.field)
+		}
+	}
+	if path == "" {
+		return nil, err.what
+	}
+	return nil, path + ": " + err.what
 }
 
-// valuePath is where a value is in the value being conformed, made into
-// text only for a message: a field of its parent, or an element.
-type valuePath struct {
-	parent *valuePath
-	field  string
-	index  int
-	elem   bool
+// misfit is what does not fit in a value: what, at path, innermost
+// first. It is made only when something does not fit, so that conforming
+// allocates nothing when nothing changes.
+type misfit struct {
+	what string
+	path []pathElem
 }
 
-func (p *valuePath) String() string {
-	if p == nil {
-		return ""
-	}
-	s := p.parent.String()
-	if p.elem {
-		return s + "[" + strconv.Itoa(p.index) + "]"
-	}
-	return joinPath(s, p.field)
+// pathElem is a field, or an element of a list.
+type pathElem struct {
+	field string
+	index int
+	elem  bool
+}
+
+func misfitf(format string, args ...any) *misfit {
+	return &misfit{what: fmt.Sprintf(format, args...)}
 }
 
 // maxExactInt is 2^53: a float64 holds every integer up to it exactly.
@@ -479,74 +487,68 @@ const maxExactInt = 1 << 53
 
 // conform is Conform; changed reports whether the value it returns is
 // not v (a number converted, a list or object copied).
-func conform(v any, t *Type, at *valuePath, depth int) (out any, changed bool, msg string) {
+func conform(v any, t *Type, depth int) (out any, changed bool, err *misfit) {
 	if t == nil || t.Kind == KindAny || depth > 64 {
-		return v, false, ""
-	}
-	where := func() string {
-		if at == nil {
-			return ""
-		}
-		return at.String() + ": "
+		return v, false, nil
 	}
 	if v == nil {
 		if t.Nullable || t.Kind == KindNull {
-			return nil, false, ""
+			return nil, false, nil
 		}
-		return nil, false, where() + "null is not " + describeKind(t)
+		return nil, false, misfitf("null is not %s", describeKind(t))
 	}
 	switch t.Kind {
 	case KindNull:
-		return nil, false, fmt.Sprintf("%s%s is not null", where(), describeValue(v))
+		return nil, false, misfitf("%s is not null", describeValue(v))
 	case KindBool:
 		if _, ok := v.(bool); ok {
-			return v, false, ""
+			return v, false, nil
 		}
 	case KindString:
 		if _, ok := v.(string); ok {
-			return v, false, ""
+			return v, false, nil
 		}
 	case KindInt:
 		switch n := v.(type) {
 		case int64:
-			return v, false, ""
+			return v, false, nil
 		case float64:
 			i, msg := exactInt(n)
 			if msg != "" {
-				return nil, false, where() + msg
+				return nil, false, &misfit{what: msg}
 			}
-			return i, true, ""
+			return i, true, nil
 		}
 	case KindNumber:
 		switch n := v.(type) {
 		case int64:
-			return float64(n), true, ""
+			return float64(n), true, nil
 		case float64:
 			if math.IsNaN(n) || math.IsInf(n, 0) {
-				return nil, false, fmt.Sprintf("%s%v is not a number JSON can hold", where(), n)
+				return nil, false, misfitf("%v is not a number JSON can hold", n)
 			}
-			return v, false, ""
+			return v, false, nil
 		}
 	case KindEnum:
 		if !containsValue(t.Values, v) {
 			if len(t.Values) <= 12 {
-				return nil, false, fmt.Sprintf("%s%s is not one of %s", where(), describeValue(v), t.nonNull())
+				return nil, false, misfitf("%s is not one of %s", describeValue(v), t.nonNull())
 			}
-			return nil, false, fmt.Sprintf("%s%s is not one of the %d allowed values", where(), describeValue(v), len(t.Values))
+			return nil, false, misfitf("%s is not one of the %d allowed values", describeValue(v), len(t.Values))
 		}
 		// The enum's CEL type is int when its constants are all
 		// integers, double when they are numbers (see celType).
 		switch n := v.(type) {
 		case float64:
 			if allInts(t.Values) {
-				return int64(n), true, "" // equal to one of the integers
+				return int64(n), true, nil // equal to one of the integers
 			}
 		case int64:
 			if allNumbers(t.Values) && !allInts(t.Values) {
-				return float64(n), true, ""
+				return float64(n), true, nil
 			}
 		}
-		return v, false, ""
+		return v, false, nil
 	case KindList:
 		list, ok := v.([]any)
 		if !ok {
@@ -554,21 +556,22 @@ func conform(v any, t *Type, at *valuePath, depth int) (out any, changed bool, m
 		}
 		var out []any // a copy, once an element changes
 		for i, e := range list {
-			c, ch, msg := conform(e, t.Elem, &valuePath{parent: at, index: i, elem: true}, depth+1)
-			if msg != "" {
-				return nil, false, msg
+			cv, ch, err := conform(e, t.Elem, depth+1)
+			if err != nil {
+				err.path = append(err.path, pathElem{index: i, elem: true})
+				return nil, false, err
 			}
 			if ch && out == nil {
 				out = slices.Clone(list)
 			}
 			if out != nil {
-				out[i] = c
+				out[i] = cv
 			}
 		}
 		if out != nil {
-			return out, true, ""
+			return out, true, nil
 		}
-		return v, false, ""
+		return v, false, nil
 	case KindObject:
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -579,27 +582,28 @@ func conform(v any, t *Type, at *valuePath, depth int) (out any, changed bool, m
 			fv, present := obj[f.Name]
 			if !present {
 				if !f.Optional {
-					return nil, false, fmt.Sprintf("%smissing required field %s", where(), f.Name)
+					return nil, false, misfitf("missing required field %s", f.Name)
 				}
 				continue
 			}
-			c, ch, msg := conform(fv, f.Type, &valuePath{parent: at, field: f.Name}, depth+1)
-			if msg != "" {
-				return nil, false, msg
+			cv, ch, err := conform(fv, f.Type, depth+1)
+			if err != nil {
+				err.path = append(err.path, pathElem{field: f.Name})
+				return nil, false, err
 			}
 			if ch && out == nil {
 				out = maps.Clone(obj)
 			}
 			if out != nil {
-				out[f.Name] = c
+				out[f.Name] = cv
 			}
 		}
 		if out != nil {
-			return out, true, ""
+			return out, true, nil
 		}
-		return v, false, ""
+		return v, false, nil
 	}
-	return nil, false, fmt.Sprintf("%s%s is not %s", where(), describeValue(v), describeKind(t.nonNull()))
+	return nil, false, misfitf("%s is not %s", describeValue(v), describeKind(t.nonNull()))
 }
 
 // exactInt returns a float64 as the int64 it holds exactly, or why it

@@ -95,6 +95,7 @@ func ParseMocks(b []byte) (*Mocks, error) {
 		var mk Mock
 		d := json.NewDecoder(bytes.NewReader(raw[name]))
 		d.DisallowUnknownFields()
+		d.UseNumber() // a float64 would round an integer beyond 2^53
 		if err := d.Decode(&mk); err != nil {
 			return nil, fmt.Errorf("mock of %s: %w (a case or a sequence entry has the keys args, result and error; an error has code, message and retryable)", name, err)
 		}
@@ -134,7 +135,8 @@ func ParseMocks(b []byte) (*Mocks, error) {
 // mockKeys are the keys of a mock, as an error message lists them.
 const mockKeys = "result, results, sequence, cases, error, latency"
 
-// normalizeMock turns encoding/json's float64s into int64s where integral.
+// normalizeMock turns the json.Numbers of a decoded mock into int64s and
+// float64s, as DecodeJSON does.
 func normalizeMock(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
