@@ -176,8 +176,8 @@ type Policy struct {
 // Slot is a state slot.
 type Slot struct {
 	Name string
-	// Type is the slot's type: its writers' output type, else its
-	// declared type, else the type of its initial value when no step
+	// Type is the slot's type: its declared type, else its writers'
+	// output type, else the type of its initial value when no step
 	// writes it, else any.
 	Type *Type
 	// Declared is the type the state block declares, or nil.

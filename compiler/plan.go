@@ -516,10 +516,12 @@ func (pc *planChecker) slotTypes() {
 			}
 		}
 		switch {
+		case slot.Declared != nil:
+			// The declaration fixes the type; the writers' values,
+			// which fit it, are conformed to it.
+			slot.Type = slot.Declared
 		case first != nil:
 			slot.Type = first.typ
-		case slot.Declared != nil:
-			slot.Type = slot.Declared
 		case slot.HasInitial && len(ws) == 0:
 			slot.Type = TypeOfValue(slot.Initial)
 		default:
@@ -530,7 +532,7 @@ func (pc *planChecker) slotTypes() {
 		for _, w := range slot.Writers {
 			w.SlotType = slot.Type
 		}
-		if slot.HasInitial && first != nil {
+		if slot.HasInitial && first != nil && slot.Declared == nil {
 			// The initial value is read as the writers' type, which
 			// may be more precise than the declared one.
 			if v, msg := Conform(slot.Initial, slot.Type, ""); msg != "" {
