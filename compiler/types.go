@@ -435,8 +435,9 @@ func CheckValue(v any, t *Type, path string) string {
 // input, tool results, initial values, sub-plan outputs, values restored
 // from a journal): in a place typed number, a number is a float64 (an
 // integer becomes one); in a place typed int it is an int64 (a float
-// without a fraction becomes one, when a float64 holds it exactly, up to
-// 2^53; any other float does not fit, and nothing is rounded); an enum of
+// without a fraction becomes one when it is below 2^53, where no other
+// number rounds to it; any other float does not fit, and nothing is
+// rounded); an enum of
 // numbers holds its constants' kind, int64 when they are all integers,
 // float64 otherwise; a place typed any keeps what it is given. Lists and
 // objects conform element by element and field by field, through
@@ -482,7 +483,8 @@ func misfitf(format string, args ...any) *misfit {
 	return &misfit{what: fmt.Sprintf(format, args...)}
 }
 
-// maxExactInt is 2^53: a float64 holds every integer up to it exactly.
+// maxExactInt is 2^53: a float64 holds every integer below it exactly,
+// and no other number rounds to one of them.
 const maxExactInt = 1 << 53
 
 // conform is Conform; changed reports whether the value it returns is
@@ -616,7 +618,7 @@ func exactInt(n float64) (int64, string) {
 		return 0, fmt.Sprintf("%s is not an integer", valueText(n))
 	case n < -(1<<63) || n >= 1<<63:
 		return 0, fmt.Sprintf("%s is beyond the range of an int (64-bit): declare it number, or send it as a string", valueText(n))
-	case math.Abs(n) > maxExactInt:
+	case math.Abs(n) >= maxExactInt:
 		return 0, fmt.Sprintf("%s is a float beyond 2^53, which may have been rounded: send the integer without a fraction or exponent, or declare it number", valueText(n))
 	}
 	return int64(n), ""

@@ -339,8 +339,8 @@ func sameJSON(a, b any, depth int) bool {
 }
 
 // normalized converts a value the SDK decoded to the runtime's JSON shape:
-// a float64 that holds an integer exactly, up to 2^53, is an int64; a
-// larger one stays a float64, since it may have been rounded from the
+// a float64 that holds an integer below 2^53, which no other number
+// rounds to, is an int64; a larger one stays a float64, since it may have been rounded from the
 // integer the server sent (a place typed int refuses it rather than take
 // a rounded integer).
 func normalized(v any) any {
@@ -368,7 +368,7 @@ func fromDecoded(v any, depth int) (any, bool) {
 	case nil, string, bool:
 		return v, true
 	case float64:
-		if x == math.Trunc(x) && math.Abs(x) <= 1<<53 {
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int64(x), true
 		}
 		return v, !math.IsNaN(x) && !math.IsInf(x, 0)
