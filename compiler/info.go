@@ -195,8 +195,6 @@ type Slot struct {
 	ReadByOutput bool
 	// Span is where the slot is first declared or written.
 	Span lang.Span
-	// initialSpan is where the initial value is written.
-	initialSpan lang.Span
 	// While the dependency graph is built: the last step found reading
 	// the slot, and how many do.
 	readBy  *Step

@@ -274,7 +274,6 @@ func (pc *planChecker) state(items []lang.Item) {
 						v = cv
 					}
 					slot.Initial, slot.HasInitial = v, true
-					slot.initialSpan = f.Default.Range()
 				}
 			}
 			pc.p.Slots[name] = slot
@@ -531,16 +530,6 @@ func (pc *planChecker) slotTypes() {
 		}
 		for _, w := range slot.Writers {
 			w.SlotType = slot.Type
-		}
-		if slot.HasInitial && first != nil && slot.Declared == nil {
-			// The initial value is read as the writers' type, which
-			// may be more precise than the declared one.
-			if v, msg := Conform(slot.Initial, slot.Type, ""); msg != "" {
-				d := c.errorf(lang.ConflictingSlot, slot.initialSpan, "the initial value of slot %s does not fit the type step %s writes to it, %s: %s", name, first.step.ID, slot.Type, msg)
-				related(d, c.file.Name, first.span, "step %s writes %s here", first.step.ID, first.typ)
-			} else {
-				slot.Initial = v
-			}
 		}
 	}
 }

@@ -311,6 +311,9 @@ func fromCEL(v ref.Val, budget *uint64) (any, error) {
 		}
 		return int64(v), nil
 	case types.Double:
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("the value is %v, which JSON cannot hold: test it with math.isFinite, or guard the division", f)
+		}
 		return float64(v), nil
 	case types.String:
 		return string(v), nil

@@ -544,3 +544,51 @@ use(x: †state.x * 2.0) -> †state.y
 		}
 	}
 }
+
+// TestValuesInCEL: arithmetic mixes ints and doubles (the int is taken as
+// a double), over typed values and over any, which CEL sees as dyn; the
+// math functions that take a double take an int too; int / int stays
+// integer division. A value CEL computes that JSON cannot hold (an
+// infinity, a uint beyond int64) fails its step with a message, instead
+// of reaching a tool or the journal.
+func TestValuesInCEL(t *testing.T) {
+	prog := compileText(t, `on failure continue
+tool get() -> any pure
+tool use(x: any) -> any pure
+get: get() -> †state.a
+ok: use(x: [1 + 0.5, 3 / 2, 2.0 * 3, †state.a.i * 2.0, †state.a.d * 2, 7 - †state.a.d, †state.a.i / 2.0, 1u + 0.5]) -> †state.ok
+math: use(x: [math.ceil(†state.a.i), math.floor(†state.a.i), math.round(†state.a.i), math.trunc(†state.a.i), math.isFinite(†state.a.i), math.isNaN(†state.a.i), math.isInf(†state.a.i)]) -> †state.math
+compare: use(x: [†state.a.i == 3.0, †state.a.d > 2, †state.a.i in [3.0], double(†state.a.i), int(†state.a.d), string(†state.a.i)]) -> †state.compare
+inf: use(x: 1.0 / (†state.a.d - 2.5)) -> †state.inf
+big: use(x: uint(†state.a.i) * 4611686018427387904u) -> †state.big
+`)
+	tools := router{"get": callerFunc(func(context.Context, string, map[string]any) (any, error) {
+		return decode(t, `{"i": 3, "d": 2.5}`), nil
+	})}
+	res, err := vm.Run(context.Background(), prog, nil, vm.Options{Tools: tools, MaxParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"ok":      []any{1.5, int64(1), 6.0, 6.0, 5.0, 4.5, 1.5, 1.5},
+		"math":    []any{3.0, 3.0, 3.0, 3.0, true, false, false},
+		"compare": []any{true, true, true, 3.0, int64(2), "3"},
+	}
+	for slot, w := range want {
+		if diff := cmp.Diff(w, res.State[slot]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", slot, diff)
+		}
+	}
+	for _, s := range res.Steps {
+		switch s.ID {
+		case "inf":
+			if s.Status != vm.StatusFailed || !strings.Contains(s.Error.Message, "+Inf, which JSON cannot hold") {
+				t.Errorf("inf: %s %+v", s.Status, s.Error)
+			}
+		case "big":
+			if s.Status != vm.StatusFailed || !strings.Contains(s.Error.Message, "13835058055282163712u is beyond the range of an int (64-bit)") {
+				t.Errorf("big: %s %+v", s.Status, s.Error)
+			}
+		}
+	}
+}
