@@ -603,10 +603,10 @@ func (c *checker) tool(d *lang.ToolDecl, file string) *Tool {
 			v, ok := constValue(p.Default)
 			if !ok {
 				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "the default of parameter %s must be a constant", p.Name.Name)
-			} else if msg := CheckValue(v, param.Type, ""); msg != "" {
+			} else if cv, msg := Conform(v, param.Type, ""); msg != "" {
 				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "default of parameter %s: %s", p.Name.Name, msg)
 			} else {
-				param.Default, param.HasDefault = v, true
+				param.Default, param.HasDefault = cv, true
 			}
 		}
 		t.Params = append(t.Params, param)

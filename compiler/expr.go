@@ -76,7 +76,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		op.Type = ListOf(elem)
 		if allConst {
 			v, _ := constValue(e)
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.ObjectExpr:
@@ -105,7 +105,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 			for i, k := range op.Keys {
 				v[k] = op.Vals[i].Const
 			}
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.CELExpr:
@@ -137,6 +137,17 @@ func (pc *planChecker) refInString(l *lang.Literal, sc *scope) {
 	} else {
 		d.Fix = &lang.Fix{Message: fmt.Sprintf("to use the value, write it outside the quotes and join the parts with +: \"…\" + %s", shown)}
 	}
+}
+
+// constOperand is the operand of a constant list or object, typed by its
+// value and conformed to that type: in [1, 2.5], a list of numbers, 1 is
+// 1.0.
+func constOperand(v any, span lang.Span) *Operand {
+	t := TypeOfValue(v)
+	if cv, msg := Conform(v, t, ""); msg == "" {
+		v = cv
+	}
+	return &Operand{Kind: OpConst, Const: v, Type: t, Span: span}
 }
 
 // ref checks a reference: its root names the input, the state or the

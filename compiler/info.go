@@ -196,8 +196,9 @@ type Policy struct {
 // Slot is a state slot.
 type Slot struct {
 	Name string
-	// Type is the slot's type: its writer's output type, else its declared
-	// type, else any.
+	// Type is the slot's type: its declared type, else its writers'
+	// output type, else the type of its initial value when no step
+	// writes it, else any.
 	Type *Type
 	// Declared is the type the state block declares, or nil.
 	Declared *Type
@@ -235,8 +236,11 @@ type Step struct {
 	// `||`, on failure; "" when absent.
 	Out, ErrOut string
 	// OutType is the type of the value written to Out (a list for a for
-	// each).
-	OutType *Type
+	// each). SlotType is the type of the slot Out, which the value
+	// conforms to as well: OutType itself, or another type when another
+	// step decides the slot's type (this step's OutType may be any).
+	OutType  *Type
+	SlotType *Type
 	// Deps are the steps this one waits for, sorted by index, each once.
 	Deps []Dep
 	// Each is the for-each clause, or nil.

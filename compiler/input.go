@@ -87,6 +87,12 @@ func CheckInput(info *Info, input map[string]any) lang.Diagnostics {
 		known[k] = v
 	}
 	for k, v := range input {
+		// The run takes each value conformed to its field's type.
+		if f := p.Input.Field(k); f != nil {
+			if cv, msg := Conform(v, f.Type, ""); msg == "" {
+				v = cv
+			}
+		}
 		known[k] = v
 	}
 	v := argValidator{input: known, report: func(span lang.Span, format string, args ...any) { report(lang.TypeMismatch, span, format, args...) }}

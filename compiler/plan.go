@@ -238,10 +238,10 @@ func (pc *planChecker) input(items []lang.Item, params []*lang.FieldDecl) {
 			case !ok:
 				pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the default of input field %s must be a constant", name)
 			default:
-				if msg := CheckValue(v, fld.Type, ""); msg != "" {
+				if cv, msg := Conform(v, fld.Type, ""); msg != "" {
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "default of input field %s: %s", name, msg)
 				} else {
-					p.InputDefaults[name] = v
+					p.InputDefaults[name] = cv
 				}
 			}
 		}
@@ -275,8 +275,10 @@ func (pc *planChecker) state(items []lang.Item) {
 				case !ok:
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the initial value of slot %s must be a constant", name)
 				default:
-					if msg := CheckValue(v, slot.Declared, ""); msg != "" {
+					if cv, msg := Conform(v, slot.Declared, ""); msg != "" {
 						pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "initial value of slot %s: %s", name, msg)
+					} else {
+						v = cv
 					}
 					slot.Initial, slot.HasInitial = v, true
 				}
@@ -520,14 +522,21 @@ func (pc *planChecker) slotTypes() {
 			}
 		}
 		switch {
+		case slot.Declared != nil:
+			// The declaration fixes the type; the writers' values,
+			// which fit it, are conformed to it.
+			slot.Type = slot.Declared
 		case first != nil:
 			slot.Type = first.typ
-		case slot.Declared != nil:
-			slot.Type = slot.Declared
-		case slot.HasInitial:
+		case slot.HasInitial && len(ws) == 0:
 			slot.Type = TypeOfValue(slot.Initial)
 		default:
+			// Written with any: its initial value says nothing of what
+			// the writers write.
 			slot.Type = AnyType
+		}
+		for _, w := range slot.Writers {
+			w.SlotType = slot.Type
 		}
 	}
 }

@@ -12,12 +12,12 @@ type PlaceKind uint8
 
 // The kinds of places.
 const (
-	PlaceOther     PlaceKind = iota
-	PlaceArgument            // a call's argument
-	PlaceElement             // an element of a list
-	PlaceField               // the value of an object's field
-	PlaceStatement           // the expression of when, expect, result or output
-	PlaceEach                // the list of a for each
+	PlaceOther     PlaceKind = iota // a place not named below
+	PlaceArgument                   // a call's argument
+	PlaceElement                    // an element of a list
+	PlaceField                      // the value of an object's field
+	PlaceStatement                  // the expression of when, expect, result or output
+	PlaceEach                       // the list of a for each
 )
 
 // Place is where an expression stands in a plan.

@@ -1196,11 +1196,25 @@ func parseInt(text string) (int64, error) {
 	if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
 		base, digits = 16, digits[2:]
 	}
-	n, err := strconv.ParseInt(digits, base, 64)
 	if neg {
-		n = -n
+		digits = "-" + digits // so that -9223372036854775808 is in range
 	}
-	return n, err
+	return strconv.ParseInt(digits, base, 64)
+}
+
+// intRangeMessage is the message of an integer literal beyond the range
+// of an int64, which is refused rather than taken as a double that is not
+// the number written.
+func intRangeMessage(text string) string {
+	msg := fmt.Sprintf("integer %s is beyond the range of an int (64-bit integers)", abbreviate(text, 40))
+	f, err := strconv.ParseFloat(text, 64)
+	switch {
+	case err != nil || strings.ContainsAny(text, "xX"):
+		return msg + ": write it as a number with an exponent (1.5e30) or as a string"
+	case len(text) > 40:
+		return msg + fmt.Sprintf(": write it as a number, %s, or as a string", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return msg + fmt.Sprintf(": write it as a number, %s, or as a string, %q", strconv.FormatFloat(f, 'g', -1, 64), text)
 }
 
 func parseDuration(text string) (time.Duration, error) {

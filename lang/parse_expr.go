@@ -192,7 +192,7 @@ func (p *parser) numberLit(neg bool, t *token) *Literal {
 	if t.Kind == tokInt {
 		n, err := parseInt(raw)
 		if err != nil {
-			p.errorf(t.Span, "integer %s is out of range (64-bit)", raw)
+			p.errorf(t.Span, "%s", intRangeMessage(raw))
 		}
 		return &Literal{Span: t.Span, Kind: LitInt, Value: n, Raw: raw}
 	}

@@ -15,7 +15,10 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime"
 )
 
-// Caller calls tools by name; *runtime.Registry is one.
+// Caller calls tools by name; *runtime.Registry is one. A result is
+// JSON-shaped (nil, bool, int64, float64, string, []any, map[string]any;
+// see runtime.Normalize), and the run conforms it to the step's type (see
+// compiler.Conform) before anything reads it.
 type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }

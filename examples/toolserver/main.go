@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -57,8 +58,13 @@ func main() {
 		if token == "" {
 			token = "demo-token"
 		}
-		log.Printf("serving the weather API on http://%s (obelisk reaches it with --allow-net=%s)", os.Args[2], os.Args[2])
-		err = http.ListenAndServe(os.Args[2], newAPI(token))
+		// It says where it serves once it listens, so that a script
+		// (or a test) may start it in the background and wait for the line.
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", os.Args[2]); err == nil {
+			log.Printf("serving the weather API on http://%s (obelisk reaches it with --allow-net=%s)", ln.Addr(), ln.Addr())
+			err = http.Serve(ln, newAPI(token))
+		}
 	case "mcp":
 		err = mcpServer().Run(context.Background(), &sdk.StdioTransport{})
 	case "packing":
