@@ -7,22 +7,14 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
-// InputProblems lists how an input does not match a plan's input type:
-// the fields it lacks that have no default, the fields of a wrong type,
-// and the fields the plan does not declare. The run refuses such an input
-// before it starts.
-func InputProblems(plan *Plan, input map[string]any) []string {
-	var out []string
-	for _, p := range inputProblems(plan, input) {
-		out = append(out, p.message)
-	}
-	return out
-}
-
 // inputProblem is one way an input does not match: the field it is about,
 // and what is wrong, in words.
 type inputProblem struct{ field, message string }
 
+// inputProblems lists how an input does not match a plan's input type, as
+// the run finds before it starts: the fields it lacks that have no
+// default, the fields of a wrong type, and the fields the plan does not
+// declare.
 func inputProblems(plan *Plan, input map[string]any) []inputProblem {
 	var problems []inputProblem
 	for _, f := range plan.Input.Fields {
@@ -54,8 +46,8 @@ func inputProblems(plan *Plan, input map[string]any) []inputProblem {
 // before the run: the command line's --input, or the input a JSON plan
 // carries. info is what Check returned for the plan, without errors.
 //
-// The input must match the plan's input type (InputProblems), as the run
-// requires before it starts. Then the input fields that arguments and
+// The input must match the plan's input type, as the run requires before
+// it starts. Then the input fields that arguments and
 // for each lists read are values known before the run: each is validated
 // against the tool's schema as a constant argument is, and a list a for
 // each runs over against its max. A violation would otherwise fail its

@@ -760,7 +760,8 @@ func (e *engine) result() *Result {
 func unjudged(r *StepResult) int {
 	n := 0
 	for _, v := range r.Verdicts {
-		if v.Verdict == VerdictUnjudged && v.Note == NoEvaluator {
+		// A run journaled before NoEvaluator said why noted only its start.
+		if v.Verdict == VerdictUnjudged && strings.HasPrefix(v.Note, "no evaluator is configured") {
 			n++
 		}
 	}
