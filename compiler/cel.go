@@ -7,19 +7,30 @@ import (
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/env"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/stdlib"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
 // baseEnv is the CEL environment every plan's environment extends: the
-// standard library and the string, math, list and set extensions, with the
-// cost models of celcost.go. Building
-// it takes milliseconds, so it is built once; it is never modified.
+// standard library, with arithmetic that mixes int and double
+// (mixedArithmetic), and the string, math, list and set extensions, with
+// the cost models of celcost.go and the int overloads of mathForInts.
+// Building it takes milliseconds, so it is built once; it is never
+// modified.
 var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
+	opts := []cel.EnvOption{
+		cel.StdLib(cel.StdLibSubset(env.NewLibrarySubset().AddExcludedFunctions(arithmetic()...))),
+		cel.EagerlyValidateDeclarations(true),
+	}
+	opts = append(opts, mixedArithmetic()...)
+	opts = append(opts,
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
 		cel.DefaultUTCTimeZone(true),
@@ -31,7 +42,156 @@ var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.Sets(),
 		cel.CostModel(celCostModels()...),
 	)
+	base, err := cel.NewCustomEnv(append(opts, mathForInts()...)...)
+	if err != nil {
+		return nil, err
+	}
+	// As cel.NewEnv does: the base is validated once, the environments
+	// that extend it are not.
+	return base.Extend(cel.EagerlyValidateDeclarations(false))
 })
+
+// arithmeticOps are the arithmetic operators that mixedArithmetic
+// declares again, with the word that starts their overload IDs.
+var arithmeticOps = map[string]string{operators.Add: "add", operators.Subtract: "subtract", operators.Multiply: "multiply", operators.Divide: "divide"}
+
+// arithmetic lists the arithmetic operators, to leave them out of the
+// standard library.
+func arithmetic() []*env.Function {
+	out := make([]*env.Function, 0, len(arithmeticOps))
+	for name := range arithmeticOps {
+		out = append(out, &env.Function{Name: name})
+	}
+	return out
+}
+
+// mixedArithmetic declares + - * / as the standard library does, with the
+// same overloads, and with an int or uint on one side and a double on the
+// other too: the integer is taken as a double, and so is the result (1 +
+// 0.5 is 1.5). A value of type any is dyn to CEL, and holds an int or a
+// double as its JSON says (3 or 3.5): with these overloads, †x.v * 2.0
+// is defined whichever it holds. Division of two ints stays integer
+// division; % is not mixed (a double has no %).
+func mixedArithmetic() []cel.EnvOption {
+	mixed := [][2]*cel.Type{
+		{cel.IntType, cel.DoubleType}, {cel.DoubleType, cel.IntType},
+		{cel.UintType, cel.DoubleType}, {cel.DoubleType, cel.UintType},
+	}
+	var out []cel.EnvOption
+	for _, fn := range stdlib.Functions() {
+		name := fn.Name()
+		prefix, ok := arithmeticOps[name]
+		if !ok {
+			continue
+		}
+		var opts []cel.FunctionOpt
+		for _, o := range fn.OverloadDecls() {
+			opts = append(opts, cel.Overload(o.ID(), o.ArgTypes(), o.ResultType()))
+		}
+		for _, m := range mixed {
+			id := fmt.Sprintf("%s_%s_%s", prefix, overloadTypeName(m[0]), overloadTypeName(m[1]))
+			opts = append(opts, cel.Overload(id, []*cel.Type{m[0], m[1]}, cel.DoubleType))
+		}
+		opts = append(opts, cel.SingletonBinaryBinding(mixedBinary(name)))
+		out = append(out, cel.Function(name, opts...))
+	}
+	return out
+}
+
+// overloadTypeName names a type in an overload ID as the standard
+// library does: int64, uint64, double.
+func overloadTypeName(t *cel.Type) string {
+	switch t {
+	case cel.IntType:
+		return "int64"
+	case cel.UintType:
+		return "uint64"
+	}
+	return "double"
+}
+
+// mixedBinary is the implementation of an arithmetic operator: the
+// standard library's, after an int or uint beside a double is made a
+// double.
+func mixedBinary(op string) func(lhs, rhs ref.Val) ref.Val {
+	apply := func(lhs, rhs ref.Val) ref.Val {
+		switch op {
+		case operators.Add:
+			if a, ok := lhs.(traits.Adder); ok {
+				return a.Add(rhs)
+			}
+		case operators.Subtract:
+			if a, ok := lhs.(traits.Subtractor); ok {
+				return a.Subtract(rhs)
+			}
+		case operators.Multiply:
+			if a, ok := lhs.(traits.Multiplier); ok {
+				return a.Multiply(rhs)
+			}
+		case operators.Divide:
+			if a, ok := lhs.(traits.Divider); ok {
+				return a.Divide(rhs)
+			}
+		}
+		return types.MaybeNoSuchOverloadErr(lhs)
+	}
+	return func(lhs, rhs ref.Val) ref.Val {
+		switch l := lhs.(type) {
+		case types.Int:
+			if r, ok := rhs.(types.Double); ok {
+				return apply(types.Double(l), r)
+			}
+		case types.Uint:
+			if r, ok := rhs.(types.Double); ok {
+				return apply(types.Double(l), r)
+			}
+		case types.Double:
+			switch r := rhs.(type) {
+			case types.Int:
+				return apply(l, types.Double(r))
+			case types.Uint:
+				return apply(l, types.Double(r))
+			}
+		}
+		return apply(lhs, rhs)
+	}
+}
+
+// mathForInts adds int and uint overloads to the math functions that
+// take only a double (math.ceil, floor, round, trunc, isInf, isNaN,
+// isFinite), so that they are defined on a dyn value that holds an
+// integer: an integer is its own ceiling, floor, rounding and truncation,
+// as a double, and is finite.
+func mathForInts() []cel.EnvOption {
+	toDouble := func(v ref.Val) ref.Val {
+		switch n := v.(type) {
+		case types.Int:
+			return types.Double(n)
+		case types.Uint:
+			return types.Double(n)
+		}
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	finite := func(ref.Val) ref.Val { return types.True }
+	notFinite := func(ref.Val) ref.Val { return types.False }
+	var out []cel.EnvOption
+	for _, f := range []struct {
+		name   string
+		result *cel.Type
+		impl   func(ref.Val) ref.Val
+	}{
+		{"ceil", cel.DoubleType, toDouble}, {"floor", cel.DoubleType, toDouble},
+		{"round", cel.DoubleType, toDouble}, {"trunc", cel.DoubleType, toDouble},
+		{"isInf", cel.BoolType, notFinite}, {"isNaN", cel.BoolType, notFinite},
+		{"isFinite", cel.BoolType, finite},
+	} {
+		out = append(out, cel.Function("math."+f.name,
+			cel.Overload("math_"+f.name+"_int", []*cel.Type{cel.IntType}, f.result, cel.UnaryBinding(f.impl)),
+			cel.Overload("math_"+f.name+"_uint", []*cel.Type{cel.UintType}, f.result, cel.UnaryBinding(f.impl)),
+		))
+	}
+	return out
+}
 
 // celTypes presents plan object types to CEL as struct types, so that CEL
 // checks field names and field types. Values at run time are
@@ -264,10 +424,24 @@ func celPos(e *lang.CELExpr, line, col int) lang.Pos {
 // author what to write.
 func celMessage(msg string) string {
 	switch {
-	case strings.Contains(msg, "(double, int)") || strings.Contains(msg, "(int, double)"):
-		return msg + ": CEL does not mix int and double in arithmetic; write 2.0 instead of 2, or double(x)"
+	case msg == "invalid int literal" || msg == "invalid uint literal":
+		return msg + ": it is beyond the range of 64-bit integers; write it as a number (1.5e30) or as a string"
+	case strings.Contains(msg, "'_%_'"):
+		return msg + ": % takes two ints (or two uints); convert a number with int(x)"
 	case strings.HasPrefix(msg, "undeclared reference to"):
+		if name, _, ok := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'"); ok && celSpelling[name] != "" {
+			return msg + ": " + celSpelling[name]
+		}
 		return msg + ": CEL knows no such function or variable; references are written †state.slot, †input.field or †element"
 	}
 	return msg
+}
+
+// celSpelling says how CEL writes what a model often writes in the words
+// of another language.
+var celSpelling = map[string]string{
+	"True": "CEL spells it true", "TRUE": "CEL spells it true", "False": "CEL spells it false", "FALSE": "CEL spells it false",
+	"None": "CEL spells it null", "nil": "CEL spells it null", "NULL": "CEL spells it null", "Null": "CEL spells it null", "undefined": "CEL spells it null",
+	"len": "CEL measures a list, map or string with size(x)", "length": "CEL measures a list, map or string with size(x)",
+	"str": "CEL converts to a string with string(x)", "float": "CEL converts to a number with double(x)",
 }

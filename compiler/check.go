@@ -26,6 +26,11 @@ type Config struct {
 	Imports fs.FS
 	// Strict makes unapproved-effect an error instead of a warning.
 	Strict bool
+	// HasEvaluator says that an evaluator model will judge the criteria
+	// stated in words (`expect "…"`), as vm.Options.Evaluator does. Without
+	// one, each such criterion gets an unjudged-criterion warning: the run
+	// would record it as unjudged and go on.
+	HasEvaluator bool
 	// Limits bound what an untrusted plan may ask for.
 	Limits Limits
 }
@@ -598,10 +603,10 @@ func (c *checker) tool(d *lang.ToolDecl, file string) *Tool {
 			v, ok := constValue(p.Default)
 			if !ok {
 				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "the default of parameter %s must be a constant", p.Name.Name)
-			} else if msg := CheckValue(v, param.Type, ""); msg != "" {
+			} else if cv, msg := Conform(v, param.Type, ""); msg != "" {
 				c.report(lang.SeverityError, lang.TypeMismatch, file, p.Default.Range(), "default of parameter %s: %s", p.Name.Name, msg)
 			} else {
-				param.Default, param.HasDefault = v, true
+				param.Default, param.HasDefault = cv, true
 			}
 		}
 		t.Params = append(t.Params, param)
@@ -682,9 +687,28 @@ func (c *checker) checkPlans() {
 	c.info.Main = main
 	c.info.Plans[""] = main
 	c.checkPlan(main, c.file.Items, nil, nil)
+	if len(main.Steps) == 0 && main.Output == nil {
+		c.emptyPlan()
+	}
 	if c.steps > c.limits.MaxSteps {
 		c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
 	}
+}
+
+// emptyPlan reports a plan that has no steps and no output: it would run,
+// do nothing and print an empty state, which is almost always a mistake
+// (an empty file, or a model's answer that lost its plan).
+func (c *checker) emptyPlan() {
+	start := c.file.Span.Start
+	if !start.IsValid() {
+		start = lang.Pos{Line: 1, Column: 1}
+	}
+	span := lang.Span{Start: start, End: start}
+	if c.file.JSON {
+		c.errorf(lang.EmptyPlan, span, "the plan has no calls and no output, so it does nothing: give the calls in the plan message's \"plan\" array, or as a bare array of calls")
+		return
+	}
+	c.errorf(lang.EmptyPlan, span, "the plan has no steps and no output, so it does nothing: write its steps, such as tool(arg: †input.x) -> †state.slot, and an output")
 }
 
 // orderSubPlans sorts the sub-plans so that each comes after the ones it

@@ -16,12 +16,12 @@ import (
 
 // parsedSchema returns the tool's input schema, decoded once, or nil.
 func (t *Tool) parsedSchema() map[string]any {
-	t.schemaOnce.Do(func() {
+	t.decodedOnce.Do(func() {
 		if len(t.InputSchema) > 0 {
-			_ = json.Unmarshal(t.InputSchema, &t.schema)
+			_ = json.Unmarshal(t.InputSchema, &t.decoded)
 		}
 	})
-	return t.schema
+	return t.decoded
 }
 
 // closedArgument says what is wrong with an argument of type t for a

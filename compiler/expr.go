@@ -16,6 +16,14 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
+// operandAt checks an expression that stands at place (see operand).
+func (pc *planChecker) operandAt(place lang.Place, e lang.Expr, sc *scope, reads *[]*RefPath) *Operand {
+	saved := pc.place
+	pc.place = place
+	defer func() { pc.place = saved }()
+	return pc.operand(e, sc, reads)
+}
+
 // operand checks an expression and returns its operand, with its type.
 // Every reference it reads is appended to reads.
 func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Operand {
@@ -24,6 +32,9 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		if e.Kind == lang.LitDuration {
 			pc.c.errorf(lang.TypeMismatch, e.Span, "a duration is not a value; write it as a string")
 			return &Operand{Kind: OpConst, Type: AnyType, Span: e.Span}
+		}
+		if e.Kind == lang.LitString {
+			pc.refInString(e, sc)
 		}
 		op := &take(&pc.operands, 1)[0]
 		op.Kind, op.Const, op.Type, op.Span = OpConst, e.Value, TypeOfValue(e.Value), e.Span
@@ -52,7 +63,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		allConst := true
 		var elem *Type
 		for _, el := range e.Elems {
-			x := pc.operand(el, sc, reads)
+			x := pc.operandAt(lang.Place{Kind: lang.PlaceElement}, el, sc, reads)
 			op.Elems = append(op.Elems, x)
 			allConst = allConst && x.IsConst()
 			switch {
@@ -72,7 +83,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		op.Type = ListOf(elem)
 		if allConst {
 			v, _ := constValue(e)
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.ObjectExpr:
@@ -90,7 +101,7 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 				continue
 			}
 			seen[f.Key.Name] = f.Key.Span
-			x := pc.operand(f.Value, sc, reads)
+			x := pc.operandAt(lang.Place{Kind: lang.PlaceField, Name: f.Key.Name}, f.Value, sc, reads)
 			op.Keys = append(op.Keys, f.Key.Name)
 			op.Vals = append(op.Vals, x)
 			op.Type.Fields = append(op.Type.Fields, &Field{Name: f.Key.Name, Type: x.Type})
@@ -101,13 +112,49 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 			for i, k := range op.Keys {
 				v[k] = op.Vals[i].Const
 			}
-			return &Operand{Kind: OpConst, Const: v, Type: TypeOfValue(v), Span: e.Span}
+			return constOperand(v, e.Span)
 		}
 		return op
 	case *lang.CELExpr:
 		return pc.cel(e, sc, reads)
 	}
 	return &Operand{Kind: OpConst, Type: AnyType}
+}
+
+// refInString warns of a string that holds what looks like a reference:
+// the text stays text, which is rarely what was meant ("Hello
+// $input.name").
+func (pc *planChecker) refInString(l *lang.Literal, sc *scope) {
+	text := l.StringValue()
+	if !strings.ContainsAny(text, "$†") {
+		return
+	}
+	elem := ""
+	if sc != nil {
+		elem = sc.elem
+	}
+	ref := lang.FindRefInText(text, elem)
+	if ref == "" {
+		return
+	}
+	shown := "†" + strings.TrimLeft(strings.TrimPrefix(ref, "†"), "$")
+	d := pc.c.warnf(lang.ReferenceInString, l.Span, "this string holds %s as text, not as a reference: a string is never read as one", ref)
+	if pc.c.file.JSON {
+		d.Fix = &lang.Fix{Message: fmt.Sprintf("to use the value, write the argument as an expression that joins the parts: {\"_expr\": \"'…' + %s\"}", shown)}
+	} else {
+		d.Fix = &lang.Fix{Message: fmt.Sprintf("to use the value, write it outside the quotes and join the parts with +: \"…\" + %s", shown)}
+	}
+}
+
+// constOperand is the operand of a constant list or object, typed by its
+// value and conformed to that type: in [1, 2.5], a list of numbers, 1 is
+// 1.0.
+func constOperand(v any, span lang.Span) *Operand {
+	t := TypeOfValue(v)
+	if cv, msg := Conform(v, t, ""); msg == "" {
+		v = cv
+	}
+	return &Operand{Kind: OpConst, Const: v, Type: t, Span: span}
 }
 
 // ref checks a reference: its root names the input, the state or the
@@ -291,7 +338,9 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	}
 	ast, iss := parseChecked(env, e.CELText())
 	if iss.Err() != nil {
-		pc.celIssues(e, iss.Errors(), lang.ParseError)
+		if !pc.celMistake(e, iss.Errors()) {
+			pc.celIssues(e, iss.Errors(), lang.ParseError)
+		}
 		return op
 	}
 	checked, iss := env.Check(ast)
@@ -497,6 +546,38 @@ func advance(e *lang.CELExpr, off int) lang.Pos {
 	}
 	col := len([]rune(e.Text[lineStart:off]))
 	return celPos(e, line, col)
+}
+
+// celMistake reports a syntax error of CEL as a mistake of the plan's
+// syntax, when lang.ExplainCELError knows it: one diagnostic, in the
+// plan's terms, instead of CEL's. It reports whether it did.
+func (pc *planChecker) celMistake(e *lang.CELExpr, errs []*common.Error) bool {
+	if len(errs) == 0 || e.Span.Start.Offset+len(e.Text) != e.Span.End.Offset {
+		return false // the text does not map onto the file (a JSON string with escapes)
+	}
+	first := errs[0]
+	for _, err := range errs[1:] {
+		if l, f := err.Location, first.Location; l != nil && f != nil && (l.Line() < f.Line() || l.Line() == f.Line() && l.Column() < f.Column()) {
+			first = err
+		}
+	}
+	off := len(e.Text)
+	if loc := first.Location; loc != nil && loc.Line() > 0 {
+		off = celPos(e, loc.Line(), loc.Column()).Offset - e.Span.Start.Offset
+	}
+	m, ok := lang.ExplainCELError(e, pc.place, off, first.Message)
+	if !ok {
+		return false
+	}
+	d := pc.c.errorf(lang.ParseError, lang.Span{Start: advance(e, m.Offset), End: advance(e, m.End)}, "%s", m.Message)
+	if m.Insert != "" {
+		p := advance(e, m.InsertAt)
+		replaceFix(d, lang.Span{Start: p, End: p}, m.Insert, "insert "+lang.Quote(m.Insert))
+	}
+	if m.NextArg != "" {
+		pc.inText[m.NextArg] = true
+	}
+	return true
 }
 
 // celIssues reports CEL's errors at their places in the file.

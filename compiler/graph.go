@@ -360,13 +360,15 @@ func (pc *planChecker) warnings() {
 				c.warnf(lang.Unreachable, s.When.Span, "step %s never runs: its condition is false", s.ID)
 			}
 		}
-		if n.Out == nil && s.Tool != nil && s.Tool.Result.Kind != KindNull && s.Tool.Result.Kind != KindAny {
-			d := c.warnf(lang.UnusedResult, n.Call.Span, "the result of %s (%s) is not written anywhere", s.ID, s.Tool.Result)
+		// A call with an effect is made for its effect: its result may go
+		// unused. A pure call whose result goes nowhere does nothing.
+		if n.Out == nil && s.Tool != nil && stepEffect(s) == Pure && s.Tool.Result.Kind != KindNull {
+			d := c.warnf(lang.UnusedResult, n.Call.Span, "the result of %s (%s) is not written anywhere, and %s is pure, so the step does nothing", s.ID, s.Tool.Result, s.Tool.Name)
 			slot := "†state." + suggestSlot(s, p)
 			if c.file.JSON {
-				d.Fix = &lang.Fix{Message: fmt.Sprintf("write it to a slot: add \"_outputPath\": %q to the call", slot)}
+				d.Fix = &lang.Fix{Message: fmt.Sprintf("write the result to a slot that something reads: add \"_outputPath\": %q to the call; or remove the call", slot)}
 			} else {
-				d.Fix = &lang.Fix{Message: "write it to a slot: -> †state.NAME", Edits: []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: n.Call.Span.End, End: n.Call.Span.End}, NewText: " -> " + slot}}}
+				d.Fix = &lang.Fix{Message: "write the result to a slot that something reads (-> †state.NAME), or remove the step", Edits: []lang.Edit{{File: c.file.Name, Span: lang.Span{Start: n.Call.Span.End, End: n.Call.Span.End}, NewText: " -> " + slot}}}
 			}
 		}
 		// A step that only reads error slots of steps that cannot fail
@@ -424,7 +426,11 @@ func (pc *planChecker) warnings() {
 		if !read && p.Output != nil && len(slot.Writers) > 0 {
 			w := slot.Writers[0]
 			d := c.warnf(lang.UnusedSlot, w.Node.Out.Success.Span, "†state.%s is written by %s but never read", name, w.ID)
-			d.Fix = &lang.Fix{Message: "read the slot in a step or in the output, or drop the output path"}
+			if stepEffect(w) == Pure {
+				d.Fix = &lang.Fix{Message: "read the slot in a step or in the output, or remove the step: a pure call whose result nobody reads does nothing"}
+			} else {
+				d.Fix = &lang.Fix{Message: "read the slot in a step or in the output, or drop the output path: the call still runs for its effect"}
+			}
 		}
 		var a, b *Step // the first two writers without a condition
 		for _, w := range slot.Writers {

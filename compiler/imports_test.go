@@ -15,7 +15,7 @@ const importedTools = `{"tools": [{"name": "more", "inputSchema": {"type": "obje
 // returns the import's diagnostics as text.
 func checkImport(t *testing.T, dir, name string) (*Info, string) {
 	t.Helper()
-	info, diags := checkSource("p.plan", []byte("import "+lang.Quote(name)+"\n"), Config{Imports: ImportDir(dir)})
+	info, diags := checkSource("p.plan", []byte("import "+lang.Quote(name)+"\noutput 1\n"), Config{Imports: ImportDir(dir)})
 	return info, string(diagText(diags))
 }
 
@@ -93,7 +93,7 @@ func TestImportConfined(t *testing.T) {
 	if _, got := checkImport(t, dir, "tools.json"); got != "" {
 		t.Fatal(got)
 	}
-	_, diags := checkSource("p.plan", []byte("import \"tools.json\"\n"), Config{})
+	_, diags := checkSource("p.plan", []byte("import \"tools.json\"\noutput 1\n"), Config{})
 	if !strings.Contains(string(diagText(diags)), "this checker reads no files") {
 		t.Errorf("no Imports: %s", diagText(diags))
 	}

@@ -15,6 +15,7 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
 )
 
 // Effect says what calling a tool does to the world.
@@ -60,9 +61,28 @@ type Tool struct {
 	paramsOnce         sync.Once
 	paramIndex         map[string]*Param
 	defaults, required []*Param
-	// schema is InputSchema decoded, on first use.
+	// decoded is InputSchema decoded, on first use.
+	decodedOnce sync.Once
+	decoded     map[string]any
+
+	// schema validates constant arguments against InputSchema as the
+	// runtime validates a call's arguments; built on first use, nil when
+	// the tool has no input schema or one that does not compile.
 	schemaOnce sync.Once
-	schema     map[string]any
+	schema     *runtime.Schema
+}
+
+// argSchema returns the validator of the tool's input schema, or nil.
+func (t *Tool) argSchema() *runtime.Schema {
+	t.schemaOnce.Do(func() {
+		if len(t.InputSchema) == 0 {
+			return
+		}
+		if s, err := runtime.NewSchema(t.Name+"/input", t.InputSchema); err == nil {
+			t.schema = s
+		}
+	})
+	return t.schema
 }
 
 func (t *Tool) indexParams() {
@@ -179,8 +199,9 @@ type Policy struct {
 // Slot is a state slot.
 type Slot struct {
 	Name string
-	// Type is the slot's type: its writer's output type, else its declared
-	// type, else any.
+	// Type is the slot's type: its declared type, else its writers'
+	// output type, else the type of its initial value when no step
+	// writes it, else any.
 	Type *Type
 	// Declared is the type the state block declares, or nil.
 	Declared *Type
@@ -218,8 +239,11 @@ type Step struct {
 	// `||`, on failure; "" when absent.
 	Out, ErrOut string
 	// OutType is the type of the value written to Out (a list for a for
-	// each).
-	OutType *Type
+	// each). SlotType is the type of the slot Out, which the value
+	// conforms to as well: OutType itself, or another type when another
+	// step decides the slot's type (this step's OutType may be any).
+	OutType  *Type
+	SlotType *Type
 	// Deps are the steps this one waits for, sorted by index, each once,
 	// but for a step whose slot and error slot are both read: it has a
 	// dependency through each (and never runs, since only one of them is

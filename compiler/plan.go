@@ -48,6 +48,12 @@ type planChecker struct {
 	shapes  map[celShape]*Type
 	typeIDs map[*Type]uint32
 	keyBuf  []byte
+	// place is where the expression being checked stands, to explain a
+	// syntax error in it; inText holds the arguments of the call being
+	// checked that a syntax error shows are in another argument's text
+	// (a comma missing between them), which are not missing.
+	place  lang.Place
+	inText map[string]bool
 	// Memory for what every step has (arguments, their operands and
 	// references, slots and their first writers), sized for the plan and
 	// handed out by take.
@@ -102,7 +108,7 @@ type scope struct {
 }
 
 func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl, _ lang.TypeExpr) {
-	pc := &planChecker{c: c, p: p, types: newCELTypes(), labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}}
+	pc := &planChecker{c: c, p: p, types: newCELTypes(), labels: map[string]lang.Span{}, onCycle: map[int]bool{}, misread: map[string]bool{}, shapes: map[celShape]*Type{}, typeIDs: map[*Type]uint32{}, inText: map[string]bool{}}
 	steps := lang.Steps(items)
 	pc.size(steps)
 	pc.settings(items)
@@ -122,6 +128,7 @@ func (c *checker) checkPlan(p *Plan, items []lang.Item, params []*lang.FieldDecl
 	}
 	pc.gates(order)
 	pc.warnings()
+	pc.checkDefaults()
 }
 
 // size allocates the memory the plan's steps need in one piece each: the
@@ -237,10 +244,10 @@ func (pc *planChecker) input(items []lang.Item, params []*lang.FieldDecl) {
 			case !ok:
 				pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the default of input field %s must be a constant", name)
 			default:
-				if msg := CheckValue(v, fld.Type, ""); msg != "" {
+				if cv, msg := Conform(v, fld.Type, ""); msg != "" {
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "default of input field %s: %s", name, msg)
 				} else {
-					p.InputDefaults[name] = v
+					p.InputDefaults[name] = cv
 				}
 			}
 		}
@@ -274,8 +281,10 @@ func (pc *planChecker) state(items []lang.Item) {
 				case !ok:
 					pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "the initial value of slot %s must be a constant", name)
 				default:
-					if msg := CheckValue(v, slot.Declared, ""); msg != "" {
+					if cv, msg := Conform(v, slot.Declared, ""); msg != "" {
 						pc.c.errorf(lang.TypeMismatch, f.Default.Range(), "initial value of slot %s: %s", name, msg)
+					} else {
+						v = cv
 					}
 					slot.Initial, slot.HasInitial = v, true
 				}
@@ -519,13 +528,17 @@ func (pc *planChecker) slotTypes() {
 			}
 		}
 		switch {
+		case slot.Declared != nil:
+			// The declaration fixes the type; the writers' values,
+			// which fit it, are conformed to it.
+			slot.Type = slot.Declared
 		case first != nil:
 			slot.Type = first.typ
-		case slot.Declared != nil:
-			slot.Type = slot.Declared
-		case slot.HasInitial:
+		case slot.HasInitial && len(ws) == 0:
 			slot.Type = TypeOfValue(slot.Initial)
 		default:
+			// Written with any: its initial value says nothing of what
+			// the writers write.
 			slot.Type = AnyType
 		}
 		// Under on failure continue, a step that fails and has no error
@@ -537,6 +550,9 @@ func (pc *planChecker) slotTypes() {
 					break
 				}
 			}
+		}
+		for _, w := range slot.Writers {
+			w.SlotType = slot.Type
 		}
 	}
 }
@@ -583,7 +599,7 @@ func (pc *planChecker) checkStep(s *Step) {
 		if v := n.Each.Var.Name; v == "state" || v == "input" {
 			c.errorf(lang.InvalidOption, n.Each.Var.Span, "the element of a for each cannot be named %s: that name is taken by †%s", v, v)
 		}
-		s.Each.List = pc.operand(n.Each.List, base, &r.data)
+		s.Each.List = pc.operandAt(lang.Place{Kind: lang.PlaceEach}, n.Each.List, base, &r.data)
 		switch lt := s.Each.List.Type; {
 		case lt.Kind == KindList:
 			s.Each.ElemType = lt.Elem
@@ -605,6 +621,7 @@ func (pc *planChecker) checkStep(s *Step) {
 				s.Each.Max = m
 			}
 		}
+		pc.eachSize(s, n.Each)
 		callScope = &scope{elem: s.Each.Var, elemType: s.Each.ElemType, env: pc.elemEnv(s.Each.Var, s.Each.ElemType)}
 	}
 	if s.Tool != nil {
@@ -650,6 +667,8 @@ func (pc *planChecker) elemEnv(name string, t *Type) *cel.Env {
 // args checks a call's arguments against the tool's parameters.
 func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*RefPath) []*Arg {
 	c := pc.c
+	errorsBefore := len(c.diags)
+	clear(pc.inText)
 	out := take(&pc.argPtrs, len(call.Args))[:0]
 	mem := take(&pc.argMem, len(call.Args))
 	given := argSpans{args: call.Args}
@@ -668,7 +687,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		}
 		given.add(name, a.Name.Span)
 		param := tool.Param(name)
-		op := pc.operand(a.Value, sc, reads)
+		op := pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: name}, a.Value, sc, reads)
 		if param == nil {
 			names := paramNames(tool)
 			msg := fmt.Sprintf("%s has no parameter %s%s", tool.Name, name, didYouMean(name, names))
@@ -701,7 +720,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 	}
 	var missing []string
 	for _, p := range tool.Required() {
-		if !given.has(p.Name, len(call.Args)) && !renamed[p.Name] {
+		if !given.has(p.Name, len(call.Args)) && !renamed[p.Name] && !pc.inText[p.Name] {
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
@@ -712,6 +731,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		}
 		c.errorf(lang.MissingArgument, call.Span, "%s: missing required %s %s", tool.Name, word, strings.Join(missing, ", "))
 	}
+	pc.validateCall(call, out, tool, len(c.diags) > errorsBefore)
 	return out
 }
 
@@ -768,7 +788,7 @@ func paramNames(t *Tool) []string {
 // unknown, so that their errors are reported too.
 func (pc *planChecker) argsUnchecked(call *lang.Call, sc *scope, reads *[]*RefPath) {
 	for _, a := range call.Args {
-		pc.operand(a.Value, sc, reads)
+		pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: a.Name.Name}, a.Value, sc, reads)
 	}
 }
 
@@ -780,7 +800,9 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 	if op.IsConst() {
 		if msg := CheckValue(op.Const, param.Type, ""); msg != "" {
 			pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s: %s", param.Name, tool.Name, msg)
+			return
 		}
+		pc.validateArg(param, op, tool)
 		return
 	}
 	if ok, why := fits(op, param.Type); !ok {
@@ -789,7 +811,9 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 	}
 	if msg := closedArgument(tool, param, op.Type); msg != "" {
 		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "%s", msg)
+		return
 	}
+	pc.validateArg(param, op, tool)
 }
 
 // fits checks a non-constant operand against a type: lists and objects
@@ -862,7 +886,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	c := pc.c
 	switch o := o.(type) {
 	case *lang.WhenOption:
-		s.When = pc.operand(o.Cond, base, &r.when)
+		s.When = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "when"}, o.Cond, base, &r.when)
 		s.When.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("when", s.When)
 	case *lang.ExpectOption:
@@ -872,10 +896,17 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 				return
 			}
 			s.Criteria = append(s.Criteria, l.StringValue())
+			if !c.cfg.HasEvaluator {
+				d := c.warnf(lang.UnjudgedCriterion, l.Span, "no evaluator will judge this criterion: only an evaluator model judges a criterion in words (obelisk agent, or vm.Options.Evaluator), and the run records it as unjudged")
+				d.Fix = &lang.Fix{Message: "state it as a condition on the result (expect size(†state.x) > 0), or run the plan where an evaluator judges it"}
+				if c.file.JSON {
+					d.Fix.Message = "state it as a condition on the result in \"_expect\" (\"size(†state.x) > 0\"), or run the plan where an evaluator judges it"
+				}
+			}
 			return
 		}
 		own := &scope{env: base.env, own: []string{s.Out, s.ErrOut}}
-		x := pc.operand(o.Cond, own, &r.expect)
+		x := pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "expect"}, o.Cond, own, &r.expect)
 		x.Text = lang.FormatExpr(o.Cond)
 		pc.wantBool("expect", x)
 		s.Expects = append(s.Expects, x)
@@ -920,7 +951,7 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 		s.Approve = true
 		s.ApproveMessage = o.Message.StringValue()
 	case *lang.ResultOption:
-		s.Result = pc.operand(o.Value, base, &r.data)
+		s.Result = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "result"}, o.Value, base, &r.data)
 		if s.Tool != nil && s.Result != nil {
 			if ok, why := fits(s.Result, s.Tool.Result); !ok {
 				c.errorf(lang.TypeMismatch, o.Value.Range(), "the result of %s is %s: %s", s.Tool.Name, s.Tool.Result, why)
@@ -966,7 +997,7 @@ func (pc *planChecker) output(items []lang.Item) {
 		}
 		first = d.Span
 		var reads []*RefPath
-		pc.p.Output = pc.operand(d.Value, &scope{env: pc.p.Env}, &reads)
+		pc.p.Output = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "output"}, d.Value, &scope{env: pc.p.Env}, &reads)
 		pc.p.OutputType = pc.p.Output.Type
 		for _, r := range reads {
 			if slot := pc.p.Slots[r.Slot()]; slot != nil {

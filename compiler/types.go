@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -434,92 +435,206 @@ func sameType(a, b *Type) bool {
 
 // CheckValue checks a JSON value (nil, bool, int64, float64, string, []any,
 // map[string]any) against a type and returns what does not fit, or "".
-// path names the value in the message ("amount", "items[2].name").
+// path names the value in the message ("amount", "items[2].name"). A
+// value fits when Conform accepts it.
 func CheckValue(v any, t *Type, path string) string {
-	return checkValue(v, t, path, 0)
+	_, msg := Conform(v, t, path)
+	return msg
 }
 
-func checkValue(v any, t *Type, path string, depth int) string {
-	if t == nil || t.Kind == KindAny || depth > 64 {
-		return ""
+// Conform returns a JSON value (nil, bool, int64, float64, string, []any,
+// map[string]any) as the value of type t, or what does not fit. It is the
+// rule for every value that enters a plan's state or its expressions (the
+// input, tool results, initial values, sub-plan outputs, values restored
+// from a journal): in a place typed number, a number is a float64 (an
+// integer becomes one); in a place typed int it is an int64 (a float
+// without a fraction becomes one when it is below 2^53, where no other
+// number rounds to it; any other float does not fit, and nothing is
+// rounded); an enum of
+// numbers holds its constants' kind, int64 when they are all integers,
+// float64 otherwise; a place typed any keeps what it is given. Lists and
+// objects conform element by element and field by field, through
+// nullable and optional types; the fields a type does not declare are
+// kept as they are. Conform never changes v: a list or object is copied
+// where something in it changes, and v is returned itself when it
+// conforms already. path names the value in the message ("amount",
+// "items[2].name").
+func Conform(v any, t *Type, path string) (any, string) {
+	out, _, err := conform(v, t, 0)
+	if err == nil {
+		return out, ""
 	}
-	where := ""
-	if path != "" {
-		where = path + ": "
+	for i := len(err.path) - 1; i >= 0; i-- {
+		if e := err.path[i]; e.elem {
+			path += "[" + strconv.Itoa(e.index) + "]"
+		} else {
+			path = joinPath(path, e.field)
+		}
+	}
+	if path == "" {
+		return nil, err.what
+	}
+	return nil, path + ": " + err.what
+}
+
+// misfit is what does not fit in a value: what, at path, innermost
+// first. It is made only when something does not fit, so that conforming
+// allocates nothing when nothing changes.
+type misfit struct {
+	what string
+	path []pathElem
+}
+
+// pathElem is a field, or an element of a list.
+type pathElem struct {
+	field string
+	index int
+	elem  bool
+}
+
+func misfitf(format string, args ...any) *misfit {
+	return &misfit{what: fmt.Sprintf(format, args...)}
+}
+
+// maxExactInt is 2^53: a float64 holds every integer below it exactly,
+// and no other number rounds to one of them.
+const maxExactInt = 1 << 53
+
+// conform is Conform; changed reports whether the value it returns is
+// not v (a number converted, a list or object copied).
+func conform(v any, t *Type, depth int) (out any, changed bool, err *misfit) {
+	if t == nil || t.Kind == KindAny || depth > 64 {
+		return v, false, nil
 	}
 	if v == nil {
 		if t.Nullable || t.Kind == KindNull {
-			return ""
+			return nil, false, nil
 		}
-		return where + "null is not " + describeKind(t)
+		return nil, false, misfitf("null is not %s", describeKind(t))
 	}
 	switch t.Kind {
 	case KindNull:
-		return fmt.Sprintf("%s%s is not null", where, describeValue(v))
+		return nil, false, misfitf("%s is not null", describeValue(v))
 	case KindBool:
 		if _, ok := v.(bool); ok {
-			return ""
+			return v, false, nil
 		}
 	case KindString:
 		if _, ok := v.(string); ok {
-			return ""
+			return v, false, nil
 		}
 	case KindInt:
 		switch n := v.(type) {
 		case int64:
-			return ""
+			return v, false, nil
 		case float64:
-			// JSON Schema's integer holds any number without a fraction.
-			if n == math.Trunc(n) && !math.IsInf(n, 0) {
-				return ""
+			i, msg := exactInt(n)
+			if msg != "" {
+				return nil, false, &misfit{what: msg}
 			}
-			return fmt.Sprintf("%s%v is not an integer", where, n)
+			return i, true, nil
 		}
 	case KindNumber:
-		switch v.(type) {
-		case int64, float64:
-			return ""
+		switch n := v.(type) {
+		case int64:
+			return float64(n), true, nil
+		case float64:
+			if math.IsNaN(n) || math.IsInf(n, 0) {
+				return nil, false, misfitf("%v is not a number JSON can hold", n)
+			}
+			return v, false, nil
 		}
 	case KindEnum:
-		if containsValue(t.Values, v) {
-			return ""
+		if !containsValue(t.Values, v) {
+			if len(t.Values) <= 12 {
+				return nil, false, misfitf("%s is not one of %s", describeValue(v), t.nonNull())
+			}
+			return nil, false, misfitf("%s is not one of the %d allowed values", describeValue(v), len(t.Values))
 		}
-		if len(t.Values) <= 12 {
-			return fmt.Sprintf("%s%s is not one of %s", where, describeValue(v), t.nonNull())
+		// The enum's CEL type is int when its constants are all
+		// integers, double when they are numbers (see celType).
+		switch n := v.(type) {
+		case float64:
+			if allInts(t.Values) {
+				return int64(n), true, nil // equal to one of the integers
+			}
+		case int64:
+			if allNumbers(t.Values) && !allInts(t.Values) {
+				return float64(n), true, nil
+			}
 		}
-		return fmt.Sprintf("%s%s is not one of the %d allowed values", where, describeValue(v), len(t.Values))
+		return v, false, nil
 	case KindList:
 		list, ok := v.([]any)
 		if !ok {
 			break
 		}
+		var out []any // a copy, once an element changes
 		for i, e := range list {
-			if msg := checkValue(e, t.Elem, fmt.Sprintf("%s[%d]", path, i), depth+1); msg != "" {
-				return msg
+			cv, ch, err := conform(e, t.Elem, depth+1)
+			if err != nil {
+				err.path = append(err.path, pathElem{index: i, elem: true})
+				return nil, false, err
+			}
+			if ch && out == nil {
+				out = slices.Clone(list)
+			}
+			if out != nil {
+				out[i] = cv
 			}
 		}
-		return ""
+		if out != nil {
+			return out, true, nil
+		}
+		return v, false, nil
 	case KindObject:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			break
 		}
+		var out map[string]any // a copy, once a field changes
 		for _, f := range t.Fields {
 			fv, present := obj[f.Name]
-			sub := joinPath(path, f.Name)
 			if !present {
 				if !f.Optional {
-					return fmt.Sprintf("%smissing required field %s", where, f.Name)
+					return nil, false, misfitf("missing required field %s", f.Name)
 				}
 				continue
 			}
-			if msg := checkValue(fv, f.Type, sub, depth+1); msg != "" {
-				return msg
+			cv, ch, err := conform(fv, f.Type, depth+1)
+			if err != nil {
+				err.path = append(err.path, pathElem{field: f.Name})
+				return nil, false, err
+			}
+			if ch && out == nil {
+				out = maps.Clone(obj)
+			}
+			if out != nil {
+				out[f.Name] = cv
 			}
 		}
-		return ""
+		if out != nil {
+			return out, true, nil
+		}
+		return v, false, nil
 	}
-	return fmt.Sprintf("%s%s is not %s", where, describeValue(v), describeKind(t.nonNull()))
+	return nil, false, misfitf("%s is not %s", describeValue(v), describeKind(t.nonNull()))
+}
+
+// exactInt returns a float64 as the int64 it holds exactly, or why it
+// does not fit an int: it has a fraction, it is beyond the range of an
+// int64, or it is beyond 2^53, where a float64 may have been rounded from
+// the integer it was decoded from.
+func exactInt(n float64) (int64, string) {
+	switch {
+	case n != math.Trunc(n) || math.IsNaN(n):
+		return 0, fmt.Sprintf("%s is not an integer", valueText(n))
+	case n < -(1<<63) || n >= 1<<63:
+		return 0, fmt.Sprintf("%s is beyond the range of an int (64-bit): declare it number, or send it as a string", valueText(n))
+	case math.Abs(n) >= maxExactInt:
+		return 0, fmt.Sprintf("%s is a float beyond 2^53, which may have been rounded: send the integer without a fraction or exponent, or declare it number", valueText(n))
+	}
+	return int64(n), ""
 }
 
 func joinPath(path, field string) string {
@@ -548,7 +663,8 @@ func describeValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// TypeOfValue returns the most precise type of a JSON value.
+// TypeOfValue returns the most precise type of a JSON value: an int64 is
+// an int, a float64 a number (1.0 is a number, as it is written).
 func TypeOfValue(v any) *Type {
 	switch v := v.(type) {
 	case nil:

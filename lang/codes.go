@@ -32,6 +32,9 @@ const (
 	ExpectFailed       Code = "expect-failed"
 	ToolMismatch       Code = "tool-mismatch"
 	DuplicateKey       Code = "duplicate-key"
+	EmptyPlan          Code = "empty-plan"
+	UnjudgedCriterion  Code = "unjudged-criterion"
+	ReferenceInString  Code = "reference-in-string"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -107,12 +110,12 @@ func CodeDocs() []CodeDoc {
 			"Split the plan, lower the `max` of a `for each`, or raise the limit if the plan is trusted."},
 		{UnusedSlot, SeverityWarning,
 			"a slot is written but nothing reads it (only reported when the plan has an `output` that defines its result)",
-			"tool f() -> int\nf() -> †state.r\noutput 1\n",
-			"Read the slot, or drop the output path."},
+			"tool f() -> int pure\nf() -> †state.r\noutput 1\n",
+			"Read the slot. Otherwise, for a call with an effect (idempotent or irreversible), drop the output path: the call still runs for its effect. For a pure call, remove the step: a pure call whose result nobody reads does nothing."},
 		{UnusedResult, SeverityWarning,
-			"a call's result is written nowhere, so its value is lost",
-			"tool f() -> int\nf()\n",
-			"Give the call an output path (-> †state.name) if its result matters."},
+			"a pure call's result is written nowhere, so the call does nothing (a call with an effect needs no output path: the effect is the point)",
+			"tool f() -> int pure\nf()\n",
+			"Write the result to a slot that something reads (-> †state.name), or remove the step."},
 		{Unreachable, SeverityWarning,
 			"a call can never run: its `when` condition is constant false, or it only reads the error slot of a call that cannot fail",
 			"tool f() -> int\nf() -> †state.r\n  when false\n",
@@ -137,6 +140,18 @@ func CodeDocs() []CodeDoc {
 			"an object of a JSON plan or tools file (a call, a message, an argument, a schema) has the same key twice, which JSON readers take differently: most keep the last value, some the first",
 			"[{\"_tool\": \"lookupOrder\", \"id\": 7, \"_tool\": \"deleteOrder\"}]\n",
 			"Give each key once. A program that wrote the plan and a person or filter who read it may have seen different values; check which one was meant."},
+		{EmptyPlan, SeverityError,
+			"the plan has no steps and no output, so it does nothing: often a model's answer that lost its plan, or an empty file",
+			"tool f() -> int pure\n",
+			"Write the steps (tool(arg: value) -> †state.slot) and, if the plan has a result, an output; in JSON, the calls go in the plan message's \"plan\" array or in a bare array of calls."},
+		{UnjudgedCriterion, SeverityWarning,
+			"a step has a criterion in words (`expect \"…\"`), which only an evaluator model judges, and none is configured: the run records it as unjudged",
+			"tool f() -> string pure\nf() -> †state.r\n  expect \"the answer is polite\"\noutput †state.r\n",
+			"Run the plan where an evaluator judges it (obelisk agent, or vm.Options.Evaluator in Go), or state the criterion as a CEL condition on the result: expect size(†state.r) > 0."},
+		{ReferenceInString, SeverityWarning,
+			"a string holds what looks like a reference (\"Hello $input.name\"), which stays text: a string is never read as a reference",
+			"tool greet(text: string) -> string pure\ninput {\n  name: string\n}\ngreet(text: \"Hello $input.name\") -> †state.r\noutput †state.r\n",
+			"Write the reference outside the quotes and join the parts with +: \"Hello \" + †input.name. In the JSON form, an argument that is a reference alone is the string \"†input.name\"; one that joins text is {\"_expr\": \"'Hello ' + †input.name\"}."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

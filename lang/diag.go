@@ -111,13 +111,31 @@ func (d *Diagnostic) Error() string {
 // without errors.
 type Diagnostics []*Diagnostic
 
-// Error joins the messages of all diagnostics, one per line.
+// maxErrorLines is the most diagnostics Diagnostics.Error lists.
+const maxErrorLines = 100
+
+// Error lists the diagnostics one per line, the errors first, at most a
+// hundred of them and then how many more there are.
 func (ds Diagnostics) Error() string {
-	lines := make([]string, len(ds))
-	for i, d := range ds {
-		lines[i] = d.Error()
+	var b strings.Builder
+	n := 0
+	for _, errors := range []bool{true, false} {
+		for _, d := range ds {
+			if (d.Severity == SeverityError) != errors {
+				continue
+			}
+			if n == maxErrorLines {
+				fmt.Fprintf(&b, "\nand %d more", len(ds)-n)
+				return b.String()
+			}
+			if n > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(d.Error())
+			n++
+		}
 	}
-	return strings.Join(lines, "\n")
+	return b.String()
 }
 
 // HasErrors reports whether any diagnostic has error severity.

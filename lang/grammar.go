@@ -858,7 +858,7 @@ func (c *refConverter) literal(l *literal) *Literal {
 	case l.Int != nil:
 		n, err := parseInt(*l.Int)
 		if err != nil {
-			c.fail("integer %s is out of range (64-bit)", *l.Int)
+			c.fail("%s", intRangeMessage(*l.Int))
 		}
 		return &Literal{Kind: LitInt, Value: n, Raw: *l.Int}
 	case l.Float != nil:

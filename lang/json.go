@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -246,6 +247,7 @@ func (c *jconv) context(f *File, root *jvalue) {
 				if mem.key == "type" {
 					continue
 				}
+				c.numbers(mem.val)
 				input.Fields = append(input.Fields, &FieldDecl{
 					Span:    mem.keySpan.Join(mem.val.span),
 					Name:    &Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)},
@@ -280,6 +282,7 @@ func (c *jconv) state(m *jvalue) *StateDecl {
 		if mem.key == "type" || mem.key == "schema" {
 			continue
 		}
+		c.numbers(mem.val)
 		if fd := byName[mem.key]; fd != nil {
 			fd.Default = jsonToExpr(mem.val, false)
 			continue
@@ -682,7 +685,30 @@ func (c *jconv) expr(v *jvalue) Expr {
 		}
 		return o
 	}
+	c.numbers(v)
 	return literalIn(c.lits.new(), v)
+}
+
+// numbers reports the integers of a value, an argument, an input or an
+// initial value, that are beyond the range of an int64: taken as doubles,
+// they would not be the numbers written.
+func (c *jconv) numbers(v *jvalue) {
+	switch v.kind {
+	case jNumber:
+		if !strings.ContainsAny(v.str, ".eE") {
+			if _, err := strconv.ParseInt(v.str, 10, 64); err != nil {
+				c.errorf(v.span, "%s", intRangeMessage(v.str))
+			}
+		}
+	case jArray:
+		for _, e := range v.arr {
+			c.numbers(e)
+		}
+	case jObject:
+		for _, m := range v.obj {
+			c.numbers(m.val)
+		}
+	}
 }
 
 // isRefString reports whether a JSON string is a reference: it starts with

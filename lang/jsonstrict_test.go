@@ -204,11 +204,16 @@ func TestNonFiniteNumbers(t *testing.T) {
 	// The largest and the smallest numbers are read; underflow is 0.
 	for _, src := range []string{
 		`[{"_tool": "f", "x": 1.7976931348623157e308, "y": -1.7976931348623157e308, "z": 1e-999, "w": 5e-324}]`,
-		`[{"_tool": "f", "x": ` + strings.Repeat("9", 300) + `}]`,
+		`[{"_tool": "f", "x": ` + strings.Repeat("9", 300) + `.0}]`,
 	} {
 		if _, diags := ParseJSON("p.json", []byte(src)); len(diags) > 0 {
 			t.Errorf("%.60s: %v", src, diags)
 		}
+	}
+	// An integer beyond an int64 is not a double either (see
+	// TestIntegersBeyondInt64).
+	if _, diags := ParseJSON("p.json", []byte(`[{"_tool": "f", "x": `+strings.Repeat("9", 300)+`}]`)); !strings.Contains(diags.Error(), "beyond the range of an int") {
+		t.Errorf("300 nines: got %v, want an int-range error", diags)
 	}
 }
 

@@ -551,10 +551,25 @@ func (p *jsonParser) escapedString(start int) string {
 			case 't':
 				b.WriteByte('\t')
 			case 'u':
+				at := p.off - 2
 				r := p.hex4()
-				if utf16.IsSurrogate(r) && p.off+1 < len(p.src) && p.src[p.off] == '\\' && p.src[p.off+1] == 'u' {
-					p.off += 2
-					r = utf16.DecodeRune(r, p.hex4())
+				if utf16.IsSurrogate(r) {
+					// Half of a pair: the other half must follow.
+					// Taking whatever escape follows as the other half
+					// would lose the character it stands for.
+					lo := rune(-1)
+					if r < 0xDC00 && p.off+1 < len(p.src) && p.src[p.off] == '\\' && p.src[p.off+1] == 'u' {
+						save := p.off
+						p.off += 2
+						if lo = p.hex4(); lo < 0xDC00 || lo > 0xDFFF {
+							lo, p.off = -1, save
+						}
+					}
+					if lo < 0 {
+						p.off = at
+						p.fail("%s", loneSurrogate(p.text[at:at+6]))
+					}
+					r = utf16.DecodeRune(r, lo)
 				}
 				b.WriteRune(r)
 			default:

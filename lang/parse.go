@@ -54,6 +54,11 @@ type parser struct {
 	diags Diagnostics
 	// depth counts nested sub-plan bodies.
 	depth int
+	// prevItem is the item parsed last, if it parsed, and prevEnd its
+	// last token: a malformed line after it may be its continuation,
+	// which the message then explains.
+	prevItem Item
+	prevEnd  token
 }
 
 // maxNesting bounds how deeply lists, objects and types may nest, so that
@@ -249,13 +254,83 @@ func (p *parser) parseItemRecovering() (it Item) {
 			if _, ok := r.(bailout); !ok {
 				panic(r)
 			}
+			p.explainContinuation(start)
+			p.prevItem = nil
 			p.recoverFrom(start)
 			it = nil
 		}
 	}()
 	it = p.parseItem()
 	p.endItem(it)
+	p.prevItem = it
+	if p.i > 0 {
+		p.prevEnd = p.toks[p.i-1]
+	}
 	return it
+}
+
+// explainContinuation rewrites the error of an item that failed on its
+// first line, when that line looks like the continuation of the
+// expression that ends the item before it: that item's last token is an
+// operator, which an expression cannot end with. The expression ended at
+// its line break (section 2.10 of the spec), and the fix is parentheses.
+func (p *parser) explainContinuation(start int) {
+	if p.prevItem == nil || !endsExpression(p.prevItem) || !binaryOperator(&p.prevEnd) || len(p.diags) == 0 || start >= len(p.toks) {
+		return
+	}
+	d := p.diags[len(p.diags)-1]
+	if d.Span.Start.Line != p.toks[start].Span.Start.Line {
+		return
+	}
+	what, kw := expressionOf(p.prevItem)
+	d.Span = p.prevEnd.Span
+	d.Message = fmt.Sprintf("the line ends with '%s', but %s ends at the end of its line: put the whole expression in parentheses, %s (… %s …), and a line break inside them does not end it",
+		p.prevEnd.Text, what, kw, p.prevEnd.Text)
+}
+
+// endsExpression reports whether an item can end with an expression that
+// stops at a line break: an output, or a step whose last option or for
+// each list is one.
+func endsExpression(it Item) bool {
+	switch it := it.(type) {
+	case *OutputDecl:
+		return true
+	case *Step:
+		if n := len(it.Options); n > 0 {
+			switch it.Options[n-1].(type) {
+			case *WhenOption, *ExpectOption, *ResultOption:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expressionOf names the expression an item ends with, for messages, and
+// the keyword before it.
+func expressionOf(it Item) (string, string) {
+	switch it := it.(type) {
+	case *OutputDecl:
+		return "the expression of an output", "output"
+	case *Step:
+		if n := len(it.Options); n > 0 {
+			kw := it.Options[n-1].Keyword()
+			return "an expression of " + kw, kw
+		}
+	}
+	return "an expression", ""
+}
+
+// binaryOperator reports whether t is an operator that needs an operand
+// after it, which an expression cannot end with.
+func binaryOperator(t *token) bool {
+	switch t.Kind {
+	case tokOperator:
+		return t.Text != "!"
+	case tokOrOr, tokMinus, tokQuestion, tokColon, tokDot, tokComma:
+		return true
+	}
+	return false
 }
 
 // recoverFrom skips the rest of a malformed item that started at token
@@ -358,6 +433,8 @@ func (p *parser) endItem(it Item) {
 		if p.depth == 0 {
 			p.unexpected(t, "end of line")
 		}
+	case tokRParen, tokRBrack:
+		p.errorf(t.Span, "'%s' closes no bracket: there is one too many here", t.Text)
 	default:
 		p.unexpected(t, "end of line")
 	}
@@ -466,6 +543,7 @@ func (p *parser) takeComments(off int) []Comment {
 // parseItem parses a declaration or a step.
 func (p *parser) parseItem() Item {
 	t := p.tok()
+	p.misplacedContinuation(t)
 	if t.Kind == tokIdent && p.keywordPosition() {
 		if p.depth > 0 && (t.Text == "mode" || t.Text == "on" || t.Text == "approve") {
 			p.errorf(t.Span, "%q is a setting of the whole plan; a sub-plan runs with its caller's settings", t.Text)
@@ -506,6 +584,30 @@ func (p *parser) parseItem() Item {
 	}
 	p.unexpected(t, "a declaration or a step")
 	return nil
+}
+
+// misplacedContinuation reports a line that cannot start an item and goes
+// on with the item before it, which ended at its line break: a tool's
+// result or attributes on the line after its parameters, or an operator
+// that continues an expression.
+func (p *parser) misplacedContinuation(t *token) {
+	switch prev := p.prevItem.(type) {
+	case *ToolDecl:
+		// An attribute's name followed by '(' may be a call of a tool of
+		// that name, which parses.
+		if t.Kind == tokArrow || t.Kind == tokIdent && toolAttrNames[t.Text] && p.at(1).Kind != tokLParen && p.keywordPosition() {
+			p.errorf(t.Span, "a tool's result and attributes go on the line of its closing ')': tool %s(…) -> T pure", prev.Name.Name)
+		}
+	case *Step, *OutputDecl:
+		if !endsExpression(prev) {
+			return
+		}
+		if t.Kind == tokOperator && t.Text != "!" || t.Kind == tokQuestion || t.Kind == tokDot || t.Kind == tokColon {
+			what, kw := expressionOf(prev)
+			p.errorf(t.Span, "a line cannot start with '%s': %s ends at the end of the line before; put the whole expression in parentheses, %s (… %s …), and a line break inside them does not end it",
+				t.Text, what, kw, t.Text)
+		}
+	}
 }
 
 // keywordPosition reports whether the identifier at the current token is
@@ -672,6 +774,9 @@ func (p *parser) parseFieldList(open *token, closer tokenKind) ([]*FieldDecl, *t
 		if t := p.tok(); t.Kind == closer {
 			return fields, p.advance()
 		}
+		if n := len(fields); n > 0 && fields[n-1].Default != nil && !p.startsField() {
+			p.valueContinued("default", fields[n-1].Name.Name)
+		}
 		f := p.parseFieldDecl()
 		fields = append(fields, f)
 		t := p.tok()
@@ -682,6 +787,9 @@ func (p *parser) parseFieldList(open *token, closer tokenKind) ([]*FieldDecl, *t
 		case closer:
 			p.attach(&f.Comments, f.Span)
 			continue
+		}
+		if t.Kind == tokOperator && t.Text == "==" && f.Default == nil {
+			p.errorf(t.Span, "a default is written with one '=': %s: %s = value", f.Name.Name, FormatType(f.Type))
 		}
 		p.unexpected(t, fmt.Sprintf("',' or '%s'", closer))
 	}
@@ -696,6 +804,13 @@ func (p *parser) skipSeparators() {
 			return
 		}
 	}
+}
+
+// startsField reports whether the current token starts a field
+// declaration: a name, then ':' or '?'.
+func (p *parser) startsField() bool {
+	t, n := p.tok(), p.at(1)
+	return (t.Kind == tokIdent || t.Kind == tokString) && (n.Kind == tokColon || n.Kind == tokQuestion)
 }
 
 func (p *parser) parseFieldDecl() *FieldDecl {
@@ -886,6 +1001,9 @@ func (p *parser) parseCall() *Call {
 		if colon.Kind != tokColon {
 			if colon.Kind == tokAssign {
 				p.errorf(colon.Span, "arguments are written name: value, not name = value")
+			}
+			if colon.Kind == tokOperator && colon.Text == "==" {
+				p.errorf(colon.Span, "arguments are written name: value, not name == value")
 			}
 			p.errorf(colon.Span, "expected ':' after argument name %q, found %s", argName.Name, describe(colon))
 		}
@@ -1078,18 +1196,25 @@ func parseInt(text string) (int64, error) {
 	if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
 		base, digits = 16, digits[2:]
 	}
-	// The magnitude, so that the least int64, -9223372036854775808, whose
-	// magnitude no int64 holds, reads too.
-	u, err := strconv.ParseUint(digits, base, 64)
-	switch {
-	case err != nil:
-		return 0, err
-	case neg && u > 1<<63, !neg && u > math.MaxInt64:
-		return 0, &strconv.NumError{Func: "ParseInt", Num: text, Err: strconv.ErrRange}
-	case neg:
-		return -int64(u), nil // for 1<<63, int64(u) is the least int64, its own negation
+	if neg {
+		digits = "-" + digits // so that -9223372036854775808 is in range
 	}
-	return int64(u), nil
+	return strconv.ParseInt(digits, base, 64)
+}
+
+// intRangeMessage is the message of an integer literal beyond the range
+// of an int64, which is refused rather than taken as a double that is not
+// the number written.
+func intRangeMessage(text string) string {
+	msg := fmt.Sprintf("integer %s is beyond the range of an int (64-bit integers)", abbreviate(text, 40))
+	f, err := strconv.ParseFloat(text, 64)
+	switch {
+	case err != nil || strings.ContainsAny(text, "xX"):
+		return msg + ": write it as a number with an exponent (1.5e30) or as a string"
+	case len(text) > 40:
+		return msg + fmt.Sprintf(": write it as a number, %s, or as a string", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return msg + fmt.Sprintf(": write it as a number, %s, or as a string, %q", strconv.FormatFloat(f, 'g', -1, 64), text)
 }
 
 func parseDuration(text string) (time.Duration, error) {

@@ -83,7 +83,7 @@ func (p *parser) extent(ctx exprContext) int {
 		switch t.Kind {
 		case tokEOF:
 			open := stack[len(stack)-1]
-			p.errorf(open.Span, "'%s' is not closed", open.Text)
+			p.errorf(open.Span, "'%s' is not closed: close it with '%s'", open.Text, closerText(open.Kind))
 		case tokLParen, tokLBrack, tokLBrace:
 			if len(stack) == maxNesting {
 				// Refused here, before the rest is scanned: the values and
@@ -97,7 +97,7 @@ func (p *parser) extent(ctx exprContext) int {
 			}
 			open := stack[len(stack)-1]
 			if closerOf(open.Kind) != t.Kind {
-				p.errorf(t.Span, "'%s' closes '%s' opened at %s", t.Text, open.Text, open.Span.Start)
+				p.errorf(t.Span, "'%s' closes '%s' opened at %s: '%s' is missing before it", t.Text, open.Text, open.Span.Start, closerText(open.Kind))
 			}
 			stack = stack[:len(stack)-1]
 		case tokQuestion:
@@ -124,6 +124,9 @@ func (p *parser) extent(ctx exprContext) int {
 	}
 	return k
 }
+
+// closerText is the bracket that closes one of kind k.
+func closerText(k tokenKind) string { return closerOf(k).String() }
 
 func closerOf(k tokenKind) tokenKind {
 	switch k {
@@ -189,7 +192,7 @@ func (p *parser) numberLit(neg bool, t *token) *Literal {
 	if t.Kind == tokInt {
 		n, err := parseInt(raw)
 		if err != nil {
-			p.errorf(t.Span, "integer %s is out of range (64-bit)", raw)
+			p.errorf(t.Span, "%s", intRangeMessage(raw))
 		}
 		return &Literal{Span: t.Span, Kind: LitInt, Value: n, Raw: raw}
 	}
@@ -254,12 +257,14 @@ func (p *parser) tryObject() (Expr, bool) {
 			if len(o.Fields) == 0 {
 				return nil, false
 			}
+			p.valueContinued("value", o.Fields[len(o.Fields)-1].Key.Name)
 			p.unexpected(t, "a field name or '}'")
 		}
 		if p.at(1).Kind != tokColon {
 			if len(o.Fields) == 0 {
 				return nil, false
 			}
+			p.valueContinued("value", o.Fields[len(o.Fields)-1].Key.Name)
 			p.unexpected(p.at(1), fmt.Sprintf("':' after field name %s", t.Text))
 		}
 		if t.Kind == tokString {
@@ -287,6 +292,28 @@ func (p *parser) tryObject() (Expr, bool) {
 		}
 	}
 	return o, true
+}
+
+// valueContinued reports a line that does not start a field, after a
+// field whose value ended at the line break before it (no comma or ';'
+// between): most likely the value goes on, which a line break does not
+// allow outside brackets (section 7.4 of the spec).
+func (p *parser) valueContinued(what, field string) {
+	if p.i == 0 || p.toks[p.i-1].Kind != tokNewline {
+		return
+	}
+	k := p.i - 1
+	for k > 0 && p.toks[k].Kind == tokNewline {
+		k--
+	}
+	if k := p.toks[k].Kind; k == tokComma || k == tokSemicolon {
+		return
+	}
+	example := field + ": (… …)"
+	if what == "default" {
+		example = field + ": T = (… …)"
+	}
+	p.errorf(p.tok().Span, "the %s of field %s ends at the end of its line, and this line does not start a field: put a %s that goes on to the next line in parentheses, %s", what, field, what, example)
 }
 
 // parseRef parses a reference: † (or $) directly followed by a root name

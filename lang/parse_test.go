@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/obelisk-plan/obelisk/spec"
 )
 
 // planFiles returns the .plan and .json plans of examples/ (which may not
@@ -102,6 +104,13 @@ func TestStreamMatchesBatch(t *testing.T) {
 		}
 	}
 	srcs["inline"] = []byte(sampleForStream)
+	// The conformance cases hold malformed plans, whose messages may look
+	// at the item before (a line that continues it).
+	for _, c := range spec.Cases(t, "../spec/conformance") {
+		if name, text, ok := c.Input(); ok && strings.HasSuffix(name, ".plan") {
+			srcs[c.Name] = text
+		}
+	}
 	for name, src := range srcs {
 		for _, chunk := range []int{1, 3, 7, 64, 4096} {
 			t.Run(fmt.Sprintf("%s/%d", filepath.Base(name), chunk), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
@@ -188,6 +189,9 @@ func (s *scanner) next() token {
 		if kind == tokIllegal {
 			r := s.advanceRune()
 			errMsg = "unexpected character " + quoteRune(r)
+			if r == '&' {
+				errMsg += ": the logical and is written &&"
+			}
 		}
 	}
 	var text string
@@ -345,23 +349,36 @@ func (s *scanner) scanQuoted(raw bool) (tokenKind, string) {
 	} else {
 		s.off++
 	}
+	start := s.off
+	unicodeEscape := false // a \u or \U escape, to check once the string ends
+	closed := func() string {
+		if unicodeEscape {
+			return surrogateError(s.src[start:s.off])
+		}
+		return ""
+	}
 	for s.off < len(s.src) {
 		b := s.src[s.off]
 		switch {
 		case b == '\\' && !raw:
 			s.off++
 			if s.off < len(s.src) {
+				if c := s.src[s.off]; c == 'u' || c == 'U' {
+					unicodeEscape = true
+				}
 				s.advanceRune()
 			}
 			continue
 		case b == q:
 			if !triple {
+				msg := closed()
 				s.off++
-				return tokString, ""
+				return tokString, msg
 			}
 			if s.peekByte(1) == q && s.peekByte(2) == q {
+				msg := closed()
 				s.off += 3
-				return tokString, ""
+				return tokString, msg
 			}
 			s.off++
 			continue
@@ -380,6 +397,66 @@ func (s *scanner) scanQuoted(raw bool) (tokenKind, string) {
 		s.off++
 	}
 	return tokString, "string not terminated before the end of the file"
+}
+
+// surrogateError checks the \u and \U escapes of a string's text: a
+// surrogate (U+D800 to U+DFFF) is only half of a character, and is
+// allowed only as a \uD800-\uDBFF escape directly followed by a
+// \uDC00-\uDFFF one, the pair JSON writes for a character beyond U+FFFF.
+// It returns the message of the first escape that is no character, or "".
+// Decoding it to U+FFFD instead would hide the mistake, and a decoder that
+// takes the next escape as the second half loses a character.
+func surrogateError(text []byte) string {
+	hex := func(i, n int) (rune, bool) {
+		if i+n > len(text) {
+			return 0, false
+		}
+		var r rune
+		for _, c := range text[i : i+n] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false // not an escape of a character: unquote says why
+			}
+		}
+		return r, true
+	}
+	for i := 0; i+1 < len(text); i++ {
+		if text[i] != '\\' {
+			continue
+		}
+		i++
+		switch text[i] {
+		case 'u':
+			r, ok := hex(i+1, 4)
+			switch {
+			case !ok || r < 0xD800 || r > 0xDFFF:
+			case r < 0xDC00 && i+10 < len(text) && text[i+5] == '\\' && text[i+6] == 'u':
+				if lo, ok := hex(i+7, 4); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 10 // a pair
+					break
+				}
+				fallthrough
+			default:
+				return loneSurrogate(string(text[i-1 : i+5]))
+			}
+		case 'U':
+			if r, ok := hex(i+1, 8); ok && (r >= 0xD800 && r <= 0xDFFF || r > unicode.MaxRune) {
+				return fmt.Sprintf("\\%s in string is not a character: a code point is at most U+10FFFF and not a surrogate (U+D800 to U+DFFF)", text[i:i+9])
+			}
+		}
+	}
+	return ""
+}
+
+// loneSurrogate is the message for an escape of half a surrogate pair.
+func loneSurrogate(esc string) string {
+	return fmt.Sprintf("lone surrogate %s in string: a \\uD800-\\uDBFF escape must be directly followed by a \\uDC00-\\uDFFF one, the pair that makes a character beyond U+FFFF; write the character itself, or as \\UXXXXXXXX", esc)
 }
 
 func (s *scanner) scanPunct() tokenKind {

@@ -83,6 +83,7 @@ func (s *StreamParser) try() (it Item, diags Diagnostics, ok bool) {
 	}
 	comments := append([]Comment(nil), p.comments...)
 	prevLine, floor, depth, ndiags := p.prevLine, p.floor, p.depth, len(p.diags)
+	prevItem, prevEnd := p.prevItem, p.prevEnd
 	defer func() {
 		if r := recover(); r != nil {
 			if _, more := r.(needMore); !more {
@@ -100,6 +101,7 @@ func (s *StreamParser) try() (it Item, diags Diagnostics, ok bool) {
 				}
 			}
 			p.prevLine, p.floor, p.depth, p.diags = prevLine, floor, depth, p.diags[:ndiags]
+			p.prevItem, p.prevEnd = prevItem, prevEnd
 			p.sc = newScanner(s.buf, reset.Offset, reset.Line, !s.eof)
 			it, diags, ok = nil, nil, false
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -82,14 +83,22 @@ func ParseMocks(b []byte) (*Mocks, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(raw[name], &probe); err != nil || probe == nil {
+			return nil, fmt.Errorf("mock of %s: want an object with the keys %s", name, mockKeys)
+		}
+		for key := range probe {
+			if !strings.Contains(", "+mockKeys+",", ", "+key+",") {
+				return nil, fmt.Errorf("mock of %s: unknown key %q: a mock has the keys %s", name, key, mockKeys)
+			}
+		}
 		var mk Mock
 		d := json.NewDecoder(bytes.NewReader(raw[name]))
 		d.DisallowUnknownFields()
+		d.UseNumber() // a float64 would round an integer beyond 2^53
 		if err := d.Decode(&mk); err != nil {
-			return nil, fmt.Errorf("mock of %s: %w (a mock has result, results, error, cases and latency)", name, err)
+			return nil, fmt.Errorf("mock of %s: %w (a case or a sequence entry has the keys args, result and error; an error has code, message and retryable)", name, err)
 		}
-		var probe map[string]json.RawMessage
-		_ = json.Unmarshal(raw[name], &probe)
 		_, mk.hasResult = probe["result"]
 		var err error
 		if mk.latency, err = ParseLatency(mk.Latency); err != nil {
@@ -123,7 +132,11 @@ func ParseMocks(b []byte) (*Mocks, error) {
 	return m, nil
 }
 
-// normalizeMock turns encoding/json's float64s into int64s where integral.
+// mockKeys are the keys of a mock, as an error message lists them.
+const mockKeys = "result, results, sequence, cases, error, latency"
+
+// normalizeMock turns the json.Numbers of a decoded mock into int64s and
+// float64s, as DecodeJSON does.
 func normalizeMock(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

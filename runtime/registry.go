@@ -70,45 +70,8 @@ type Registry struct {
 type entry struct {
 	def  Definition
 	impl Tool
-	// input and output validate arguments and results. The validator of
-	// a simple schema is compiled when a value first needs it (see
-	// lazySchema).
-	input, output *lazySchema
-	// inShape and outShape check the common simple schemas without the
-	// validator; nil when a schema is not simple.
-	inShape, outShape *shape
-}
-
-// lazySchema is a JSON Schema compiled when first used. Compiling takes
-// time quadratic in the number of properties (a tool of 20,000 parameters
-// takes seconds), and a simple schema, which a shape checks, needs the
-// validator only for a value the shape does not surely accept.
-type lazySchema struct {
-	name   string
-	raw    json.RawMessage
-	once   sync.Once
-	schema *jsonschema.Schema
-	err    error
-}
-
-// newSchema compiles a schema now, or later for a simple one.
-func newSchema(name string, raw json.RawMessage, simple bool) (*lazySchema, error) {
-	l := &lazySchema{name: name, raw: raw}
-	if !simple {
-		l.once.Do(l.compile)
-	}
-	return l, l.err
-}
-
-func (l *lazySchema) compile() { l.schema, l.err = compileSchema(l.name, l.raw) }
-
-// Validate validates v against the schema.
-func (l *lazySchema) Validate(v any) error {
-	l.once.Do(l.compile)
-	if l.err != nil {
-		return fmt.Errorf("the schema does not compile: %w", l.err)
-	}
-	return l.schema.Validate(v)
+	// input and output validate arguments and results.
+	input, output *Schema
 }
 
 // NewRegistry returns an empty registry.
@@ -142,16 +105,13 @@ func (r *Registry) Register(def Definition, impl Tool) error {
 	if len(def.InputSchema) == 0 {
 		def.InputSchema = json.RawMessage(`{"type": "object"}`)
 	}
-	// Values are validated as the checker reads the schemas.
-	in, out := openAPINullable(def.InputSchema), openAPINullable(def.OutputSchema)
-	e := &entry{def: def, impl: impl, inShape: shapeOf(in)}
+	e := &entry{def: def, impl: impl}
 	var err error
-	if e.input, err = newSchema(def.Name+"/input", in, e.inShape != nil); err != nil {
+	if e.input, err = NewSchema(def.Name+"/input", def.InputSchema); err != nil {
 		return fmt.Errorf("registering tool %s: input schema: %w", def.Name, err)
 	}
-	if len(out) > 0 {
-		e.outShape = shapeOf(out)
-		if e.output, err = newSchema(def.Name+"/output", out, e.outShape != nil); err != nil {
+	if len(def.OutputSchema) > 0 {
+		if e.output, err = NewSchema(def.Name+"/output", def.OutputSchema); err != nil {
 			return fmt.Errorf("registering tool %s: output schema: %w", def.Name, err)
 		}
 	}
@@ -171,19 +131,6 @@ func (r *Registry) MustRegister(def Definition, impl Tool) {
 	if err := r.Register(def, impl); err != nil {
 		panic(err)
 	}
-}
-
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	url := "mem://" + strings.ReplaceAll(name, " ", "_") + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // Definitions returns the definitions of every tool, sorted by name.
@@ -218,11 +165,8 @@ func (r *Registry) Call(ctx context.Context, name string, args map[string]any) (
 	if !ok {
 		return nil, &Error{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %s is registered", name)}
 	}
-	if e.inShape != nil && e.inShape.accepts(map[string]any(args)) {
-		// Surely valid: the validator would say so, at a hundred times
-		// the cost.
-	} else if err := e.input.Validate(map[string]any(args)); err != nil {
-		return nil, &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("arguments of %s: %s", name, validationMessage(err))}
+	if err := e.input.Validate(map[string]any(args)); err != nil {
+		return nil, &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("arguments of %s: %v", name, err)}
 	}
 	out, err := e.impl.Call(ctx, args)
 	if err != nil {
@@ -232,16 +176,18 @@ func (r *Registry) Call(ctx context.Context, name string, args map[string]any) (
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidOutput, Message: fmt.Sprintf("result of %s: %v", name, err)}
 	}
-	if e.output != nil && (e.outShape == nil || !e.outShape.accepts(out)) {
+	if e.output != nil {
 		if err := e.output.Validate(out); err != nil {
-			return nil, &Error{Code: CodeInvalidOutput, Message: fmt.Sprintf("result of %s does not match its output schema: %s", name, validationMessage(err))}
+			return nil, &Error{Code: CodeInvalidOutput, Message: fmt.Sprintf("result of %s does not match its output schema: %v", name, err)}
 		}
 	}
 	return out, nil
 }
 
-// validationMessage shortens a schema validation error to its causes.
-func validationMessage(err error) string {
+// validationMessage shortens a schema validation error to its causes;
+// at is where in the instance the schema applies ("count" for the schema
+// of an argument).
+func validationMessage(err error, at []string) string {
 	english := message.NewPrinter(language.English)
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -251,7 +197,7 @@ func validationMessage(err error) string {
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			loc := "/" + strings.Join(append(at[:len(at):len(at)], e.InstanceLocation...), "/")
 			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(english)))
 			return
 		}

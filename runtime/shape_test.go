@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestShapeAgreesWithValidator: for every schema and value here, when the
@@ -92,13 +96,13 @@ func TestRegistryCompilesSimpleSchemasLazily(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := r.lookup("t")
-	if e.input.schema != nil {
+	if e.input.unit.compiled != nil {
 		t.Error("the validator of a simple schema was compiled at registration")
 	}
 	if _, err := r.Call(context.Background(), "t", map[string]any{"n": int64(1)}); err != nil {
 		t.Fatal(err)
 	}
-	if e.input.schema != nil {
+	if e.input.unit.compiled != nil {
 		t.Error("a value the shape accepts compiled the validator")
 	}
 	_, err := r.Call(context.Background(), "t", map[string]any{"n": "one"})
@@ -110,4 +114,18 @@ func TestRegistryCompilesSimpleSchemasLazily(t *testing.T) {
 			t.Errorf("registered a tool with the invalid schema %s", bad)
 		}
 	}
+}
+
+// compileSchema compiles a schema document now.
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "mem://" + strings.ReplaceAll(name, " ", "_") + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
 }

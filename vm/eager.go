@@ -46,7 +46,9 @@ type stream struct {
 	held   []*lang.Step
 	labels map[string]bool
 	diags  lang.Diagnostics
-	e      *engine
+	// sawStep is set once the stream has given a step, admitted or not.
+	sawStep bool
+	e       *engine
 	// ctx is the run's, which the engine evaluates expressions under.
 	ctx context.Context
 }
@@ -137,8 +139,14 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 	if s.e == nil {
 		// Nothing ran; build an engine over the declarations alone for the
 		// output.
-		if prog, _, _ := s.compile(); prog != nil {
+		prog, diags, _ := s.compile()
+		if prog != nil {
 			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, r.opts.CostLimit)
+		}
+		for _, d := range diags {
+			if d.Code == lang.EmptyPlan && !s.sawStep {
+				s.diags = append(s.diags, d) // the stream held no step and no output
+			}
 		}
 	}
 	if s.e == nil {
@@ -174,6 +182,7 @@ func (s *stream) add(it lang.Item) []int {
 		s.decls = append(s.decls, it)
 		return s.admitHeld()
 	}
+	s.sawStep = true
 	n := len(s.steps)
 	ready := s.offer(st)
 	if len(s.steps) > n && len(s.held) > 0 {

@@ -94,7 +94,12 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	}
 	for name, v := range state {
 		if i, ok := prog.SlotIndex[name]; ok {
-			e.sc.slots[i], e.sc.written[i] = v, true
+			// A replanned plan may give the slot another type.
+			cv, msg := conform(v, plan.Slots[name].Type, "")
+			if msg != "" {
+				return nil, fmt.Errorf("†state.%s does not fit its type in the new plan, %s: %s", name, plan.Slots[name].Type, msg)
+			}
+			e.sc.slots[i], e.sc.written[i] = cv, true
 		}
 	}
 	results := make([]StepResult, n)
@@ -118,7 +123,7 @@ func (e *InputError) Error() string {
 }
 
 // checkInput fills defaults and checks the input against the plan's input
-// type.
+// type, conforming each value to its field's type (see compiler.Conform).
 func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, error) {
 	in := make(map[string]any, len(input)+len(plan.InputDefaults))
 	for k, v := range input {
@@ -137,9 +142,11 @@ func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, erro
 			}
 			continue
 		}
-		if msg := compiler.CheckValue(v, f.Type, f.Name); msg != "" {
+		cv, msg := conform(v, f.Type, f.Name)
+		if msg != "" {
 			problems = append(problems, msg)
 		}
+		in[f.Name] = cv
 	}
 	for _, k := range sortedKeys(in) {
 		if plan.Input.Field(k) == nil {
@@ -383,6 +390,14 @@ func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
 	}
 	if _, ok := lv.(Unknown); ok {
 		lv = []any{Unknown{}}
+	} else if s.Each.List.Kind == compiler.OpList {
+		// A list written in the plan, of references and constants: its
+		// elements take the list's type (an int among numbers is one).
+		cv, msg := conform(lv, s.Each.List.Type, "")
+		if msg != "" {
+			return nil, fail(runtime.CodeInvalidArguments, "the list of the for each: %s", msg)
+		}
+		lv = cv
 	}
 	list, ok := lv.([]any)
 	if !ok {
@@ -458,16 +473,15 @@ func (e *engine) finish(i int, out outcome) []int {
 	r := e.res[i]
 	e.decided[i] = true
 	r.Attempts, r.Retries, r.Start, r.Duration, r.Round = out.attempts, out.retries, out.start, out.duration, e.round
-	switch {
-	case out.restored:
+	if out.restored {
 		// Checked when it was recorded; its verdicts come with it.
 		r.Verdicts = out.verdicts
-	case out.err == nil && s.Tool != nil:
-		if _, unknown := out.value.(Unknown); !unknown {
-			if msg := compiler.CheckValue(out.value, s.OutType, ""); msg != "" {
-				out.err = &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", s.Tool.Name, s.OutType, msg), Tool: s.Tool.Name, Step: s.ID}
-			}
-		}
+	}
+	if out.err == nil && s.Tool != nil {
+		// The one place a step's result enters the state: whatever
+		// produced it (a tool, a mock, a recording, a sub-plan, the
+		// journal of an earlier process), it conforms to its type.
+		out.value, out.err = e.conformResult(s, out.value)
 	}
 	if out.err == nil && !out.restored {
 		out.err = e.expect(s, r, out.value, out.verdicts)
@@ -522,6 +536,54 @@ func (e *engine) finish(i int, out outcome) []int {
 	return e.release(i)
 }
 
+// conform is compiler.Conform, but for a value that holds an Unknown (in
+// a symbolic dry run), which is taken as it is: it stands for a value of
+// the type.
+func conform(v any, t *compiler.Type, path string) (any, string) {
+	cv, msg := compiler.Conform(v, t, path)
+	if msg != "" && holdsUnknown(v, 0) {
+		return v, ""
+	}
+	return cv, msg
+}
+
+// holdsUnknown reports whether v is or holds an Unknown.
+func holdsUnknown(v any, depth int) bool {
+	switch v := v.(type) {
+	case Unknown:
+		return true
+	case []any:
+		for _, e := range v {
+			if depth < 64 && holdsUnknown(e, depth+1) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if depth < 64 && holdsUnknown(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conformResult conforms a step's result to its type and to the type of
+// its slot (see compiler.Conform), or fails the step with
+// invalid-output.
+func (e *engine) conformResult(s *compiler.Step, v any) (any, *StepError) {
+	cv, msg := conform(v, s.OutType, "")
+	if msg != "" {
+		return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", s.Tool.Name, s.OutType, msg), Tool: s.Tool.Name, Step: s.ID}
+	}
+	if s.SlotType != nil && s.SlotType != s.OutType {
+		if cv, msg = conform(cv, s.SlotType, ""); msg != "" {
+			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not fit †state.%s, of type %s: %s", s.Tool.Name, s.Out, s.SlotType, msg), Tool: s.Tool.Name, Step: s.ID}
+		}
+	}
+	return cv, nil
+}
+
 // expect evaluates a step's expectations on its result. A false one fails
 // the step; criteria for an evaluator take the evaluator's verdicts, or
 // are recorded as unjudged when there are none.
@@ -553,7 +615,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 			}
 		}
 		if errors.Is(err, errUnknown) {
-			verdict, note, err = "unjudged", "known after the run", nil
+			verdict, note, err = VerdictUnjudged, "known after the run", nil
 		}
 		if err != nil {
 			verdict, note = "fail", err.Error()
@@ -589,8 +651,8 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 		return nil
 	}
 	for _, c := range s.Criteria {
-		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: "unjudged", Note: "no evaluator is configured"})
-		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: "unjudged", Message: c})
+		r.Verdicts = append(r.Verdicts, Verdict{Criterion: c, Verdict: VerdictUnjudged, Note: NoEvaluator})
+		e.event(Event{Type: StepVerdict, Step: s.ID, Tool: r.Tool, Verdict: VerdictUnjudged, Message: c, Reason: NoEvaluator})
 	}
 	return nil
 }
@@ -688,8 +750,22 @@ func (e *engine) result() *Result {
 			r.Skipped++
 		}
 		r.Retries += sr.Retries
+		r.Unjudged += unjudged(sr)
 	}
 	return r
+}
+
+// unjudged counts the criteria in words of a step that no evaluator
+// judged.
+func unjudged(r *StepResult) int {
+	n := 0
+	for _, v := range r.Verdicts {
+		// A run journaled before NoEvaluator said why noted only its start.
+		if v.Verdict == VerdictUnjudged && strings.HasPrefix(v.Note, "no evaluator is configured") {
+			n++
+		}
+	}
+	return n
 }
 
 func sortInts(a []int) {

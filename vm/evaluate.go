@@ -31,7 +31,16 @@ const (
 	VerdictPartial = "partial"
 	VerdictFail    = "fail"
 	VerdictHITL    = "hitl"
+	// VerdictUnjudged is the verdict of a criterion no one judged: one in
+	// words when no evaluator is configured (its note is NoEvaluator), or
+	// a condition a dry run cannot decide.
+	VerdictUnjudged = "unjudged"
 )
+
+// NoEvaluator is the note of a criterion in words that went unjudged
+// because the run has no Evaluator, and the reason of its StepVerdict
+// event.
+const NoEvaluator = "no evaluator is configured: only an evaluator model judges a criterion in words (obelisk agent, or vm.Options.Evaluator)"
 
 // evaluate has the evaluator judge each criterion of a step that returned
 // a result. A hitl verdict asks the approver; an approval makes it a pass

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 )
 
 // scriptedEvaluator answers each criterion with a fixed verdict.
@@ -99,5 +100,70 @@ use(n: †state.a.n) -> †state.b
 				}
 			}
 		})
+	}
+}
+
+// TestRunUnjudged: without an evaluator, a criterion in words is recorded
+// as unjudged, with an event that says why (which LogEvents logs as a
+// warning), and the result counts it; a CEL condition is judged as usual.
+// With an evaluator nothing is unjudged.
+func TestRunUnjudged(t *testing.T) {
+	const plan = `
+tool fetch(x: int) -> {n: int} pure
+fetch(x: 1) -> †state.a
+  expect †state.a.n > 0
+  expect "the count is plausible"
+  expect "the count is recent"
+output †state.a
+`
+	tools := newFakeTools().
+		on("fetch", func(ctx context.Context, args map[string]any) (any, error) { return map[string]any{"n": int64(3)}, nil })
+	rec := &recorder{}
+	res, err := Run(context.Background(), compile(t, plan), nil, opts(tools, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunCompleted || res.Unjudged != 2 {
+		t.Fatalf("status %s (%v), unjudged %d, want completed and 2", res.Status, res.Err, res.Unjudged)
+	}
+	var reasons []string
+	for _, e := range rec.events {
+		if e.Type == StepVerdict && e.Verdict == VerdictUnjudged {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	if len(reasons) != 2 || reasons[0] != NoEvaluator || !strings.Contains(NoEvaluator, "obelisk agent") {
+		t.Errorf("unjudged events' reasons %q", reasons)
+	}
+	var logged strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	for _, e := range rec.events {
+		LogEvents(log)(e)
+	}
+	if n := strings.Count(logged.String(), "[WARN]"); n != 2 || !strings.Contains(logged.String(), "the count is recent") {
+		t.Errorf("logged at warning level:\n%s", logged.String())
+	}
+
+	o := opts(tools, &recorder{})
+	o.Evaluator = &scriptedEvaluator{verdicts: map[string]Verdict{"the count is plausible": {Verdict: "pass"}, "the count is recent": {Verdict: "pass"}}}
+	res, err = Run(context.Background(), compile(t, plan), nil, o)
+	if err != nil || res.Status != RunCompleted || res.Unjudged != 0 {
+		t.Errorf("with an evaluator: status %s (%v, %v), unjudged %d", res.Status, err, res.Err, res.Unjudged)
+	}
+}
+
+// TestEvaluatorChecksCriteria: a run with an evaluator checks the plans
+// it makes (replanned, edited) knowing that their criteria in words will
+// be judged.
+func TestEvaluatorChecksCriteria(t *testing.T) {
+	o := Options{Evaluator: &scriptedEvaluator{}}
+	o.defaults()
+	if !o.Check.HasEvaluator {
+		t.Error("Check.HasEvaluator is not set")
+	}
+	o = Options{}
+	o.defaults()
+	if o.Check.HasEvaluator {
+		t.Error("Check.HasEvaluator is set without an evaluator")
 	}
 }

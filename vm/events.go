@@ -116,10 +116,13 @@ func LogEvents(log hclog.Logger) Observer {
 		if e.Verdict != "" {
 			args = append(args, "verdict", e.Verdict)
 		}
-		switch e.Type {
-		case StepFailed, StepRetried:
+		switch {
+		case e.Type == StepFailed || e.Type == StepRetried:
 			log.Warn(string(e.Type), args...)
-		case PlanStarted, PlanFinished, Replanned, ApprovalRequested, ApprovalDecided:
+		case e.Type == StepVerdict && e.Verdict == VerdictUnjudged && e.Reason == NoEvaluator:
+			// A criterion the plan states goes unchecked: say so.
+			log.Warn(string(e.Type), args...)
+		case e.Type == PlanStarted || e.Type == PlanFinished || e.Type == Replanned || e.Type == ApprovalRequested || e.Type == ApprovalDecided:
 			log.Info(string(e.Type), args[2:]...)
 		default:
 			if log.IsDebug() {
@@ -258,6 +261,9 @@ type Result struct {
 	// Counts of steps by outcome (Handled: failed with the error written
 	// to a || slot), and of retries.
 	Completed, Failed, Handled, Skipped, Retries int
+	// Unjudged counts the criteria in words (`expect "…"`) that no
+	// evaluator judged, since the run had none.
+	Unjudged int
 	// Err says why the run did not complete, or is nil.
 	Err error `json:"-"`
 }

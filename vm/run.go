@@ -15,7 +15,10 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime"
 )
 
-// Caller calls tools by name; *runtime.Registry is one.
+// Caller calls tools by name; *runtime.Registry is one. A result is
+// JSON-shaped (nil, bool, int64, float64, string, []any, map[string]any;
+// see runtime.Normalize), and the run conforms it to the step's type (see
+// compiler.Conform) before anything reads it.
 type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }
@@ -185,6 +188,11 @@ func (o *Options) defaults() {
 	}
 	if o.RunID == "" {
 		o.RunID = NewRunID()
+	}
+	if o.Evaluator != nil {
+		// Replanned and edited plans are checked knowing that their
+		// criteria in words will be judged.
+		o.Check.HasEvaluator = true
 	}
 }
 
@@ -413,8 +421,9 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	res := e.result()
 	res.Steps = steps
 	res.Replans = replans
-	res.Completed, res.Failed, res.Handled, res.Skipped, res.Retries = 0, 0, 0, 0, 0
+	res.Completed, res.Failed, res.Handled, res.Skipped, res.Retries, res.Unjudged = 0, 0, 0, 0, 0, 0
 	for _, s := range steps {
+		res.Unjudged += unjudged(s)
 		switch {
 		case s.Status == StatusCompleted:
 			res.Completed++

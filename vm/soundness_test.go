@@ -379,6 +379,8 @@ var dataErrors = []struct{ re, why string }{
 	// A double divided by zero is an infinity, which no JSON Schema
 	// validator takes ("invalid jsonType float64").
 	{`invalid jsonType float64`, "double divided by zero: an infinity"},
+	// The values that enter a slot or a call are refused as well.
+	{`which JSON cannot hold`, "double divided by zero: an infinity or NaN"},
 	{`NaN values cannot be ordered`, "double divided by zero: NaN"},
 }
 

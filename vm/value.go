@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -309,8 +310,14 @@ func fromCEL(v ref.Val, budget *uint64) (any, error) {
 	case types.Int:
 		return int64(v), nil
 	case types.Uint:
+		if uint64(v) > math.MaxInt64 {
+			return nil, fmt.Errorf("the value %du is beyond the range of an int (64-bit): convert it with double(x), or keep it below 2^63", uint64(v))
+		}
 		return int64(v), nil
 	case types.Double:
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("the value is %v, which JSON cannot hold: test it with math.isFinite, or guard the division", f)
+		}
 		return float64(v), nil
 	case types.String:
 		return string(v), nil

@@ -40,6 +40,23 @@ type env struct {
 	log    hclog.Logger
 	// getenv reads the environment (os.Getenv when nil).
 	getenv func(string) string
+	// cmd is the name of the command that runs, which prefixes its
+	// errors; "" before one is known.
+	cmd string
+	// maxDiagnostics is --max-diagnostics: the most diagnostics of each
+	// severity the command prints (0: all).
+	maxDiagnostics int
+}
+
+// errorf reports an error on stderr, prefixed "obelisk CMD: " (or
+// "obelisk: " before a command is known), the one form every error of
+// the command line takes.
+func (e *env) errorf(format string, args ...any) {
+	prefix := "obelisk"
+	if e.cmd != "" {
+		prefix += " " + e.cmd
+	}
+	fmt.Fprintf(e.stderr, "%s: %s\n", prefix, fmt.Sprintf(format, args...))
 }
 
 // command is one subcommand.
@@ -70,6 +87,7 @@ func commands() []*command {
 		applyCommand(),
 		generateCommand(),
 		agentCommand(),
+		versionCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds
@@ -82,7 +100,12 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nA file is a .plan file, a .json plan, or - for standard input.\n")
-	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n")
+	fmt.Fprintf(w, "Run 'obelisk <command> -h' for the flags of a command.\n\n")
+	fmt.Fprintf(w, "Results go to standard output: a run's output, JSON, fmt's plans, graphs, listings,\n")
+	fmt.Fprintf(w, "and help asked for. Diagnostics, errors, logs and progress go to standard error; an error\n")
+	fmt.Fprintf(w, "reads 'obelisk <command>: message'. The exit status is 0 on success, 1 when the input has\n")
+	fmt.Fprintf(w, "errors or a run did not complete, 2 on a usage or I/O error, and 3 when a journaled run\n")
+	fmt.Fprintf(w, "waits for a decision (obelisk approve, then obelisk resume).\n\n")
 	fmt.Fprintf(w, "Set OBELISK_LOG=debug|info|warn|error to change how much is logged on standard error,\n")
 	fmt.Fprintf(w, "and OBELISK_STATE_DIR to journal runs elsewhere than in .obelisk.\n")
 }
@@ -122,26 +145,29 @@ func run(ctx context.Context, args []string, e *env) int {
 		if c.name != name {
 			continue
 		}
+		e.cmd = c.name
 		fs := flag.NewFlagSet("obelisk "+c.name, flag.ContinueOnError)
-		fs.SetOutput(e.stderr)
+		// The flag package's own messages are left out: a bad flag is
+		// reported in one line, and the usage only when asked for.
+		fs.SetOutput(io.Discard)
+		fs.Usage = func() {}
 		exec := c.setup(fs, e)
-		fs.Usage = func() {
-			fmt.Fprintf(fs.Output(), "usage: obelisk %s [flags] %s\n\n%s\n", c.name, c.args, c.summary)
-			if hasFlags(fs) {
-				fmt.Fprintf(fs.Output(), "\nFlags:\n")
-				fs.PrintDefaults()
-			}
-		}
 		pos, err := parseInterspersed(fs, args[1:])
 		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(e.stdout, c, fs)
 			return exitOK
 		}
 		if err != nil {
-			return exitUsage
+			return usageError(e, c.name, "%v", err)
 		}
 		return exec(ctx, pos)
 	}
-	fmt.Fprintf(e.stderr, "obelisk: unknown command %q\n", name)
+	if strings.HasPrefix(name, "-") {
+		e.errorf("unknown flag %s: a command comes first, its flags after it", name)
+		fmt.Fprintf(e.stderr, "Run 'obelisk help' for usage.\n")
+		return exitUsage
+	}
+	e.errorf("unknown command %q", name)
 	names := make([]string, 0)
 	for _, c := range commands() {
 		names = append(names, c.name)
@@ -151,6 +177,21 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	fmt.Fprintf(e.stderr, "Run 'obelisk help' for usage.\n")
 	return exitUsage
+}
+
+// commandUsage prints a command's usage line, summary and flags.
+func commandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
+	args := " " + c.args
+	if hasFlags(fs) {
+		args = " [flags]" + args
+	}
+	fmt.Fprintf(w, "usage: obelisk %s%s\n\n%s\n", c.name, strings.TrimRight(args, " "), c.summary)
+	if hasFlags(fs) {
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
 }
 
 func hasFlags(fs *flag.FlagSet) bool {

@@ -143,6 +143,7 @@ func checkCommand() *command {
 		args:    "FILE...",
 		summary: "type-check plans and report every problem, with its position and a suggested fix",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
 			cf.registerLimits(fs)
@@ -163,7 +164,7 @@ func checkCommand() *command {
 				for _, arg := range args {
 					c, err := cf.load(e, arg)
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk check: %v\n", err)
+						e.errorf("%v", err)
 						status = max(status, exitUsage)
 						continue
 					}
@@ -172,10 +173,9 @@ func checkCommand() *command {
 					}
 					switch *format {
 					case "json":
-						b, _ := marshalJSON(lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text}, false)
-						e.stdout.Write(append(b, '\n'))
+						lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text, Max: e.maxDiagnostics}.WriteJSON(e.stdout)
 					default:
-						lang.WriteText(e.stdout, c.srcs, c.diags, lang.TextOptions{})
+						lang.WriteText(e.stderr, c.srcs, c.diags, e.textOptions())
 					}
 				}
 				return status

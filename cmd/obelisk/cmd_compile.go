@@ -14,18 +14,18 @@ import (
 func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*checked, *compiler.Program, int) {
 	c, err := cf.load(e, arg)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return nil, nil, exitUsage
 	}
 	if len(c.diags) > 0 {
-		lang.WriteText(e.stderr, c.srcs, c.diags, lang.TextOptions{})
+		lang.WriteText(e.stderr, c.srcs, c.diags, e.textOptions())
 	}
 	if c.diags.HasErrors() {
 		return c, nil, exitInput
 	}
 	prog, err := compiler.Compile(c.info, c.diags, opts)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return c, nil, exitInput
 	}
 	return c, prog, exitOK
@@ -37,6 +37,7 @@ func compileCommand() *command {
 		args:    "FILE",
 		summary: "check a plan and print the compiled plan as JSON: steps, edges, levels, critical path, estimates",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
 			cf.registerLimits(fs)
@@ -72,6 +73,7 @@ func graphCommand() *command {
 		args:    "FILE",
 		summary: "draw a plan's dependency graph in Graphviz DOT or Mermaid",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
 			cf.registerLimits(fs)

@@ -16,6 +16,7 @@ func fmtCommand() *command {
 		args:    "FILE...",
 		summary: "print plans in the canonical layout (-w rewrites .plan files in place); a JSON plan is printed as .plan text",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			write := fs.Bool("w", false, "rewrite .plan files in place instead of printing them")
 			list := fs.Bool("l", false, "list the files whose layout differs from the canonical one")
 			return func(ctx context.Context, args []string) int {

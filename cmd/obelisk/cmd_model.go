@@ -115,7 +115,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 		c = agent.ContextOf(f)
 	}
 	if diags.HasErrors() {
-		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
 	}
 	for _, path := range gf.tools {
@@ -178,6 +178,7 @@ func generateCommand() *command {
 		args:    "--goal GOAL",
 		summary: "ask a model for a plan that reaches a goal, check it, and send the diagnostics back until it checks",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var gf goalFlags
 			gf.register(fs)
 			var mf modelFlags
@@ -219,12 +220,12 @@ func generateCommand() *command {
 				}
 				srcs := lang.Sources{g.Name: []byte(g.Answer)}
 				if !g.OK {
-					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
+					lang.WriteText(e.stderr, srcs, g.Diagnostics, e.textOptions())
 					fmt.Fprintf(e.stderr, "obelisk generate: the plan still has errors after %s; nothing written\n%s\n", plural(g.Rounds-1, "repair"), roundsLine(g))
 					return exitInput
 				}
 				if len(g.Diagnostics) > 0 {
-					lang.WriteText(e.stderr, srcs, g.Diagnostics, lang.TextOptions{})
+					lang.WriteText(e.stderr, srcs, g.Diagnostics, e.textOptions())
 				}
 				if *out == "" {
 					// Shown to be read: a comment of the model's
@@ -293,6 +294,7 @@ func agentCommand() *command {
 		args:    "--goal GOAL",
 		summary: "pursue a goal: a model writes plans turn by turn, they run, and the model sees the results, until it gives the output",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var gf goalFlags
 			gf.register(fs)
 			var mf modelFlags

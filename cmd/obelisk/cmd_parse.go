@@ -13,13 +13,14 @@ func parseCommand() *command {
 		args:    "FILE",
 		summary: "print the syntax tree of a plan as JSON",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "parse", "expected one file, got %d", len(args))
 				}
 				src, err := readSource(e, args[0])
 				if err != nil {
-					e.log.Error(err.Error())
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				f, diags := src.parse()

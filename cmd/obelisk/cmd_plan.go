@@ -22,6 +22,7 @@ func planCommand() *command {
 		args:    "FILE",
 		summary: "check and compile a plan with its input, show what it will do, and with -o write it as a planfile for obelisk apply",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
 			out := fs.String("o", "", "write the planfile to this file")
@@ -102,6 +103,7 @@ func applyCommand() *command {
 		args:    "PLANFILE",
 		summary: "run exactly the plan of a planfile (made with obelisk plan -o), refusing it if a tool it calls has changed since",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var xf execFlags
 			xf.register(fs, true)
 			mocks := fs.String("mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
@@ -154,7 +156,7 @@ func applyCommand() *command {
 				}
 				prog, diags, err := pf.Compile()
 				if err != nil {
-					lang.WriteText(e.stderr, sourcesOf(&pf.Source), diags, lang.TextOptions{})
+					lang.WriteText(e.stderr, sourcesOf(&pf.Source), diags, e.textOptions())
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}

@@ -24,6 +24,7 @@ func runCommand() *command {
 		args:    "FILE",
 		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr; the run is journaled in --state-dir",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
 			var xf execFlags
@@ -126,6 +127,12 @@ func summary(res *vm.Result) string {
 	if res.Replans > 0 {
 		fmt.Fprintf(&b, ", %s", plural(res.Replans, "replan"))
 	}
+	switch {
+	case res.Unjudged == 1:
+		b.WriteString("; 1 criterion was not judged: no evaluator is configured")
+	case res.Unjudged > 1:
+		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured", res.Unjudged)
+	}
 	return b.String()
 }
 
@@ -216,6 +223,7 @@ func dryRunCommand() *command {
 		args:    "FILE",
 		summary: "simulate a plan without calling any tool: the schedule, the makespan against the critical path, the final state and output, and the problems found",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
 			seed := fs.Uint64("seed", 1, "the seed of the invented values")

@@ -64,7 +64,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	bound, bd := bindTools(fromFiles, "", rf.grants.httpOptions())
 	diags = append(diags, bd...)
 	if diags.HasErrors() {
-		lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return exitInput
 	}
 	if _, err := rf.registerBound(reg, bound); err != nil {
@@ -109,7 +109,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	progress.stop()
 	if len(rejected) > 0 {
 		srcs[name] = sp.Source()
-		lang.WriteText(e.stderr, srcs, rejected, lang.TextOptions{})
+		lang.WriteText(e.stderr, srcs, rejected, e.textOptions())
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)

@@ -42,9 +42,26 @@ func (sf *stateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.dir, "state-dir", defaultStateDir(), "the directory of the run journal (journal.db); OBELISK_STATE_DIR sets the default")
 }
 
-// open opens the journal.
+// open opens the journal, creating it if needed: for a run to start.
 func (sf *stateFlags) open() (*journal.DB, error) {
 	return journal.Open(sf.dir, journal.Options{})
+}
+
+// openRun opens the journal that holds the run named id, creating
+// nothing: for the commands that read or decide on a journaled run. It
+// reports the error itself and returns nil and the exit status: 1 when
+// there is no journal, so no such run.
+func (sf *stateFlags) openRun(e *env, id string) (*journal.DB, int) {
+	db, err := journal.OpenExisting(sf.dir, journal.Options{})
+	if errors.Is(err, journal.ErrNoJournal) {
+		e.errorf("no run %s: %v", id, err)
+		return nil, exitInput
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
+	}
+	return db, exitOK
 }
 
 // also returns the flag to repeat in a suggested command.
@@ -321,7 +338,9 @@ func (x *execution) run(ctx context.Context, e *env) int {
 	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e), events}
 	approver := x.flags.approver(e)
 	if x.approvedAs != "" {
-		approver = planApproved{next: approver, note: x.approvedAs}
+		// Nobody to ask: a journaled run waits at a step's gate, as
+		// run does, and a run without a journal rejects it.
+		approver = planApproved{next: approver, note: x.approvedAs, waits: x.jr != nil}
 	}
 	opts.Approver = approver
 	if x.jr != nil {
@@ -401,15 +420,21 @@ func describeApproval(a *journal.Approval) string {
 }
 
 // planApproved grants the plan-level approval of a plan applied from a
-// planfile, and asks next for the rest.
+// planfile, and asks next for the rest. Without next, the rest waits for
+// a decision (vm.ErrWaiting) when waits is set, and is rejected
+// otherwise.
 type planApproved struct {
-	next vm.Approver
-	note string
+	next  vm.Approver
+	note  string
+	waits bool
 }
 
 func (p planApproved) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 	if req.Step == "" && req.Round == 0 {
 		return vm.Decision{Approved: true, Note: p.note}, nil
+	}
+	if p.next == nil && p.waits {
+		return vm.Decision{}, vm.ErrWaiting
 	}
 	if p.next == nil {
 		return vm.Decision{}, errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
@@ -423,6 +448,7 @@ func resumeCommand() *command {
 		args:    "RUN",
 		summary: "continue a run from its journal (stopped, crashed, or waiting for a decision); steps that finished are not run again",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var xf execFlags
 			xf.register(fs, false)
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
@@ -432,10 +458,9 @@ func resumeCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
 				}
-				db, err := xf.open()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
-					return exitUsage
+				db, status := xf.openRun(e, args[0])
+				if db == nil {
+					return status
 				}
 				id, err := db.Lookup(args[0])
 				if err != nil {
@@ -458,7 +483,7 @@ func resumeCommand() *command {
 				}
 				prog, diags, err := st.Source.Compile()
 				if err != nil {
-					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, lang.TextOptions{})
+					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, e.textOptions())
 					return fail("run %s: the recorded plan does not compile: %v", id, err)
 				}
 				var s settings
@@ -519,6 +544,7 @@ func approveCommand() *command {
 		args:    "RUN [STEP]",
 		summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			registerMaxDiagnostics(fs, e)
 			var sf stateFlags
 			sf.register(fs)
 			reject := fs.Bool("reject", false, "reject instead of approving")
@@ -531,10 +557,9 @@ func approveCommand() *command {
 				if *edit != "" && *reject {
 					return usageError(e, "approve", "--edit approves an edited plan; it cannot go with --reject")
 				}
-				db, err := sf.open()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
-					return exitUsage
+				db, status := sf.openRun(e, args[0])
+				if db == nil {
+					return status
 				}
 				defer db.Close()
 				id, err := db.Lookup(args[0])
@@ -589,7 +614,7 @@ func approveCommand() *command {
 						diags = append(diags, cd...)
 					}
 					if diags.HasErrors() {
-						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, lang.TextOptions{})
+						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, e.textOptions())
 						fmt.Fprintf(e.stderr, "obelisk approve: the edited plan does not check; nothing was recorded\n")
 						return exitInput
 					}
@@ -643,28 +668,30 @@ func runsCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "runs", "unknown format %q: use text or json", *format)
 				}
-				if _, err := os.Stat(filepath.Join(sf.dir, journal.FileName)); errors.Is(err, os.ErrNotExist) {
-					if *format == "json" {
-						fmt.Fprintln(e.stdout, "[]")
+				var runs []*journal.Summary
+				db, err := journal.OpenExisting(sf.dir, journal.Options{})
+				switch {
+				case errors.Is(err, journal.ErrNoJournal):
+					// No journal, no runs: and none is made.
+				case err != nil:
+					e.errorf("%v", err)
+					return exitUsage
+				default:
+					defer db.Close()
+					if runs, err = db.Runs(); err != nil {
+						e.errorf("%v", err)
+						return exitUsage
 					}
-					return exitOK
-				}
-				db, err := sf.open()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk runs: %v\n", err)
-					return exitUsage
-				}
-				defer db.Close()
-				runs, err := db.Runs()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk runs: %v\n", err)
-					return exitUsage
 				}
 				if *format == "json" {
 					if runs == nil {
 						runs = []*journal.Summary{}
 					}
 					e.stdout.Write(append(jsonIndent(runs), '\n'))
+					return exitOK
+				}
+				if len(runs) == 0 {
+					fmt.Fprintf(e.stderr, "no runs are journaled in %s\n", sf.dir)
 					return exitOK
 				}
 				tw := newTable(escapingWriter{e.stdout})
@@ -719,10 +746,9 @@ func showCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "show", "unknown format %q: use text or json", *format)
 				}
-				db, err := sf.open()
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
-					return exitUsage
+				db, status := sf.openRun(e, args[0])
+				if db == nil {
+					return status
 				}
 				defer db.Close()
 				id, err := db.Lookup(args[0])

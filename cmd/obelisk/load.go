@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -63,5 +64,17 @@ func (s *source) parse() (*lang.File, lang.Diagnostics) {
 
 // printDiagnostics writes diagnostics for people on stderr.
 func printDiagnostics(e *env, srcs lang.Sources, diags lang.Diagnostics) {
-	lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+	lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+}
+
+// registerMaxDiagnostics adds --max-diagnostics to a command that prints
+// diagnostics: a plan of a thousand calls on one line may have a warning
+// for each.
+func registerMaxDiagnostics(fs *flag.FlagSet, e *env) {
+	fs.IntVar(&e.maxDiagnostics, "max-diagnostics", 100, "the most diagnostics of each severity to print, the first by position (the rest are counted); 0 prints them all")
+}
+
+// textOptions are how the command prints diagnostics.
+func (e *env) textOptions() lang.TextOptions {
+	return lang.TextOptions{Max: e.maxDiagnostics, More: "--max-diagnostics 0 shows them all"}
 }

@@ -6,9 +6,11 @@
 //	obelisk <command> [flags] [files]
 //
 // Run `obelisk help` for the list of commands and `obelisk <command> -h` for
-// the flags of one. Results go to standard output, logs and progress to
-// standard error. The exit status is 0 on success, 1 when the input has
-// errors, and 2 on a usage or I/O error.
+// the flags of one; both print on standard output. Results go to standard
+// output; diagnostics, errors, logs and progress to standard error, each
+// error as "obelisk <command>: message". The exit status is 0 on success, 1
+// when the input has errors or a run did not complete, 2 on a usage or I/O
+// error, and 3 when a journaled run waits for a decision.
 package main
 
 import (

@@ -383,6 +383,7 @@ func TestOperatorDeclarationsAgree(t *testing.T) {
 	for _, d := range decls {
 		text.WriteString(lang.FormatItem(d))
 	}
+	text.WriteString("output null\n") // a plan of declarations alone does nothing (empty-plan)
 	dir := writeFiles(t, map[string]string{"p.plan": text.String(), "tools.json": toolsJSON})
 	if code, out := cliIn(t, "", "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan")); code != exitOK || out != "" {
 		t.Errorf("check: exit %d\n%s\n%s", code, out, text.String())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
 )
@@ -75,7 +76,7 @@ type prepared struct {
 func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	reg, err := rf.registry()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return nil, exitUsage
 	}
 	c, prog, status := rf.compileOne(e, arg, compiler.Options{MaxParallel: rf.maxParallel})
@@ -86,7 +87,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	p.source = rf.source(c)
 	off, err := rf.registerBound(reg, c.bound)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return nil, exitUsage
 	}
 	p.commandsOff = len(off) > 0
@@ -94,8 +95,13 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
 	if p.input, err = rf.readInput(c, base); err != nil {
-		fmt.Fprintf(e.stderr, "obelisk: %v\n", err)
+		e.errorf("%v", err)
 		return nil, exitUsage
+	}
+	if d := compiler.CheckInput(c.info, p.input); len(d) > 0 {
+		// Known before the run: refused before any step has an effect.
+		lang.WriteText(e.stderr, c.srcs, d, lang.TextOptions{})
+		return nil, exitInput
 	}
 	mocksBase := base
 	if c.src.path == "" {
@@ -105,12 +111,12 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	if mocksPath != "" {
 		b, err := os.ReadFile(mocksPath)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk: reading mocks: %v\n", err)
+			e.errorf("reading mocks: %v", err)
 			return nil, exitUsage
 		}
 		p.mocksPath, p.mocksText = mocksPath, b
 		if p.mocks, err = runtime.ParseMocks(b); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk: %s: %v\n", mocksPath, err)
+			e.errorf("%s: %v", mocksPath, err)
 			return nil, exitUsage
 		}
 		e.log.Info("answering tools from mocks", "file", mocksPath)

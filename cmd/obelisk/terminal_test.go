@@ -180,13 +180,13 @@ func TestCheckExcerptEscapes(t *testing.T) {
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "bad.plan")
 	writeFile(t, plan, "tool f(x: string) -> int\nf(x: \"\x1b[2K\r\u202e\", y: 1) -> †state.r\n")
-	code, stdout, _ := runHere(t, "", "check", plan)
+	code, _, stderr := runHere(t, "", "check", plan)
 	if code != exitInput {
-		t.Fatalf("exit %d\n%s", code, stdout)
+		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	assertNoneRaw(t, "check's output", stdout)
-	if !strings.Contains(stdout, `f(x: "\x1b[2K\r\u202e", y: 1)`) {
-		t.Errorf("the line is not quoted escaped:\n%s", stdout)
+	assertNoneRaw(t, "check's diagnostics", stderr)
+	if !strings.Contains(stderr, `f(x: "\x1b[2K\r\u202e", y: 1)`) {
+		t.Errorf("the line is not quoted escaped:\n%s", stderr)
 	}
 }
 

@@ -120,9 +120,9 @@ func TestMCPTools(t *testing.T) {
 
 	// A bare add is ambiguous: the checker says so, with the names to use.
 	os.WriteFile(plan, []byte(mcpPlan), 0o644)
-	code, stdout, _ = cli(t, append([]string{"check"}, append(servers, plan)...)...)
-	if code != exitInput || !strings.Contains(stdout, "unknown tool add: calc.add and other.add share that name, so call one of them by its full name") {
-		t.Errorf("check with an ambiguous add: exit %d, want 1 and a hint at calc.add:\n%s", code, stdout)
+	code, _, stderr = cli(t, append([]string{"check"}, append(servers, plan)...)...)
+	if code != exitInput || !strings.Contains(stderr, "unknown tool add: calc.add and other.add share that name, so call one of them by its full name") {
+		t.Errorf("check with an ambiguous add: exit %d, want 1 and a hint at calc.add:\n%s", code, stderr)
 	}
 }
 
@@ -297,10 +297,10 @@ func TestBadBindings(t *testing.T) {
    "http": {"url": "http://127.0.0.1/f/{cty}"}}
 ]}`
 	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "forecast(city: \"x\") -> †state.f\n"})
-	code, stdout, _ := cli(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
+	code, _, stderr := cli(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
 	want := "tools.json:3:12: error: the http block of forecast: url: {cty} is not a parameter of forecast (its parameters: city) [import-error]"
-	if code != exitInput || !strings.Contains(stdout, want) {
-		t.Errorf("check: exit %d; want 1 and %q in:\n%s", code, want, stdout)
+	if code != exitInput || !strings.Contains(stderr, want) {
+		t.Errorf("check: exit %d; want 1 and %q in:\n%s", code, want, stderr)
 	}
 }
 

@@ -31,8 +31,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/jsonschema-go/jsonschema"
 	"hash/fnv"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -57,8 +59,13 @@ func main() {
 		if token == "" {
 			token = "demo-token"
 		}
-		log.Printf("serving the weather API on http://%s (obelisk reaches it with --allow-net=%s)", os.Args[2], os.Args[2])
-		err = http.ListenAndServe(os.Args[2], newAPI(token))
+		// It says where it serves once it listens, so that a script
+		// (or a test) may start it in the background and wait for the line.
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", os.Args[2]); err == nil {
+			log.Printf("serving the weather API on http://%s (obelisk reaches it with --allow-net=%s)", ln.Addr(), ln.Addr())
+			err = http.Serve(ln, newAPI(token))
+		}
 	case "mcp":
 		err = mcpServer().Run(context.Background(), &sdk.StdioTransport{})
 	case "packing":
@@ -223,7 +230,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // mcpServer serves the forecast and the packing list as MCP tools.
 func mcpServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "toolserver", Version: "v1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "forecast", Description: "The forecast for a city, day by day.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+	// The schema the SDK infers from a Go slice allows null, since a nil
+	// slice encodes as null; forecast never returns one, and says so, so
+	// that a plan may read the days without checking for null first.
+	out, err := jsonschema.For[Forecast](nil)
+	if err != nil {
+		panic(err)
+	}
+	out.Properties["daily"].Types = nil
+	out.Properties["daily"].Type = "array"
+	sdk.AddTool(s, &sdk.Tool{Name: "forecast", Description: "The forecast for a city, day by day.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}, OutputSchema: out},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in ForecastIn) (*sdk.CallToolResult, Forecast, error) {
 			f, err := forecast(in)
 			return nil, f, err

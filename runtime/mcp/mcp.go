@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os/exec"
 	"sort"
 	"strings"
@@ -243,6 +244,9 @@ func toolError(name string, res *sdk.CallToolResult) error {
 // resultValue maps a result to a plan value.
 func resultValue(res *sdk.CallToolResult) (any, error) {
 	if res.StructuredContent != nil {
+		if v, ok := mirrored(res); ok {
+			return v, nil
+		}
 		return normalized(res.StructuredContent), nil
 	}
 	var texts []string
@@ -274,11 +278,74 @@ func text(res *sdk.CallToolResult) string {
 	return strings.Join(texts, "\n")
 }
 
-// normalized converts a decoded JSON value to the runtime's JSON shape
-// (integers as int64).
+// mirrored returns a result's structured content as the JSON of its text
+// content, which a server should give too, when that JSON is the same
+// value: decoded from the text, an integer keeps every digit, where the
+// SDK decodes the structured content with a float64 for every number,
+// which rounds an integer beyond 2^53.
+func mirrored(res *sdk.CallToolResult) (any, bool) {
+	t := text(res)
+	if t == "" {
+		return nil, false
+	}
+	v, err := runtime.DecodeJSON([]byte(t))
+	if err != nil || !sameJSON(res.StructuredContent, v, 0) {
+		return nil, false
+	}
+	return v, true
+}
+
+// sameJSON reports whether a, as the SDK decodes JSON, and b, as the
+// runtime does, are the same value, but for the precision of a's numbers.
+func sameJSON(a, b any, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			if f, ok := y[k]; !ok || !sameJSON(e, f, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i], depth+1) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return float64(y) == x
+		case float64:
+			return y == x
+		}
+		return false
+	case string, bool, nil:
+		return a == b
+	}
+	return false
+}
+
+// normalized converts a value the SDK decoded to the runtime's JSON shape:
+// a float64 that holds an integer below 2^53, which no other number
+// rounds to, is an int64; a larger one stays a float64, since it may have been rounded from the
+// integer the server sent (a place typed int refuses it rather than take
+// a rounded integer).
 func normalized(v any) any {
-	if v == nil {
-		return nil
+	if out, ok := fromDecoded(v, 0); ok {
+		return out
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -289,6 +356,44 @@ func normalized(v any) any {
 		return nil
 	}
 	return out
+}
+
+// fromDecoded is normalized for a value of the types encoding/json
+// decodes into; ok is false for any other.
+func fromDecoded(v any, depth int) (any, bool) {
+	if depth > 64 {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case nil, string, bool:
+		return v, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+		return v, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, ok := fromDecoded(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, ok := fromDecoded(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // Binding is a tool of a server under the name a plan calls it by. It

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -193,6 +194,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
+		// The model's plans are checked knowing that their criteria in
+		// words will be judged.
+		g.opts.Check.HasEvaluator = true
 	}
 	if opts.RunTimeout > 0 {
 		var cancel context.CancelFunc
@@ -380,7 +384,10 @@ func (g *goal) keep(state map[string]any, items []lang.Item) {
 			g.ctx.Decls = append(decls, it)
 			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state)))
 			if !diags.HasErrors() {
-				_, diags = compiler.Check(f, g.opts.Check)
+				// The declarations are checked alone: that they make no
+				// plan (empty-plan) is no fault of theirs.
+				_, cd := compiler.Check(f, g.opts.Check)
+				diags = slices.DeleteFunc(cd, func(d *lang.Diagnostic) bool { return d.Code == lang.EmptyPlan })
 			}
 			if diags.HasErrors() {
 				g.ctx.Decls = decls

@@ -2,10 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -146,10 +148,19 @@ func answerError(f *lang.File, code lang.Code, span lang.Span, format string, ar
 	return &lang.Diagnostic{Severity: lang.SeverityError, Code: code, File: f.Name, Span: span, Message: fmt.Sprintf(format, args...)}
 }
 
+// modelDiagnostics is the most diagnostics of each severity a model is
+// shown of its answer: an answer of thousands of calls on one line may
+// have a warning for each.
+const modelDiagnostics = 20
+
 // report renders diagnostics as the JSON document of `obelisk check
-// --format json`, with the excerpt of each line from the answer.
+// --format json`, with the excerpt of each line from the answer: the
+// errors first, then the warnings, each in the answer's order, at most
+// modelDiagnostics of each.
 func report(name, text string, diags lang.Diagnostics) string {
-	b, err := json.Marshal(lang.Report{File: name, OK: !diags.HasErrors(), Diagnostics: diags, Source: []byte(text)})
+	diags = slices.Clone(diags)
+	slices.SortStableFunc(diags, func(a, b *lang.Diagnostic) int { return cmp.Compare(a.Severity, b.Severity) })
+	b, err := json.Marshal(lang.Report{File: name, OK: !diags.HasErrors(), Diagnostics: diags, Source: []byte(text), Max: modelDiagnostics})
 	if err != nil {
 		return diags.Error()
 	}

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
@@ -155,5 +157,64 @@ func TestGenerateNeverRepairs(t *testing.T) {
 	// The last diagnostics are the last answer's: too few steps.
 	if len(got.Diagnostics) != 1 || got.Diagnostics[0].Code != lang.LimitExceeded || !strings.Contains(got.Diagnostics[0].Message, "fewer than 3") {
 		t.Errorf("diagnostics:\n%s", got.Diagnostics)
+	}
+}
+
+// TestGenerateRepairReportBounded: an answer of 2,000 calls on one line,
+// each warned about, with errors, gets a repair report of the errors
+// first and then 20 warnings, each with an excerpt of its call rather
+// than the whole line, and the count of those left out.
+func TestGenerateRepairReportBounded(t *testing.T) {
+	var answer strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&answer, "pay(amount: %d) -> †state.r%d; ", i, i)
+	}
+	answer.WriteString("score(orders: \"many\") -> †state.s\n")
+	srv := llmtest.NewOpenAI(llmtest.Script(
+		llmtest.Text(answer.String(), llm.Usage{}),
+		llmtest.Text(fixedPlan, llm.Usage{}),
+	))
+	defer srv.Close()
+	c, cfg := testContext(t, customerTools+"tool pay(amount: number) -> object irreversible\n", map[string]any{"id": "c-1"})
+	if _, err := Generate(context.Background(), GenerateOptions{Goal: "Pay.", Context: c, Check: cfg,
+		Model: openai.New(srv.Settings("planner", "judge"), nil)}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	rep := reqs[1].Messages[2].Content
+	if len(rep) > 32<<10 {
+		t.Errorf("the repair message has %d bytes", len(rep))
+	}
+	var doc struct {
+		Diagnostics []struct {
+			Severity string `json:"severity"`
+			Code     string `json:"code"`
+			Excerpt  string `json:"excerpt"`
+		} `json:"diagnostics"`
+		Counts  map[string]int `json:"counts"`
+		Omitted map[string]int `json:"omitted"`
+	}
+	if err := json.Unmarshal([]byte(rep[strings.Index(rep, "{"):strings.LastIndex(rep, "}")+1]), &doc); err != nil {
+		t.Fatalf("the repair message has no JSON report: %v", err)
+	}
+	errs := doc.Counts["error"]
+	if errs == 0 || len(doc.Diagnostics) != errs+modelDiagnostics {
+		t.Fatalf("%d diagnostics, %d errors", len(doc.Diagnostics), errs)
+	}
+	for i, d := range doc.Diagnostics {
+		if (i < errs) != (d.Severity == "error") {
+			t.Errorf("diagnostic %d is %s: the errors do not come first", i, d.Severity)
+		}
+	}
+	if doc.Counts["warning"] < 2000 || doc.Omitted["warning"] != doc.Counts["warning"]-modelDiagnostics || doc.Omitted["error"] != 0 {
+		t.Errorf("counts %v, omitted %v", doc.Counts, doc.Omitted)
+	}
+	for _, d := range doc.Diagnostics {
+		if n := utf8.RuneCountInString(d.Excerpt); n > 110 {
+			t.Errorf("an excerpt of %d characters", n)
+		}
 	}
 }

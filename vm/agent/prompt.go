@@ -141,7 +141,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 
 // repairMessage asks for a corrected plan.
 func repairMessage(name, text string, diags lang.Diagnostics) string {
-	return "Your plan does not check. The checker's report (JSON: each diagnostic has a code, a message, a range of lines and columns in your answer, the excerpt of its line, and sometimes a fix):\n" +
+	return "Your plan does not check. The checker's report (JSON: each diagnostic has a code, a message, a range of lines and columns in your answer, an excerpt of its line, and sometimes a fix; errors come first, and \"omitted\" counts the diagnostics left out):\n" +
 		report(name, text, diags) + "\n\nAnswer with the whole corrected plan, plan text only."
 }
 

@@ -139,9 +139,35 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("opening the journal: %w", err)
 	}
+	return openMode(dir, opts, "rwc")
+}
+
+// ErrNoJournal is returned by OpenExisting for a state directory that holds
+// no journal.
+var ErrNoJournal = errors.New("no journal")
+
+// OpenExisting opens the journal in a state directory only if it exists,
+// and creates nothing: for a command that reads runs, or decides on one,
+// where no run has been journaled. Without a journal it returns an error
+// that wraps ErrNoJournal.
+func OpenExisting(dir string, opts Options) (*DB, error) {
 	path := filepath.Join(dir, FileName)
-	dsn := "file:" + filepath.ToSlash(path) +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s: no run has been journaled there (--state-dir or OBELISK_STATE_DIR names another directory)", ErrNoJournal, dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("opening the journal: %w", err)
+	}
+	// mode=rw: should the file go in the meantime, SQLite does not make
+	// another.
+	return openMode(dir, opts, "rw")
+}
+
+// openMode opens the database of a state directory with SQLite's open mode
+// (rwc creates the file, rw does not).
+func openMode(dir string, opts Options, mode string) (*DB, error) {
+	path := filepath.Join(dir, FileName)
+	dsn := "file:" + filepath.ToSlash(path) + "?mode=" + mode +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)

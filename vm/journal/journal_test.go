@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,33 @@ output †state.page
 	}
 	if rp.calls != 1 || tl.count("fetch") != 1 || tl.count("scrape") != 1 || approvals != 2 {
 		t.Errorf("replans %d fetch %d scrape %d approvals %d", rp.calls, tl.count("fetch"), tl.count("scrape"), approvals)
+	}
+}
+
+// TestOpenExisting: where no journal is, OpenExisting says so and creates
+// nothing, not even the state directory; where one is, it opens it.
+func TestOpenExisting(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if _, err := OpenExisting(dir, Options{}); !errors.Is(err, ErrNoJournal) {
+		t.Fatalf("OpenExisting without a journal: %v, want ErrNoJournal", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenExisting made the state directory: %v", err)
+	}
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(NewRun{ID: "r1", Source: &planfile.Source{Name: "p.plan", Text: chain}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d, err = OpenExisting(dir, Options{})
+	if err != nil {
+		t.Fatalf("OpenExisting with a journal: %v", err)
+	}
+	defer d.Close()
+	if id, err := d.Lookup("r1"); err != nil || id != "r1" {
+		t.Errorf("Lookup(r1) = %q, %v", id, err)
 	}
 }

@@ -1,0 +1,560 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+)
+
+// docs are the documents whose commands TestDocCommands runs.
+var docs = []string{"README.md", "spec/README.md", "examples/README.md"}
+
+// docExpect says what a command of the docs does other than exit 0 with
+// nothing in particular to check, as the docs say it. match is a regular
+// expression on the command as the doc shows it (continuation lines
+// joined by a space).
+var docExpect = []struct {
+	match  string
+	exit   int
+	stderr string // what stderr must say
+	check  func(t *testing.T, args []string, stdout string)
+	why    string
+}{
+	{match: `^go run \./cmd/obelisk generate --goal "Refund the customer's last order\."$`, exit: exitUsage,
+		stderr: "obelisk generate: no model provider is configured",
+		why:    `README: "With nothing configured, the commands say how to configure a provider and exit with status 2"`},
+	{match: `^/tmp/obelisk run --state-dir \$S --run-id refund-1 examples/refund\.plan$`, exit: exitWaiting,
+		stderr: "run refund-1 is saved, waiting for a decision",
+		why:    `README: a run that reaches an approval gate with nobody to ask "exits with status 3 and says what to run next"`},
+	{match: `^/tmp/obelisk resume --state-dir \$S refund-1$`, check: outputHas(`"confirmationId": "RF-2025-0611-48213"`),
+		why: "README: the approved run, resumed, completes"},
+	{match: `^go run \./cmd/obelisk version$`, check: outputHas("obelisk "), why: "README: version prints the versions"},
+	{match: `^go run \./cmd/obelisk fmt examples/[a-z-]+\.plan$`, check: printsFileUnchanged,
+		why: `examples/README.md: "the .plan files are written in it, so this prints them unchanged"`},
+	{match: `^go run \./cmd/obelisk fmt -l examples/\*\.plan$`, check: outputIs(""),
+		why: `examples/README.md: "prints the files that are not" canonical: none`},
+	{match: `^/tmp/obelisk run --yes examples/payment-failure\.(plan|json)$`, check: outputHas(`"status": "Failed"`),
+		why: `examples/README.md: payment-failure's "output is {status: "Failed", message} and the run completes (exit 0)"`},
+	{match: `^/tmp/obelisk dry-run examples/booking-fallback\.plan$`, check: outputHas("problems:\n  none found"),
+		why: `examples/README.md: a dry run "exits 0 when it reports problems: none found"`},
+	{match: `^OPENAI_API_KEY=\S+ go run \./cmd/obelisk generate .* -o /tmp/refund\.plan$`, check: wroteRefundPlan,
+		why: "README: generate writes the plan that checks to -o (run against the fake OpenAI server)"},
+	{match: `^ANTHROPIC_API_KEY=\S+ go run \./cmd/obelisk agent `, check: outputHas(`"status": "completed"`),
+		why: "README: the agent completes the goal (run against the fake Anthropic server)"},
+	{match: `--no-mocks --allow-env=WEATHER_URL,WEATHER_TOKEN --allow-net=127\.0\.0\.1:8787 --allow-commands examples/weather\.plan$`,
+		check: outputHas(`"city": "Oslo"`), why: "examples/README.md: the output is the made-up forecast for Oslo, from the demo service"},
+}
+
+// docNotRun are the commands of the docs the test does not run, each
+// with the reason.
+var docNotRun = map[string]string{
+	"go test ./...": "the whole test suite, this test among it",
+	"go test ./runtime/llm/... ./vm/agent ./cmd/obelisk": "tests that hold this one",
+	"go test ./lang -update":                             "it rewrites the conformance suite's files",
+}
+
+// TestDocCommands runs every command shown in a code block of README.md,
+// spec/README.md and examples/README.md, in the order of each document,
+// from the repository's root, as a reader would: a command of the docs
+// must do what they say. A command is a line (with its continuation
+// lines) that starts, after NAME=VALUE assignments, with go, obelisk
+// and the name of a command, /tmp/obelisk, /tmp/toolserver or kill. It
+// exits 0 unless docExpect says otherwise, and docNotRun lists those not
+// run, with why. So a command added to a doc is tested without more ado,
+// and one the test cannot run fails it until it is listed.
+//
+// The docs' /tmp/obelisk and go run ./cmd/obelisk are this test binary
+// run as obelisk; go build -o /tmp/toolserver builds the demo tool server
+// once; its address 127.0.0.1:8787 is a free loopback port; every other
+// /tmp/ path is in a directory of the test's, S=$(mktemp -d) is a
+// directory of its own, and runs are journaled in a state directory of the
+// test's. The commands that need a model provider (an OPENAI_API_KEY or
+// ANTHROPIC_API_KEY before them) reach fake servers on loopback
+// (runtime/llm/llmtest) that answer with a plan for the refund example.
+func TestDocCommands(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	openAI := llmtest.NewOpenAI(func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Text(generatedRefundPlan, llm.Usage{Input: 1600, Output: 105})
+	})
+	defer openAI.Close()
+	anthropic := llmtest.NewAnthropic(func(*llmtest.Request) llmtest.Reply {
+		return llmtest.Text(agentRefundPlan, llm.Usage{Input: 1500, Output: 70})
+	})
+	defer anthropic.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = os.Stat(filepath.Join(root, ".obelisk"))
+	hadState := err == nil
+	matched := map[string]bool{}
+	for _, doc := range docs {
+		cmds, err := docCommands(filepath.Join(root, filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cmds) == 0 {
+			t.Errorf("%s shows no command: the test does not read it as it should", doc)
+		}
+		t.Run(strings.ReplaceAll(doc, "/", "_"), func(t *testing.T) {
+			r := &docRunner{t: t, doc: doc, root: root, exe: exe, tmp: t.TempDir(), vars: map[string]string{},
+				providers: map[string][]string{
+					// A server given by its URL needs a model named: the
+					// documented default.
+					"OPENAI_API_KEY":    {"OPENAI_BASE_URL=" + openAI.URL + "/v1", "OBELISK_MODEL=gpt-5.5"},
+					"ANTHROPIC_API_KEY": {"ANTHROPIC_BASE_URL=" + anthropic.URL},
+				}}
+			defer r.stopServer()
+			for _, c := range cmds {
+				r.run(c, matched)
+			}
+		})
+	}
+	for _, e := range docExpect {
+		if !matched[e.match] {
+			t.Errorf("no command of the docs matches %q (%s): update the test", e.match, e.why)
+		}
+	}
+	for c := range docNotRun {
+		if !matched[c] {
+			t.Errorf("no command of the docs is %q: update docNotRun", c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, ".obelisk")); err == nil && !hadState {
+		t.Errorf("the docs' commands made %s: they must journal in the test's directory", filepath.Join(root, ".obelisk"))
+	}
+}
+
+// generatedRefundPlan is the fake OpenAI server's answer to generate: a
+// plan for the refund goal that checks, with the 3 steps generate asks
+// for at least.
+const generatedRefundPlan = `history: checkBillingHistory(customerId: †input.customerId) -> †state.history
+refund: issueRefund(customerId: †input.customerId, amount: †input.amount) -> †state.refund
+  when †state.history.orders > 0
+  approve "Issue this refund?"
+ticket: escalateToSupervisor(customerId: †input.customerId, reason: "no orders to refund") -> †state.ticket
+  when †state.history.orders == 0
+output {
+  confirmationId: has(†state.refund) ? †state.refund.confirmationId : ""
+  ticketId: has(†state.ticket) ? †state.ticket.ticketId : ""
+}
+`
+
+// agentRefundPlan is the fake Anthropic server's answer to agent.
+const agentRefundPlan = `history: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory
+refund: issueRefund(customerId: †input.customerId, amount: †input.amount) -> †state.refund
+  when †state.billingHistory.orders > 0
+  approve "Issue this refund?"
+output {confirmationId: †state.refund.confirmationId}
+`
+
+// docCommand is a command shown in a code block of a doc.
+type docCommand struct {
+	line int    // where it starts
+	text string // as shown, continuation lines joined by a space
+}
+
+// docCommands reads the lines of a Markdown file's code blocks, fenced or
+// indented, that are commands.
+func docCommands(path string) ([]docCommand, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	var out []docCommand
+	inFence, inIndented, prevBlank := false, false, true
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		trimmed := strings.TrimSpace(l)
+		if strings.HasPrefix(trimmed, "```") {
+			inFence, inIndented, prevBlank = !inFence, false, false
+			continue
+		}
+		code := inFence
+		if !inFence {
+			if strings.HasPrefix(l, "    ") && trimmed != "" && (prevBlank || inIndented) {
+				inIndented, code = true, true
+			} else if trimmed != "" {
+				inIndented = false
+			}
+			prevBlank = trimmed == ""
+		}
+		if !code || trimmed == "" {
+			continue
+		}
+		start := i
+		text := trimmed
+		for strings.HasSuffix(text, `\`) && i+1 < len(lines) {
+			i++
+			text = strings.TrimSpace(strings.TrimSuffix(text, `\`)) + " " + strings.TrimSpace(lines[i])
+		}
+		if isCommand(text) {
+			out = append(out, docCommand{line: start + 1, text: text})
+		}
+	}
+	return out, nil
+}
+
+var (
+	envAssign = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+	mktemp    = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=\$\(mktemp -d\)$`)
+)
+
+// isCommand reports whether a line of a code block is a command the test
+// runs or must list in docNotRun.
+func isCommand(text string) bool {
+	if mktemp.MatchString(text) {
+		return true
+	}
+	words := strings.Fields(stripComment(text))
+	for len(words) > 0 && envAssign.MatchString(words[0]) {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return false
+	}
+	switch words[0] {
+	case "go", "/tmp/obelisk", "/tmp/toolserver", "kill":
+		return true
+	case "obelisk":
+		return len(words) > 1 && slices.ContainsFunc(commands(), func(c *command) bool { return c.name == words[1] })
+	}
+	return false
+}
+
+// stripComment cuts a shell comment (" # ...") outside quotes.
+func stripComment(text string) string {
+	var quote rune
+	for i, r := range text {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && i > 0 && text[i-1] == ' ':
+			return strings.TrimSpace(text[:i])
+		}
+	}
+	return text
+}
+
+// unquotedOperator returns the first of the shell's operators in text
+// outside quotes, which the test does not run; "" when there is none.
+func unquotedOperator(text string) string {
+	var quote rune
+	for _, r := range text {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+		case r == '\'' || r == '"':
+			quote = r
+		case strings.ContainsRune("|;<>&`", r):
+			return string(r)
+		}
+	}
+	return ""
+}
+
+// docRunner runs the commands of one doc, in order.
+type docRunner struct {
+	t         *testing.T
+	doc       string
+	root, exe string
+	tmp       string              // stands for /tmp
+	vars      map[string]string   // set by NAME=$(mktemp -d)
+	providers map[string][]string // an API key's variable: the variables that point its client at a fake server
+	port      string              // stands for 8787
+	server    *exec.Cmd           // the demo tool server started in the background
+	toolsrv   string              // the demo tool server's binary, once built
+}
+
+func (r *docRunner) run(c docCommand, matched map[string]bool) {
+	t := r.t
+	where := fmt.Sprintf("%s:%d: %s", r.doc, c.line, c.text)
+	if why, ok := docNotRun[c.text]; ok {
+		matched[c.text] = true
+		t.Logf("%s: not run: %s", where, why)
+		return
+	}
+	if m := mktemp.FindStringSubmatch(c.text); m != nil {
+		r.vars[m[1]] = r.mkdir()
+		return
+	}
+	text := stripComment(c.text)
+	background := strings.HasSuffix(text, " &")
+	text = strings.TrimSuffix(text, " &")
+	if op := unquotedOperator(text); op != "" {
+		t.Errorf("%s: the test does not run the shell's %s: show the command without it, or list it in docNotRun with the reason", where, op)
+		return
+	}
+	words, err := splitArgs(text)
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	var environ []string
+	for len(words) > 0 && envAssign.MatchString(words[0]) {
+		environ = append(environ, r.expand(words[0]))
+		name, _, _ := strings.Cut(words[0], "=")
+		if p, ok := r.providers[name]; ok {
+			environ = append(environ, p...)
+		}
+		words = words[1:]
+	}
+	var args []string
+	switch {
+	case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == "./cmd/obelisk":
+		args = words[3:]
+	case words[0] == "/tmp/obelisk" || words[0] == "obelisk":
+		args = words[1:]
+	case slices.Equal(words, []string{"go", "build", "-o", "/tmp/obelisk", "./cmd/obelisk"}):
+		return // the test binary is the command
+	case slices.Equal(words, []string{"go", "build", "-o", "/tmp/toolserver", "./examples/toolserver"}):
+		r.buildToolServer(where)
+		return
+	case words[0] == "/tmp/toolserver" && background:
+		r.startServer(where, words[1:])
+		return
+	case slices.Equal(words, []string{"kill", "%1"}):
+		r.stopServer()
+		return
+	default:
+		t.Errorf("%s: the test does not know how to run this: teach it, or list the command in docNotRun with the reason", where)
+		return
+	}
+	if background {
+		t.Errorf("%s: obelisk in the background is not run by the test", where)
+		return
+	}
+	for i, a := range args {
+		args[i] = r.expand(a)
+	}
+	args = r.glob(args)
+	want := struct {
+		exit   int
+		stderr string
+		check  func(*testing.T, []string, string)
+	}{exit: exitOK}
+	for _, e := range docExpect {
+		if regexp.MustCompile(e.match).MatchString(c.text) {
+			matched[e.match] = true
+			want.exit, want.stderr, want.check = e.exit, e.stderr, e.check
+			break
+		}
+	}
+	cmd := exec.Command(r.exe, args...)
+	cmd.Dir = r.root
+	cmd.Env = append(docEnviron(r.tmp), environ...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	if code != want.exit || !strings.Contains(stderr.String(), want.stderr) {
+		t.Errorf("%s: exit %d, want %d (and %q on stderr)\nstdout:\n%s\nstderr:\n%s", where, code, want.exit, want.stderr, stdout.String(), stderr.String())
+		return
+	}
+	if want.check != nil {
+		t.Run(fmt.Sprintf("line%d", c.line), func(t *testing.T) { want.check(t, args, stdout.String()) })
+	}
+}
+
+// docEnviron is the environment of the docs' commands: the test's,
+// without the settings of model providers and of obelisk, with runs
+// journaled in a directory of the test's, and the test binary acting as
+// obelisk.
+func docEnviron(tmp string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OBELISK_") || strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "WEATHER_URL" || name == "WEATHER_TOKEN" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "OBELISK_TEST_MAIN=1", "OBELISK_STATE_DIR="+filepath.Join(tmp, "state"))
+	if os.Getenv("GORACE") == "" {
+		// Built with -race, a process sleeps a second as it exits, for
+		// reports of other goroutines: many commands would take long.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	return env
+}
+
+// expand puts the test's stand-ins for the docs' variables, /tmp paths
+// and the tool server's port.
+func (r *docRunner) expand(s string) string {
+	// /tmp/ first: the stand-ins are paths under it themselves.
+	s = strings.ReplaceAll(s, "/tmp/", r.tmp+string(filepath.Separator))
+	for name, v := range r.vars {
+		s = strings.ReplaceAll(s, "${"+name+"}", v)
+		s = strings.ReplaceAll(s, "$"+name, v)
+	}
+	if r.port != "" {
+		s = strings.ReplaceAll(s, "127.0.0.1:8787", "127.0.0.1:"+r.port)
+	}
+	return s
+}
+
+// glob expands the arguments with a * as the shell would, from the root.
+func (r *docRunner) glob(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.Contains(a, "*") {
+			out = append(out, a)
+			continue
+		}
+		m, err := filepath.Glob(filepath.Join(r.root, a))
+		if err != nil || len(m) == 0 {
+			r.t.Errorf("%s matches no file", a)
+		}
+		for _, p := range m {
+			rel, _ := filepath.Rel(r.root, p)
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+func (r *docRunner) mkdir() string {
+	d, err := os.MkdirTemp(r.tmp, "S")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+// buildToolServer builds the demo tool server, once.
+func (r *docRunner) buildToolServer(where string) {
+	if r.toolsrv != "" {
+		return
+	}
+	bin := r.expand("/tmp/toolserver")
+	cmd := exec.Command("go", "build", "-o", bin, "./examples/toolserver")
+	cmd.Dir = r.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("%s: %v\n%s", where, err, out)
+	}
+	r.toolsrv = bin
+}
+
+// startServer starts the demo tool server in the background, on a free
+// loopback port that stands for the docs' 8787, and waits until it says
+// it listens.
+func (r *docRunner) startServer(where string, args []string) {
+	if r.toolsrv == "" {
+		r.t.Fatalf("%s: the tool server is started before it is built", where)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	_, r.port, _ = net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	for i, a := range args {
+		args[i] = r.expand(a)
+	}
+	cmd := exec.Command(r.toolsrv, args...)
+	cmd.Env = docEnviron(r.tmp)
+	// The server's stderr is a pipe of the test's own, read to the line
+	// that says it listens, then to its end (the requests it logs).
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stderr = pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		r.t.Fatalf("%s: %v", where, err)
+	}
+	r.server = cmd
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "serving the weather API on http://127.0.0.1:"+r.port) {
+			go func() {
+				io.Copy(io.Discard, pr)
+				pr.Close()
+			}()
+			return
+		}
+	}
+	pr.Close()
+	r.t.Fatalf("%s: the tool server stopped before it listened: %v", where, cmd.Wait())
+}
+
+func (r *docRunner) stopServer() {
+	if r.server == nil {
+		return
+	}
+	r.server.Process.Kill()
+	r.server.Wait()
+	r.server, r.port = nil, ""
+}
+
+func outputHas(want string) func(*testing.T, []string, string) {
+	return func(t *testing.T, _ []string, stdout string) {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the output does not say %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func outputIs(want string) func(*testing.T, []string, string) {
+	return func(t *testing.T, _ []string, stdout string) {
+		if stdout != want {
+			t.Errorf("the output is %q, want %q", stdout, want)
+		}
+	}
+}
+
+// printsFileUnchanged: fmt prints the file it is given as it is.
+func printsFileUnchanged(t *testing.T, args []string, stdout string) {
+	b, err := os.ReadFile(filepath.Join("../..", args[len(args)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(b) {
+		t.Errorf("fmt changes %s", args[len(args)-1])
+	}
+}
+
+// wroteRefundPlan: generate wrote the fake model's plan, complete, to the
+// file of -o, and the plan checks.
+func wroteRefundPlan(t *testing.T, args []string, stdout string) {
+	out := args[slices.Index(args, "-o")+1]
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "tool escalateToSupervisor(") || !strings.Contains(string(b), "ticket: escalateToSupervisor(") {
+		t.Errorf("the plan written is not the model's, complete:\n%s", b)
+	}
+	if code, _, stderr := runHere(t, "", "check", out); code != exitOK {
+		t.Errorf("the plan written does not check: exit %d\n%s", code, stderr)
+	}
+}
