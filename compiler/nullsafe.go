@@ -303,9 +303,9 @@ var nullTolerant = map[string]bool{
 }
 
 // elemStrict are the functions that need every element of a list they
-// are given to be a value: they order, join or flatten them.
+// are given to be a value: they order, join, flatten or format them.
 var elemStrict = map[string]bool{
-	"sort": true, "join": true, "flatten": true,
+	"sort": true, "join": true, "flatten": true, "format": true,
 	"math.@max": true, "math.@min": true, // math.greatest and math.least
 }
 
@@ -377,6 +377,10 @@ func (n *nullCheck) needElems(e ast.Expr, fn string, f facts) {
 	what, as := "this list", "list"
 	if k := n.shown(e); k != "" {
 		what, as = k, k
+	}
+	if fn == "format" {
+		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: the values of %s may be null, and format needs values: check each first, as in [x != null ? x : 0]", what)
+		return
 	}
 	n.pc.c.errorf(lang.TypeMismatch, span, "in expression: the elements of %s may be null, and %s needs values: leave the nulls out first, as in %s.filter(v, v != null)", what, name, as)
 }

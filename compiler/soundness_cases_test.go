@@ -96,6 +96,8 @@ func TestNullableUseRefused(t *testing.T) {
 		{"h(x: [†state.a.q, 1].sort())", "the elements of this list may be null, and sort needs values"},
 		{"h(x: [†state.a.s, \"x\"].join(\",\"))", "the elements of this list may be null, and join needs values"},
 		{"h(x: math.least(†state.a.ql.map(v, v)))", "the elements of this list may be null, and math.least needs values"},
+		{"h(x: \"%d\".format([†state.a.q]))", "the values of this list may be null, and format needs values"},
+		{"h(x: \"%d\".format([†state.a.q != null ? †state.a.q : 0]))", ""},
 		{"for each x in ([†state.a.o]): k(n: †x.f)", "†x may be null (it is {f: int}?)"},
 		{"for each x in ([†state.a.q, 1]): k(n: †x)", "argument n of k wants int"},
 		{"h(x: 1) -> †state.w\n  when †state.a.q > 1\n#", "†state.a.q, a int?, may be null"},
