@@ -775,7 +775,7 @@ func (c *checker) subPlanTool(p *Plan, d *lang.PlanDecl) *Tool {
 	if d.Result != nil {
 		declared := c.typeOf(d.Result)
 		if p.Output != nil {
-			if ok, why := Assignable(p.OutputType, declared); !ok {
+			if ok, why := fits(p.Output, declared); !ok {
 				c.errorf(lang.TypeMismatch, p.Output.Span, "the output of sub-plan %s does not match its declared result %s: %s", p.Name, declared, why)
 			}
 		}

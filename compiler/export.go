@@ -191,8 +191,10 @@ func (p *Program) export() *jsonProgram {
 		for _, arg := range s.Args {
 			js.Args[arg.Name] = operandJSON(arg.Value)
 		}
-		for _, d := range s.Deps {
-			js.Deps = append(js.Deps, p.Steps[d.Step].ID)
+		for k, d := range s.Deps {
+			if k == 0 || s.Deps[k-1].Step != d.Step {
+				js.Deps = append(js.Deps, p.Steps[d.Step].ID)
+			}
 			out.Edges = append(out.Edges, jsonEdge{From: p.Steps[d.Step].ID, To: s.ID, Slot: d.Slot, Kind: d.Kind.String()})
 		}
 		if s.Each != nil {

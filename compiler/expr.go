@@ -43,6 +43,13 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		rp, t, ok := pc.ref(e, sc)
 		if ok {
 			*reads = append(*reads, rp)
+			if pc.nullAt != "" {
+				// A plain reference is read without a check; in CEL,
+				// nullSafety sees the checks.
+				ref := rp.String()
+				msg := fmt.Sprintf("%s may be null (it is %s), so %s cannot be read: check it in an expression, as in %s != null ? %s : …", pc.nullAt, pc.nullType, ref, pc.nullAt, ref)
+				pc.c.errorf(lang.TypeMismatch, e.Span, "%s%s", msg, pc.nullHint(msg))
+			}
 		}
 		op := &take(&pc.operands, 1)[0]
 		op.Kind, op.Ref, op.Type, op.Span = OpRef, rp, t, e.Span
@@ -154,6 +161,7 @@ func constOperand(v any, span lang.Span) *Operand {
 // element of a for each; its path follows fields the types declare.
 func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 	c := pc.c
+	pc.nullAt = ""
 	rp := pc.refPath(r)
 	root := r.Root.Name
 	var t *Type
@@ -236,11 +244,18 @@ func (pc *planChecker) writtenSlots() []string {
 
 // walk follows the path of a reference, from its element done on, through
 // a type.
+//
+// It sets nullAt to the first part of the path that may be null, and
+// nullType to its type, or nullAt to "".
 func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type, bool) {
+	pc.nullAt = ""
 	for i, e := range rp.Path[done:] {
 		span := r.Path[done+i].Span
 		if t.Kind == KindAny {
 			return AnyType, true
+		}
+		if t.Nullable && pc.nullAt == "" {
+			pc.nullAt, pc.nullType = shownPath(rp, done+i), t
 		}
 		if e.IsIndex {
 			if t.Kind != KindList {
@@ -321,7 +336,7 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 		pc.bareNames(e, sc)
 		return op
 	}
-	ast, iss := parseCEL(env, e.CELText())
+	ast, iss := parseChecked(env, e.CELText())
 	if iss.Err() != nil {
 		if !pc.celMistake(e, iss.Errors()) {
 			pc.celIssues(e, iss.Errors(), lang.ParseError)
@@ -335,7 +350,16 @@ func (pc *planChecker) cel(e *lang.CELExpr, sc *scope, reads *[]*RefPath) *Opera
 	}
 	op.checked = checked
 	op.Type = pc.types.planType(checked.OutputType())
-	if pc.celCost(e, env, checked) && shareable {
+	// Whether the value, or the elements of a list, may be null is
+	// nullSafety's to say: CEL forgets it for lists, and does not narrow.
+	safe, nullable, elems := pc.nullSafety(e, checked, sc)
+	if op.Type.Kind == KindList && op.Type.Elem != nil && op.Type.Elem.Nullable != elems && op.Type.Elem.Kind != KindNull {
+		l := *op.Type
+		l.Elem = op.Type.Elem.withNull(elems)
+		op.Type = &l
+	}
+	op.Type = op.Type.withNull(nullable)
+	if pc.celCost(e, env, checked) && safe && shareable {
 		pc.shapes[shape] = op.Type
 	}
 	pc.bareNames(e, sc)

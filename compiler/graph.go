@@ -17,7 +17,7 @@ func (pc *planChecker) graph() []int {
 	// The dependencies of every step in one piece, sized for one per
 	// reference.
 	pool := make([]Dep, len(pc.all.data)+len(pc.all.when)+len(pc.all.expect))
-	g := depSet{at: make([]int32, len(p.Steps))}
+	g := depSet{at: make([]int32, len(p.Steps)), atErr: make([]int32, len(p.Steps))}
 	// Which step reads which slot, each pair once, to make the lists of
 	// readers at the end.
 	type slotRead struct {
@@ -62,6 +62,17 @@ func (pc *planChecker) graph() []int {
 		s.Deps = take(&pool, len(g.deps))
 		copy(s.Deps, g.deps)
 		slices.SortFunc(s.Deps, func(a, b Dep) int { return a.Step - b.Step })
+		// A step that reads both a step's slot and its error slot waits
+		// for two slots of which only one is ever written.
+		for k := 1; k < len(s.Deps); k++ {
+			if d := s.Deps[k]; d.Step == s.Deps[k-1].Step {
+				ok, errSlot := s.Deps[k-1].Slot, d.Slot
+				if d.Kind != DepError {
+					ok, errSlot = errSlot, ok
+				}
+				c.warnf(lang.Unreachable, s.Node.Call.Span, "step %s never runs: it reads both †state.%s and †state.%s, and step %s writes only one of them", s.ID, ok, errSlot, p.Steps[d.Step].ID)
+			}
+		}
 		g.reset()
 	}
 	readers := make([]*Step, len(reading))
@@ -105,16 +116,18 @@ func (pc *planChecker) graph() []int {
 	return order
 }
 
-// depSet collects the dependencies of one step, each writer once.
+// depSet collects the dependencies of one step: each writer once, or
+// twice when the step reads both its slot and its error slot.
 type depSet struct {
 	deps []Dep
-	// at holds, for each step, 1 + its place in deps, or 0.
-	at []int32
+	// at and atErr hold, for each step, 1 + the place in deps of the
+	// dependency on its slot and on its error slot, or 0.
+	at, atErr []int32
 }
 
 func (g *depSet) reset() {
 	for _, d := range g.deps {
-		g.at[d.Step] = 0
+		g.at[d.Step], g.atErr[d.Step] = 0, 0
 	}
 	g.deps = g.deps[:0]
 }
@@ -130,14 +143,18 @@ func (pc *planChecker) addDep(s, w *Step, name string, kind DepKind, allowOwn bo
 		return
 	}
 	d := Dep{Step: w.Index, Slot: name, Kind: kind}
-	if k := g.at[w.Index]; k > 0 {
+	at := g.at
+	if kind == DepError {
+		at = g.atErr
+	}
+	if k := at[w.Index]; k > 0 {
 		if g.deps[k-1].Kind != DepData {
 			g.deps[k-1] = d
 		}
 		return
 	}
 	g.deps = append(g.deps, d)
-	g.at[w.Index] = int32(len(g.deps))
+	at[w.Index] = int32(len(g.deps))
 }
 
 // topoOrder is Kahn's algorithm: the steps in an order where each comes

@@ -61,6 +61,9 @@ type Tool struct {
 	paramsOnce         sync.Once
 	paramIndex         map[string]*Param
 	defaults, required []*Param
+	// decoded is InputSchema decoded, on first use.
+	decodedOnce sync.Once
+	decoded     map[string]any
 
 	// schema validates constant arguments against InputSchema as the
 	// runtime validates a call's arguments; built on first use, nil when
@@ -241,7 +244,10 @@ type Step struct {
 	// step decides the slot's type (this step's OutType may be any).
 	OutType  *Type
 	SlotType *Type
-	// Deps are the steps this one waits for, sorted by index, each once.
+	// Deps are the steps this one waits for, sorted by index, each once,
+	// but for a step whose slot and error slot are both read: it has a
+	// dependency through each (and never runs, since only one of them is
+	// written).
 	Deps []Dep
 	// Each is the for-each clause, or nil.
 	Each *Each

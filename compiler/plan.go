@@ -26,6 +26,12 @@ type planChecker struct {
 	readAt []readAt
 	// base is the scope of a step that is not a for each.
 	base *scope
+	// stateType is the type of †state: an object of every slot.
+	stateType *Type
+	// nullAt and nullType are what walk found of the last reference it
+	// followed: the first part of it that may be null, and its type.
+	nullAt   string
+	nullType *Type
 	// slots are the plan's slots in the order of their names
 	// (Plan.SlotNames).
 	slots []*Slot
@@ -535,6 +541,16 @@ func (pc *planChecker) slotTypes() {
 			// the writers write.
 			slot.Type = AnyType
 		}
+		// Under on failure continue, a step that fails and has no error
+		// slot writes null to its slot, and the steps that read it run.
+		if pc.p.Policy.Action == "continue" {
+			for _, w := range slot.Writers {
+				if w.ErrOut == "" {
+					slot.Type = slot.Type.orNull()
+					break
+				}
+			}
+		}
 		for _, w := range slot.Writers {
 			w.SlotType = slot.Type
 		}
@@ -552,6 +568,7 @@ func (pc *planChecker) env() {
 	}
 	state.indexed()
 	pc.p.Input.indexed()
+	pc.stateType = state
 	base, err := baseEnv()
 	if err == nil {
 		pc.p.Env, err = base.Extend(
@@ -586,6 +603,10 @@ func (pc *planChecker) checkStep(s *Step) {
 		switch lt := s.Each.List.Type; {
 		case lt.Kind == KindList:
 			s.Each.ElemType = lt.Elem
+			if lt.Nullable {
+				text := lang.FormatExpr(n.Each.List)
+				c.errorf(lang.TypeMismatch, n.Each.List.Range(), "for each needs a list, and %s is %s, which may be null: check it first, as in for each %s in (%s != null ? %s : []): …", text, lt, n.Each.Var.Name, text, text)
+			}
 		case lt.Kind != KindAny:
 			c.errorf(lang.TypeMismatch, n.Each.List.Range(), "for each needs a list, and this is %s", describeKind(lt))
 		}
@@ -784,8 +805,12 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 		pc.validateArg(param, op, tool)
 		return
 	}
-	if ok, why := pc.fits(op, param.Type); !ok {
-		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s", param.Name, tool.Name, param.Type, why)
+	if ok, why := fits(op, param.Type); !ok {
+		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "argument %s of %s wants %s: %s%s", param.Name, tool.Name, param.Type, why, pc.nullHint(why))
+		return
+	}
+	if msg := closedArgument(tool, param, op.Type); msg != "" {
+		pc.c.errorf(lang.TypeMismatch, a.Value.Range(), "%s", msg)
 		return
 	}
 	pc.validateArg(param, op, tool)
@@ -793,7 +818,7 @@ func (pc *planChecker) checkArg(a *lang.Arg, op *Operand, param *Param, tool *To
 
 // fits checks a non-constant operand against a type: lists and objects
 // element by element, so constants inside them are checked by value.
-func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
+func fits(op *Operand, t *Type) (bool, string) {
 	if t == nil || t.Kind == KindAny {
 		return true, ""
 	}
@@ -806,7 +831,7 @@ func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
 	case OpList:
 		if t.Kind == KindList {
 			for i, e := range op.Elems {
-				if ok, why := pc.fits(e, t.Elem); !ok {
+				if ok, why := fits(e, t.Elem); !ok {
 					return false, fmt.Sprintf("element %d: %s", i, why)
 				}
 			}
@@ -816,7 +841,7 @@ func (pc *planChecker) fits(op *Operand, t *Type) (bool, string) {
 		if t.Kind == KindObject && !(t.Open && len(t.Fields) == 0) {
 			for i, k := range op.Keys {
 				if f := t.Field(k); f != nil {
-					if ok, why := pc.fits(op.Vals[i], f.Type); !ok {
+					if ok, why := fits(op.Vals[i], f.Type); !ok {
 						return false, fmt.Sprintf("field %s: %s", k, why)
 					}
 				}
@@ -928,11 +953,19 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	case *lang.ResultOption:
 		s.Result = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "result"}, o.Value, base, &r.data)
 		if s.Tool != nil && s.Result != nil {
-			if ok, why := pc.fits(s.Result, s.Tool.Result); !ok {
+			if ok, why := fits(s.Result, s.Tool.Result); !ok {
 				c.errorf(lang.TypeMismatch, o.Value.Range(), "the result of %s is %s: %s", s.Tool.Name, s.Tool.Result, why)
 			}
 		}
 	}
+}
+
+// nullHint explains, under on failure continue, why a slot may be null.
+func (pc *planChecker) nullHint(msg string) string {
+	if pc.p.Policy.Action != "continue" || !strings.Contains(msg, "may be null") {
+		return ""
+	}
+	return " (under on failure continue, a step that fails writes null to its slot; give it an error slot, -> †state.x || †state.err, to keep null out)"
 }
 
 func (pc *planChecker) wantBool(what string, op *Operand) {

@@ -139,12 +139,16 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 	resolveSlots(plan, p.SlotIndex)
 	// Every step's predecessors in one piece, and its successors in
 	// another.
+	// A step may depend twice on one step, through its slot and its
+	// error slot; it is one edge.
 	edges := 0
 	nsucc := make([]int32, n)
 	for _, s := range plan.Steps {
-		edges += len(s.Deps)
-		for _, d := range s.Deps {
-			nsucc[d.Step]++
+		for k, d := range s.Deps {
+			if k == 0 || s.Deps[k-1].Step != d.Step {
+				edges++
+				nsucc[d.Step]++
+			}
 		}
 	}
 	preds, succs := make([]int32, edges), make([]int32, edges)
@@ -159,10 +163,18 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 		if len(s.Deps) == 0 {
 			continue
 		}
-		p.Pred[i] = take(&preds, len(s.Deps))
+		u := 0
 		for k, d := range s.Deps {
-			p.Pred[i][k] = int32(d.Step)
-			p.Succ[d.Step] = append(p.Succ[d.Step], int32(i))
+			if k == 0 || s.Deps[k-1].Step != d.Step {
+				u++
+			}
+		}
+		p.Pred[i] = take(&preds, u)[:0]
+		for k, d := range s.Deps {
+			if k == 0 || s.Deps[k-1].Step != d.Step {
+				p.Pred[i] = append(p.Pred[i], int32(d.Step))
+				p.Succ[d.Step] = append(p.Succ[d.Step], int32(i))
+			}
 		}
 	}
 	order := plan.order // the checker's, when it found no cycle
@@ -334,7 +346,7 @@ func (p *Program) CEL(op *Operand, costLimit uint64) (cel.Program, error) {
 	if checked == nil && env != nil && op.expr != nil {
 		// An expression of a shape checked before: the same check,
 		// now for this text.
-		ast, iss := parseCEL(env, op.expr.CELText())
+		ast, iss := parseChecked(env, op.expr.CELText())
 		if iss.Err() == nil {
 			ast, iss = env.Check(ast)
 		}

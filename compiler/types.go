@@ -224,6 +224,19 @@ func (t *Type) nonNull() *Type {
 }
 
 // orNull returns t with a null alternative.
+// withNull returns t, or null, when null is set, else t alone.
+func (t *Type) withNull(null bool) *Type {
+	if null {
+		return t.orNull()
+	}
+	if !t.Nullable {
+		return t
+	}
+	c := *t
+	c.Nullable = false
+	return &c
+}
+
 func (t *Type) orNull() *Type {
 	if t.Nullable || t.Kind == KindAny || t.Kind == KindNull {
 		return t
@@ -661,6 +674,8 @@ func TypeOfValue(v any) *Type {
 	case int64:
 		return IntType
 	case float64:
+		// A float64 is a double in CEL, whatever its fraction: 2.0 is a
+		// number, as the JSON form's input (50.0) is.
 		return NumberType
 	case string:
 		return StringType

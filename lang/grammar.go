@@ -312,11 +312,12 @@ type value struct {
 
 // ref is a reference, written without spaces: † or $, a root name, and
 // .field, [index] and ["field"] elements. A .name followed by '(' is a CEL
-// method call and not part of the reference.
+// method call and not part of the reference, and so is .?name, CEL's
+// optional selection.
 type ref struct {
 	Dagger string      `parser:"@Dagger"`
 	Root   string      `parser:"@GluedIdent"`
-	Path   []*pathElem `parser:"@@* (?! GluedDot (?! GluedIdent ) | GluedFraction )"`
+	Path   []*pathElem `parser:"@@* (?! GluedDot (?! GluedIdent | '?' ) | GluedFraction )"`
 }
 
 type pathElem struct {

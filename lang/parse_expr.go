@@ -351,6 +351,9 @@ func (p *parser) parseRef() *Ref {
 		switch t.Kind {
 		case tokDot:
 			n := p.at(1)
+			if n.Kind == tokQuestion && adjacent(t, n) {
+				return r // CEL's optional selection, †state.x.?field
+			}
 			if n.Kind != tokIdent || !adjacent(t, n) {
 				p.errorf(t.Span, "expected a field name after '.' in reference %s.", r)
 			}

@@ -57,11 +57,14 @@ type schemaRoot struct {
 	doc      any // the document decoded, to walk for Property and Items
 }
 
-// NewSchema reads a JSON Schema; name names it in errors. A schema that
+// NewSchema reads a JSON Schema; name names it in errors. OpenAPI's
+// "nullable": true is taken to accept null, as the checker takes it. A schema that
 // is not simple is compiled now, so that an invalid one is an error here;
 // a simple one is compiled when a value first needs the validator, since
 // compiling takes time quadratic in the number of properties.
 func NewSchema(name string, raw json.RawMessage) (*Schema, error) {
+	// OpenAPI's nullable: true is read as the checker reads it (T?).
+	raw = openAPINullable(raw)
 	root := &schemaRoot{url: "mem://" + strings.ReplaceAll(name, " ", "_") + ".json", raw: raw}
 	u := &schemaUnit{root: root, shape: shapeOf(raw)}
 	if u.shape == nil {

@@ -84,7 +84,7 @@ wait() -> †state.w
 // one ends first, and each call ends at its own.
 func TestCallTimeoutsInterleaved(t *testing.T) {
 	prog := compile(t, `
-on failure continue
+on failure skip
 tool long() -> int pure
 tool mark() -> int pure
 tool short(x: int) -> int pure

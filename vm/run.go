@@ -1195,7 +1195,20 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if e.waiting > 0 {
 		return nil, fmt.Errorf("sub-plan %s: %w", tool.Name, ErrWaiting)
 	}
-	return e.output()
+	out, err := e.output()
+	if err != nil || e.plan.Output == nil {
+		return out, err
+	}
+	if msg := compiler.CheckValue(out, tool.Result, ""); msg != "" {
+		// An output reads what is missing (a slot not written, an absent
+		// field, an index past the end) as null: say what was missing,
+		// rather than that null is not of the result's type.
+		sc := e.sc
+		if _, serr := e.eval(e.finishing(), e.plan.Output, &sc); serr != nil {
+			return nil, &runtime.Error{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the output of sub-plan %s does not match its type %s: %s, since %v", tool.Name, tool.Result, msg, serr)}
+		}
+	}
+	return out, nil
 }
 
 // approve asks the approver, with the request's events around it.

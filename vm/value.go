@@ -68,6 +68,7 @@ func (sc *scope) slot(name string, pos func() (int, bool)) int {
 func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 	var v any
 	path := r.Path
+	done := 0 // the elements of r.Path read before path
 	switch {
 	case r.Root == "state":
 		if len(path) == 0 {
@@ -84,7 +85,7 @@ func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 			return nil, fmt.Errorf("†state.%s: %w", path[0].Field, errNotWritten)
 		}
 		v = sc.slots[i]
-		path = path[1:]
+		path, done = path[1:], 1
 	case r.Root == "input":
 		v = sc.input
 	case r.Root == sc.elem:
@@ -100,13 +101,16 @@ func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 		case e.IsIndex:
 			list, ok := v.([]any)
 			if !ok {
-				return nil, fmt.Errorf("%s: %s is not a list", r, prefix(r, k))
+				if v == nil && sc.lenient {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("%s: %s is not a list", r, prefix(r, done+k))
 			}
 			if e.Index >= len(list) {
 				if sc.lenient {
 					return nil, nil
 				}
-				return nil, fmt.Errorf("%s: index %d is out of range: %s has %d elements", r, e.Index, prefix(r, k), len(list))
+				return nil, fmt.Errorf("%s: index %d is out of range: %s has %d elements", r, e.Index, prefix(r, done+k), len(list))
 			}
 			v = list[e.Index]
 		default:
@@ -115,11 +119,11 @@ func (sc *scope) lookup(r *compiler.RefPath) (any, error) {
 				if v == nil && sc.lenient {
 					return nil, nil
 				}
-				return nil, fmt.Errorf("%s: %s is not an object", r, prefix(r, k))
+				return nil, fmt.Errorf("%s: %s is not an object", r, prefix(r, done+k))
 			}
 			fv, present := obj[e.Field]
 			if !present && !sc.lenient {
-				return nil, fmt.Errorf("%s: %s has no field %s", r, prefix(r, k), e.Field)
+				return nil, fmt.Errorf("%s: %s has no field %s", r, prefix(r, done+k), e.Field)
 			}
 			v = fv
 		}

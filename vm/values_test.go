@@ -57,7 +57,7 @@ r6: use(x: †state.a.xs.map(e, e / 2.0)) -> †state.r6
 r7: use(x: †state.a.o.w + 0.5) -> †state.r7
 r8: use(x: †state.a.e * 2.0) -> †state.r8
 r9: use(x: †state.a.n + 1) -> †state.r9
-r10: use(x: †state.a.v > 2.5 && †state.a.v == 3.0 && †state.a.q / 2.0 == 3.5) -> †state.r10
+r10: use(x: †state.a.v > 2.5 && †state.a.v == 3.0 && (†state.a.q != null ? †state.a.q / 2.0 == 3.5 : false)) -> †state.r10
 r11: for each x in [†state.a.n, 2.5]: use(x: †x * 2.0) -> †state.r11
 output {r1: †state.r1, r2: †state.r2, r3: †state.r3, r4: †state.r4, r5: †state.r5, r6: †state.r6, r7: †state.r7, r8: †state.r8, r9: †state.r9, r10: †state.r10, r11: †state.r11}
 `

@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/jsonschema-go/jsonschema"
 	"hash/fnv"
 	"log"
 	"net"
@@ -229,7 +230,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // mcpServer serves the forecast and the packing list as MCP tools.
 func mcpServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "toolserver", Version: "v1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "forecast", Description: "The forecast for a city, day by day.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+	// The schema the SDK infers from a Go slice allows null, since a nil
+	// slice encodes as null; forecast never returns one, and says so, so
+	// that a plan may read the days without checking for null first.
+	out, err := jsonschema.For[Forecast](nil)
+	if err != nil {
+		panic(err)
+	}
+	out.Properties["daily"].Types = nil
+	out.Properties["daily"].Type = "array"
+	sdk.AddTool(s, &sdk.Tool{Name: "forecast", Description: "The forecast for a city, day by day.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}, OutputSchema: out},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in ForecastIn) (*sdk.CallToolResult, Forecast, error) {
 			f, err := forecast(in)
 			return nil, f, err
