@@ -314,6 +314,45 @@ func (n *nullCheck) guards(c ast.Expr, when bool) facts {
 	return nil
 }
 
+// filtered returns what the condition of a filter proves of every
+// element of the list it makes, for a comprehension over that list: in
+// xs.filter(v, has(v.a)).map(w, w.a), w.a is present.
+func (n *nullCheck) filtered(c ast.ComprehensionExpr) facts {
+	r := c.IterRange()
+	if r.Kind() != ast.ComprehensionKind || c.IterVar2() != "" {
+		return nil
+	}
+	fc := r.AsComprehension()
+	step := fc.LoopStep()
+	if step.Kind() != ast.CallKind || step.AsCall().FunctionName() != "_?_:_" || len(step.AsCall().Args()) != 3 {
+		return nil
+	}
+	args := step.AsCall().Args()
+	add := args[1]
+	if add.Kind() != ast.CallKind || add.AsCall().FunctionName() != "_+_" || len(add.AsCall().Args()) != 2 {
+		return nil
+	}
+	l := add.AsCall().Args()[1]
+	if l.Kind() != ast.ListKind || len(l.AsList().Elements()) != 1 {
+		return nil
+	}
+	if e := l.AsList().Elements()[0]; e.Kind() != ast.IdentKind || e.AsIdent() != fc.IterVar() {
+		return nil // a map, not a filter
+	}
+	var out facts
+	for k := range n.guards(args[0], true) {
+		rest, ok := strings.CutPrefix(k, fc.IterVar())
+		if !ok || rest != "" && rest[0] != '.' && rest[0] != '[' && rest[0] != '#' {
+			continue
+		}
+		if out == nil {
+			out = facts{}
+		}
+		out[c.IterVar()+rest] = true
+	}
+	return out
+}
+
 // presentKey is the key of the fact that the optional field of a
 // has(path) is present.
 func presentKey(k string) string { return k + "#present" }
@@ -326,6 +365,13 @@ func (n *nullCheck) present(e ast.Expr, f facts) {
 		return
 	}
 	t := n.ptype(s.Operand())
+	if t == nil {
+		// Not a path, as the element of a list a map or a filter made:
+		// the plan type of its CEL type.
+		if ct := n.a.GetType(s.Operand().ID()); ct != nil && ct.Kind() == types.StructKind {
+			t = n.pc.types.byName[ct.TypeName()]
+		}
+	}
 	if t == nil || t.Kind != KindObject {
 		return
 	}
@@ -526,7 +572,7 @@ func (n *nullCheck) walk(e ast.Expr, f facts) {
 				n.vars[c.IterVar()] = StringType
 			}
 		}
-		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar())
+		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar()).with(n.filtered(c))
 		n.walk(c.LoopCondition(), inner)
 		n.walk(c.LoopStep(), inner)
 		n.walk(c.Result(), inner)

@@ -260,7 +260,7 @@ func TestIntegralFloatIsNumber(t *testing.T) {
 // absent field; a plain reference cannot check it, and an output reads
 // it as null. Each refused case checked clean and failed at run time.
 func TestOptionalFieldRead(t *testing.T) {
-	const plan = `tool g() -> {a?: int, b: int, o?: {c?: string}, l: [{a?: int}]} pure
+	const plan = `tool g() -> {a?: int, b: int, o?: {c?: string}, l: [{a?: int}], q: [int?]} pure
 tool h(x: any) -> any pure
 tool k(n: int) -> int pure
 tool ko(n?: int) -> int pure
@@ -280,6 +280,12 @@ r: g() -> †state.r
 		{"k(n: †input.i)", "†input.i may be absent"},
 		{"h(x: †state.r.l.map(v, v.a))", "v.a may be absent"},
 		{"h(x: [†state.r].map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.l.map(v, v).map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.l.filter(v, v.a > 1))", "v.a may be absent"},
+		{"h(x: †state.r.l.filter(v, has(v.a)).map(w, w.a + 1))", ""},
+		{"h(x: †state.r.l.filter(v, has(v.a) && v.a > 1).map(v, v.a))", ""},
+		{"h(x: †state.r.l.map(v, v).filter(v, true).map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.q.filter(v, v != null).map(v, v + 1))", ""},
 		{"for each e in †state.r.l: k(n: †e.a)", "†e.a may be absent"},
 		{"h(x: has(†state.r.a) ? †state.r.a + 1 : 0)", ""},
 		{"h(x: †state.r.?a.orValue(0) + 1)", ""},
