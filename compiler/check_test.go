@@ -75,8 +75,9 @@ func TestConformanceCheck(t *testing.T) {
 }
 
 // caseConfig is the checker's configuration for a conformance case: the
-// operator's tools are its section "operator.json", and the plan's
-// directory holds its sections named "dir/NAME".
+// operator's tools are its section "operator.json", the operator's hints
+// its section "hints.json", and the plan's directory holds its sections
+// named "dir/NAME".
 func caseConfig(t *testing.T, c *spec.Case) Config {
 	t.Helper()
 	dir := fstest.MapFS{}
@@ -90,6 +91,13 @@ func caseConfig(t *testing.T, c *spec.Case) Config {
 			t.Fatalf("operator.json: %v", diags)
 		}
 		cfg.Tools = decls
+	}
+	if b, ok := c.Section("hints.json"); ok {
+		hints, err := ParseHints(b, nil)
+		if err != nil {
+			t.Fatalf("hints.json: %v", err)
+		}
+		cfg.Hints = hints
 	}
 	return cfg
 }

@@ -97,9 +97,15 @@ func Compile(info *Info, diags lang.Diagnostics, opts Options) (*Program, error)
 		compiling[name] = true
 		plan := info.Plans[name]
 		for _, s := range plan.Steps {
-			if s.Tool != nil && s.Tool.Plan != nil {
-				if _, err := compile(s.Tool.Plan.Name); err != nil {
-					return nil, err
+			callees := []*Tool{s.Tool}
+			if s.Task != nil {
+				callees = s.Task.Candidates
+			}
+			for _, t := range callees {
+				if t != nil && t.Plan != nil {
+					if _, err := compile(t.Plan.Name); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
