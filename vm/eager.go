@@ -347,6 +347,7 @@ func (s *stream) admit() []int {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil
 		}
+		e.fills = modelFiller{s.r}
 		s.e = e
 		return e.settle(e.roots())
 	}

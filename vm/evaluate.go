@@ -50,7 +50,7 @@ func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id s
 	if r.opts.Evaluator == nil || len(s.Criteria) == 0 {
 		return nil, nil
 	}
-	tool := s.Node.Call.Tool.Name
+	tool := s.ToolName()
 	var out []Verdict
 	for _, c := range s.Criteria {
 		v, err := r.opts.Evaluator.Evaluate(ctx, EvaluationRequest{Step: id, Tool: tool, Criterion: c, Args: args, Result: value})

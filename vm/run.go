@@ -53,8 +53,11 @@ type ApprovalRequest struct {
 	Tool    string
 	Message string
 	// Args are the step's arguments; Plan is the plan's text for a plan
-	// approval.
-	Args map[string]any
+	// approval. Filled names the arguments a model filled in (a step's
+	// holes, every argument of a task), which a person should read as
+	// such; for a task, Tool is the candidate the model chose.
+	Args   map[string]any
+	Filled []string
 	Plan string
 	// Diff shows a replanned plan against the one it replaces, and
 	// Changed lists its new or changed steps: those are what a person
@@ -154,6 +157,22 @@ type Options struct {
 	// failed is not run again, its recorded outcome is taken as it is.
 	// Nil restores nothing.
 	Restore func(round int, step string) (*StepResult, bool)
+	// Filler completes what the plan leaves to a model when a step runs:
+	// the value of a hole, the choice of a task and its arguments. Its
+	// answers are held to the plan's types before they are used (see
+	// Filler). Without one, a step with a hole or a task fails with
+	// code no-filler.
+	Filler Filler
+	// MaxFillAttempts bounds how many times the Filler is asked for one
+	// answer that does not fit (default 3); then the step fails with code
+	// invalid-fill.
+	MaxFillAttempts int
+	// RestoreFill returns the answer an earlier process of the same run
+	// recorded (a StepFilled event) for a hole or a task, by replanning
+	// round, step ID (as in FillRequest.Step) and argument ("" for a
+	// task): the run takes it, held to the plan's types again, and does
+	// not ask the Filler. Nil restores nothing.
+	RestoreFill func(round int, step, argument string) (any, bool)
 }
 
 // Journal makes a run durable. Run calls Record with every event, one at
@@ -355,6 +374,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		if err != nil {
 			return nil, err
 		}
+		e.fills = modelFiller{r}
 		e.round = round
 		r.drive(ctx, e)
 		all = append(all, e.res...)
@@ -476,7 +496,7 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 func (r *runner) waitingPlan(prog *compiler.Program, why string) *Result {
 	res := &Result{Status: RunWaiting, CriticalPath: prog.Analysis.CriticalLatency, State: map[string]any{}, Err: errors.New(why)}
 	for _, s := range prog.Steps {
-		res.Steps = append(res.Steps, &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending})
+		res.Steps = append(res.Steps, &StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending})
 	}
 	r.finishPlan(res)
 	return res
@@ -863,11 +883,17 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	start := r.elapsed()
 	id := e.prefix + s.ID
 	tool := s.ToolName()
+	var chosen *compiler.Tool
+	if s.Task != nil {
+		// The candidate the model chose: its approval, its call.
+		chosen = spec.tool
+		tool = chosen.Name
+	}
 	fail := func(code, msg string) outcome {
-		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
+		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start, tool: chosen}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
+		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args, Filled: filledArgs(s, spec.args)})
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
@@ -896,11 +922,11 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(g, e, s, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, s, spec.tool, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start, tool: chosen})
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -926,7 +952,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(eg, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, s, s.Tool, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -951,12 +977,24 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
 }
 
-// attempts calls a step's tool with its retries and backoff, then its
-// fallback. It returns the value, the number of calls made, how many of
-// them were retries, and the error of the last call when all failed.
-func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+// filledArgs names the arguments of a step that a model filled in.
+func filledArgs(s *compiler.Step, args map[string]any) []string {
+	if s.Task != nil {
+		return sortedKeys(args)
+	}
+	var out []string
+	for _, a := range s.Holes() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// attempts calls a step's tool (a task's, the candidate chosen) with its
+// retries and backoff, then its fallback. It returns the value, the number
+// of calls made, how many of them were retries, and the error of the last
+// call when all failed.
+func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
 	ctx := g.ctx
-	tool := s.Tool
 	calls, retries := 0, 0
 	var last *StepError
 	for attempt := 0; attempt <= s.Retry; attempt++ {
@@ -1069,7 +1107,7 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
 	timeout := r.timeout(s)
 	key := r.opts.RunID + "/" + id
-	if tool != s.Tool {
+	if s.Fallback != nil && tool == s.Fallback.Tool && tool != s.Tool {
 		key += "/fallback"
 	}
 	c.group, c.timeout = g, timeout
@@ -1186,6 +1224,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
+	e.fills = modelFiller{r}
 	e.prefix = id + "/"
 	e.round = parent.round
 	r.drive(ctx, e)

@@ -319,6 +319,7 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 			fmt.Fprintf(w, "  %s\n", ap)
 		}
 	}
+	writeFills(w, res.Fills)
 	if len(res.Branches) > 0 {
 		fmt.Fprintf(w, "\nchoices left to the run:\n")
 		for _, b := range res.Branches {
@@ -351,6 +352,26 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 	}
 	fmt.Fprintf(w, "\nfinal state:\n%s\n", indentLines(jsonText(res.State)))
 	fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(res.Output)))
+}
+
+// writeFills prints what a run leaves to a model: holes, known after the
+// run, and tasks with their candidates.
+func writeFills(w io.Writer, fills []vm.Fill) {
+	if len(fills) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nleft to a model when the step runs:\n")
+	for _, f := range fills {
+		hint := ""
+		if f.Hint != "" {
+			hint = " (hint " + f.Hint + ")"
+		}
+		if f.Candidates != nil {
+			fmt.Fprintf(w, "  %s: task %q%s: a model chooses one of %s; its result is of type %s\n", f.Step, f.Instruction, hint, strings.Join(f.Candidates, ", "), f.Type)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: argument %s of %s, of type %s: %q, known after the run\n", f.Step, f.Argument, f.Tool, f.Type, f.Instruction)
+	}
 }
 
 func jsonText(v any) string {
