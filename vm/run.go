@@ -58,7 +58,7 @@ type ApprovalRequest struct {
 	// such; for a task, Tool is the candidate the model chose.
 	Args   map[string]any
 	Filled []string
-	Plan string
+	Plan   string
 	// Diff shows a replanned plan against the one it replaces, and
 	// Changed lists its new or changed steps: those are what a person
 	// approves after a replan, the rest was approved before.
