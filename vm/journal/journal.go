@@ -106,6 +106,14 @@ CREATE TABLE IF NOT EXISTS approvals (
   by        TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (run, round, step)
 );
+CREATE TABLE IF NOT EXISTS fills (
+  run      TEXT NOT NULL,
+  round    INTEGER NOT NULL,
+  step     TEXT NOT NULL,
+  argument TEXT NOT NULL,
+  value    BLOB,
+  PRIMARY KEY (run, round, step, argument)
+);
 CREATE TABLE IF NOT EXISTS replans (
   run     TEXT NOT NULL,
   round   INTEGER NOT NULL,
@@ -274,7 +282,7 @@ func (d *DB) Create(nr NewRun) (*Run, error) {
 		}
 		return nil, fmt.Errorf("recording the run: %w", err)
 	}
-	return &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}}, nil
+	return &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}, fills: map[string][]byte{}}, nil
 }
 
 func checkID(id string) error {
@@ -386,6 +394,9 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 	if err := d.db.QueryRow(`SELECT coalesce(max(seq), 0) FROM events WHERE run = ?`, id).Scan(&r.seq); err != nil {
 		return nil, nil, err
 	}
+	if r.fills, err = d.fills(id); err != nil {
+		return nil, nil, err
+	}
 	steps, err := d.steps(id)
 	if err != nil {
 		return nil, nil, err
@@ -450,6 +461,9 @@ type Run struct {
 	seq     int64
 	round   int
 	restore map[string]*vm.StepResult
+	// fills are the answers a model gave for holes and tasks, by
+	// fillKey, as JSON.
+	fills map[string][]byte
 }
 
 // Record writes an event, and the state of the step it decides, in one
@@ -472,6 +486,10 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 	switch ev.Type {
 	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
 		durable = true
+	case vm.StepFilled:
+		// An answer is used (shown at an approval, passed to a tool)
+		// only once it is kept.
+		durable = ev.Verdict == vm.FillAccepted
 	}
 	err = r.d.tx(durable, func(tx *sql.Tx) error {
 		r.seq++
@@ -495,6 +513,8 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
 				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`, r.ID, r.round, ev.Step, ev.Tool)
 			return err
+		case vm.StepFilled:
+			return r.writeFill(tx, ev)
 		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
 			if step == nil {
 				return nil
@@ -543,6 +563,69 @@ func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) erro
 		r.ID, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
 		int64(s.Start), int64(s.Duration), now)
 	return err
+}
+
+func fillKey(round int, step, argument string) string {
+	return fmt.Sprintf("%d/%s\x00%s", round, step, argument)
+}
+
+// writeFill keeps an answer a model gave for a hole or a task, which a
+// resumed run takes instead of asking again.
+func (r *Run) writeFill(tx *sql.Tx, ev vm.Event) error {
+	if ev.Verdict != vm.FillAccepted {
+		return nil
+	}
+	arg := ev.Message
+	value, err := json.Marshal(ev.Result)
+	if err != nil {
+		return fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
+	}
+	if _, err := tx.Exec(`INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`, r.ID, r.round, ev.Step, arg, value); err != nil {
+		return err
+	}
+	if r.fills == nil {
+		r.fills = map[string][]byte{}
+	}
+	r.fills[fillKey(r.round, ev.Step, arg)] = value
+	return nil
+}
+
+// fills reads the answers kept for a run's holes and tasks.
+func (d *DB) fills(id string) (map[string][]byte, error) {
+	rows, err := d.db.Query(`SELECT round, step, argument, value FROM fills WHERE run = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var round int
+		var step, arg string
+		var value []byte
+		if err := rows.Scan(&round, &step, &arg, &value); err != nil {
+			return nil, err
+		}
+		out[fillKey(round, step, arg)] = value
+	}
+	return out, rows.Err()
+}
+
+// RestoreFill returns the answer a model gave, in an earlier process of
+// the run, for a hole of a step (argument names it) or for its task
+// (argument ""). It is vm.Options.RestoreFill.
+func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
+	r.mu.Lock()
+	b, ok := r.fills[fillKey(round, step, argument)]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	v, err := runtime.DecodeJSON(b)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Restore returns the recorded outcome of a step that finished before the
