@@ -105,6 +105,7 @@ func Simulate(ctx context.Context, prog *compiler.Program, input map[string]any,
 	if prog.Plan.Approve {
 		s.out.Approvals = append(s.out.Approvals, "the plan: "+orDefault(prog.Plan.ApproveMessage, "approve the whole plan"))
 	}
+	s.fills(prog)
 	e, makespan, err := s.run(ctx, prog, input, "")
 	if err != nil {
 		return nil, err
@@ -207,7 +208,6 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 			}
 			st := prog.Steps[i]
 			e.event(Event{Type: StepStarted, Step: st.ID, Tool: st.ToolName()})
-			s.fills(prefix, st)
 			if prefix == "" {
 				s.wave(now, st.ID)
 				if st.Approve {
@@ -357,17 +357,32 @@ func (s *simulator) callTool(ctx context.Context, e *engine, st *compiler.Step, 
 	return invent(tool.Result, fmt.Sprintf("%d/%s", s.opts.Seed, id), id, 0), per, 1, nil
 }
 
-// fills notes the holes and the task of a step that starts.
-func (s *simulator) fills(prefix string, st *compiler.Step) {
-	for _, a := range st.Holes() {
-		s.out.Fills = append(s.out.Fills, Fill{Step: prefix + st.ID, Tool: st.ToolName(), Argument: a.Name, Instruction: a.Value.Text, Type: a.Value.Type.String(), Hint: st.Hint})
-	}
-	if st.Task != nil {
-		f := Fill{Step: prefix + st.ID, Instruction: st.Task.Goal, Type: st.OutType.String(), Candidates: []string{}, Hint: st.Hint}
-		for _, c := range st.Task.Candidates {
-			f.Candidates = append(f.Candidates, c.Name)
+// fills notes the holes and tasks of a program and its sub-plans, in the
+// order of their steps, whether the run reaches them or not; a sub-plan's
+// steps are named after it ("draft: write").
+func (s *simulator) fills(prog *compiler.Program) {
+	note := func(p *compiler.Program, prefix string) {
+		for _, st := range p.Steps {
+			for _, a := range st.Holes() {
+				s.out.Fills = append(s.out.Fills, Fill{Step: prefix + st.ID, Tool: st.ToolName(), Argument: a.Name, Instruction: a.Value.Text, Type: a.Value.Type.String(), Hint: st.Hint})
+			}
+			if st.Task != nil {
+				f := Fill{Step: prefix + st.ID, Instruction: st.Task.Goal, Type: st.OutType.String(), Candidates: []string{}, Hint: st.Hint}
+				for _, c := range st.Task.Candidates {
+					f.Candidates = append(f.Candidates, c.Name)
+				}
+				s.out.Fills = append(s.out.Fills, f)
+			}
 		}
-		s.out.Fills = append(s.out.Fills, f)
+	}
+	note(prog, "")
+	names := make([]string, 0, len(prog.Sub))
+	for name := range prog.Sub {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		note(prog.Sub[name], name+": ")
 	}
 }
 

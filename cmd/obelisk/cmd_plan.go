@@ -115,6 +115,8 @@ func applyCommand() *command {
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the planfile's
+			var ff fillFlags
+			ff.register(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "apply", "expected one planfile, got %d", len(args))
@@ -133,7 +135,12 @@ func applyCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
-				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands}
+				fill, err := ff.settings("")
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					return exitUsage
+				}
+				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands, Fill: fill}
 				rf, stop, status := s.connect(ctx, e, "apply")
 				if rf == nil {
 					return status
@@ -189,7 +196,7 @@ func applyCommand() *command {
 					return exitUsage
 				}
 				check, _ := pf.Source.Config()
-				x := &execution{cmd: "apply", flags: &xf, prog: prog, input: pf.Input, tools: tools, check: check, policy: policy,
+				x := &execution{cmd: "apply", flags: &xf, prog: prog, input: pf.Input, tools: tools, check: check, policy: policy, fill: fill,
 					opts:       vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout},
 					approvedAs: "approved as planfile " + pf.Hash}
 				if status := x.start(e, &pf.Source, s, pf.Hash); status != exitOK {

@@ -29,6 +29,8 @@ func runCommand() *command {
 			rf.register(fs)
 			var xf execFlags
 			xf.register(fs, true)
+			var ff fillFlags
+			ff.register(fs)
 			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
@@ -50,6 +52,18 @@ func runCommand() *command {
 				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
+					base := ""
+					if args[0] != "-" {
+						base = strings.TrimSuffix(strings.TrimSuffix(args[0], ".plan"), ".json")
+					}
+					fill, err := ff.settings(base)
+					if err == nil {
+						opts.Filler, err = fill.streamFiller(e)
+					}
+					if err != nil {
+						fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+						return exitUsage
+					}
 					return runEager(ctx, e, &rf, &xf, args[0], opts)
 				}
 				p, status := rf.prepare(e, args[0])
@@ -70,8 +84,18 @@ func runCommand() *command {
 					}
 					return exitUsage
 				}
-				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
-				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
+				fill, err := ff.settings(p.base())
+				if err != nil {
+					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+					return exitUsage
+				}
+				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy, fill: fill}
+				if _, err := fill.filler(e, p.prog); err != nil && xf.replay == "" {
+					// Refused before the run starts, as missing tools are.
+					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+					return exitUsage
+				}
+				if status := x.start(e, p.source, p.settings(&rf, opts, policy, fill), ""); status != exitOK {
 					return status
 				}
 				return x.run(ctx, e)
@@ -182,6 +206,9 @@ func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) 
 		}
 		args, _ := json.MarshalIndent(req.Args, "  ", "  ")
 		fmt.Fprintf(&b, "\n  arguments: %s\n", lang.EscapeControlJSON(args))
+		if len(req.Filled) > 0 {
+			fmt.Fprintf(&b, "  filled in by a model: %s\n", strings.Join(req.Filled, ", "))
+		}
 	}
 	io.WriteString(t.out, lang.EscapeControl(b.String()))
 	for {

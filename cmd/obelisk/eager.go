@@ -101,6 +101,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		}
 	}()
 	opts.Tools = tools
+	opts.Filler = xf.wrapFiller(opts.Filler)
 	opts.Check = cfg
 	progress := newProgress(e, 0)
 	opts.Observer = vm.Observers(append(observers, progress.observe)...)

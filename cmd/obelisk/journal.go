@@ -21,6 +21,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/runtime/replay"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
@@ -92,6 +93,10 @@ type execFlags struct {
 	approvalTimeout time.Duration
 	approvalDefault string
 	runTimeout      time.Duration
+	// recorder and replayer are what wrapTools made of --record and
+	// --replay, which the fillings go through too (wrapFiller).
+	recorder *replay.Recorder
+	replayer *replay.Replayer
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
@@ -141,16 +146,30 @@ func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error)
 		if err != nil {
 			return nil, nil, err
 		}
-		tools = p
+		tools, xf.replayer = p, p
 	}
 	if xf.record != "" {
 		rec, err := replay.NewRecorder(tools, xf.record)
 		if err != nil {
 			return nil, nil, err
 		}
+		xf.recorder = rec
 		return rec, rec.Close, nil
 	}
 	return tools, func() error { return nil }, nil
+}
+
+// wrapFiller gives the fillings of a run the recording of --replay in
+// place of f, and records them with --record, as wrapTools does for the
+// tool calls (which it must have been called for).
+func (xf *execFlags) wrapFiller(f vm.Filler) vm.Filler {
+	if xf.replayer != nil {
+		f = fill.Replayed(xf.replayer)
+	}
+	if xf.recorder != nil && f != nil {
+		f = fill.Recorded(f, xf.recorder)
+	}
+	return f
 }
 
 // eventsFile returns the observer that writes the events to the file of
@@ -192,6 +211,7 @@ type settings struct {
 	StepTimeout   time.Duration          `json:"stepTimeout,omitempty"`
 	RunTimeout    time.Duration          `json:"runTimeout,omitempty"`
 	Approval      journal.ApprovalPolicy `json:"approval"`
+	Fill          fillSettings           `json:"fill,omitzero"`
 }
 
 // source returns what a checked plan was compiled from.
@@ -204,7 +224,7 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 		src.WorkDir = wd
 	}
 	if rf.read != nil {
-		src.Tools = rf.read.tools
+		src.Tools, src.Hints = rf.read.tools, rf.read.hints
 	}
 	src.Imports = planfile.Imports(c.info)
 	return src
@@ -268,6 +288,8 @@ type execution struct {
 	// approvedAs grants the plan's own approval: the plan was approved
 	// as a planfile.
 	approvedAs string
+	// fill says what completes the plan's holes and tasks.
+	fill fillSettings
 }
 
 // start journals a new run of a prepared plan, unless --no-journal.
@@ -325,6 +347,13 @@ func (x *execution) run(ctx context.Context, e *env) int {
 		}
 	}()
 	opts.Tools = tools
+	if x.flags.replay == "" {
+		if opts.Filler, err = x.fill.filler(e, x.prog); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+			return exitUsage
+		}
+	}
+	opts.Filler = x.flags.wrapFiller(opts.Filler)
 	events, closeEvents, err := x.flags.eventsFile()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
@@ -344,7 +373,7 @@ func (x *execution) run(ctx context.Context, e *env) int {
 	}
 	opts.Approver = approver
 	if x.jr != nil {
-		opts.Journal, opts.RunID, opts.Restore = x.jr, x.jr.ID, x.jr.Restore
+		opts.Journal, opts.RunID, opts.Restore, opts.RestoreFill = x.jr, x.jr.ID, x.jr.Restore, x.jr.RestoreFill
 		opts.Approver = x.jr.Approver(approver, x.policy)
 		if rp := x.jr.Replanner(opts.Replanner); rp != nil {
 			opts.Replanner = rp
@@ -515,7 +544,7 @@ func resumeCommand() *command {
 					db.Close()
 					return exitUsage
 				}
-				x.prog, x.policy = prog, s.Approval
+				x.prog, x.policy, x.fill = prog, s.Approval, s.Fill
 				x.check, _ = st.Source.Config()
 				x.opts = vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout}
 				if st.Hash != "" {
@@ -933,9 +962,9 @@ func (t *table) flush() { t.tw.Flush() }
 
 // settings returns what a run of the prepared plan records to be resumed
 // with.
-func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy) settings {
+func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy, fs fillSettings) settings {
 	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands,
-		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout, Approval: policy}
+		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout, Approval: policy, Fill: fs}
 	if rf.files != "" {
 		if abs, err := filepath.Abs(rf.files); err == nil {
 			s.Files = abs
