@@ -21,6 +21,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // modelFlags choose the model provider and the models of both tiers.
@@ -118,6 +119,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
 	}
+	c.Hints = cfg.Hints
 	for _, path := range gf.tools {
 		b, _ := os.ReadFile(path)
 		decls, _ := lang.ParseTools(path, b)
@@ -386,7 +388,8 @@ func agentCommand() *command {
 				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Planner: planner, Evaluator: evaluator, Check: cfg,
 					Tools: runtime.Chain{Mocks: mk, Registry: reg}, Observer: vm.Observers(observers...),
 					MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
-					MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout}
+					MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout,
+					Filler: &fill.Model{Model: planner}}
 				switch {
 				case *yes:
 					opts.Approver = approveAll{}

@@ -237,3 +237,28 @@ func TestKillAfterFillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAgentFillsHole: a plan the agent's model writes may leave an
+// argument to be filled when it runs; the planner fills it, and the value
+// is checked and passed to the tool.
+func TestAgentFillsHole(t *testing.T) {
+	srv := llmtest.NewOpenAI(llmtest.Script(
+		llmtest.Text(`history: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory
+refund: issueRefund(customerId: †input.customerId, amount: ? "half the amount of †input.amount, since the history shows †state.billingHistory.lastChargeback") -> †state.refund
+  approve "Issue this refund?"
+output {confirmationId: †state.refund.confirmationId}
+`, llm.Usage{}),
+		llmtest.Text(`{"value": 25}`, llm.Usage{}),
+	))
+	defer srv.Close()
+	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
+		"agent", "--goal", "Refund half of the last order.", "--events", filepath.Join(t.TempDir(), "ev.jsonl"),
+		"--context", "../../examples/refund.json", "--mocks", "../../examples/refund.mocks.json", "--yes", "--evaluate=false")
+	if code != exitOK || !strings.Contains(stdout, `"confirmationId": "RF-2025-0611-48213"`) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages[0].Content, `†state.billingHistory.lastChargeback = "2024-03-18"`) {
+		t.Fatalf("%d requests; the last:\n%s", len(reqs), reqs[len(reqs)-1].Messages[0].Content)
+	}
+}

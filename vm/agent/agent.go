@@ -79,6 +79,9 @@ type Options struct {
 	// vm.Options.RunTimeout says, and the goal ends canceled with an error
 	// of code limit-exceeded.
 	RunTimeout time.Duration
+	// Filler completes the holes and tasks of the plans the model writes
+	// (see vm.Options.Filler), usually on the planner (vm/fill.Model).
+	Filler vm.Filler
 }
 
 // The statuses of a goal.
@@ -348,7 +351,7 @@ func (g *goal) finish(status string, output any, err error) *Result {
 // vmOptions are the options of a turn's run.
 func (g *goal) vmOptions(remaining int) vm.Options {
 	o := vm.Options{Tools: g.opts.Tools, Approver: g.opts.Approver, Observer: g.opts.Observer,
-		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check}
+		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check, Filler: g.opts.Filler}
 	o.Check.Limits.MaxSteps = remaining
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}

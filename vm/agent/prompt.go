@@ -113,6 +113,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 			b.WriteString("\n[sub-plan] Declared (call it like a tool; do not declare it again):\n" + formatItem(d))
 		}
 	}
+	b.WriteString(hintsText(c.Hints))
 	if t.plan != "" {
 		b.WriteString("\n[plan] The plan so far (# says what became of each step):\n")
 		b.WriteString(t.plan)
