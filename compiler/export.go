@@ -445,6 +445,9 @@ func (p *Program) WriteMermaid(w io.Writer) error {
 		if s.Tool != nil && s.Tool.Name != s.ID {
 			label += "<br/>" + s.Tool.Name
 		}
+		if s.Task != nil {
+			label += "<br/>task: " + taskCandidates(s.Task, " or ")
+		}
 		open, close := "[", "]"
 		switch {
 		case s.Approve:

@@ -204,6 +204,9 @@ func Signatures(prog *compiler.Program) []Signature {
 			if s.Fallback != nil {
 				tools = append(tools, s.Fallback.Tool)
 			}
+			if s.Task != nil {
+				tools = append(tools, s.Task.Candidates...)
+			}
 			for _, t := range tools {
 				if t == nil || t.Plan != nil || seen[t.Name] {
 					continue
