@@ -793,6 +793,9 @@ func (c *refConverter) call(cl *call) *Call {
 	for _, a := range cl.Args {
 		if a.Hole != nil {
 			lit := c.stringLit(*a.Hole)
+			if strings.TrimSpace(lit.StringValue()) == "" {
+				c.fail("the instruction of a hole is empty")
+			}
 			out.Args = append(out.Args, &Arg{Name: c.fieldName(a.Name), Value: &HoleExpr{Instruction: lit, Refs: c.textRefs(lit)}})
 			continue
 		}
@@ -803,6 +806,9 @@ func (c *refConverter) call(cl *call) *Call {
 
 func (c *refConverter) task(t *task) *Task {
 	goal := c.stringLit(t.Goal)
+	if strings.TrimSpace(goal.StringValue()) == "" {
+		c.fail("the goal of a task is empty")
+	}
 	out := &Task{Goal: goal, Refs: c.textRefs(goal)}
 	if t.Using != nil {
 		out.Using = []*Ident{}
