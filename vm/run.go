@@ -1126,7 +1126,7 @@ func (r *runner) timeout(s *compiler.Step) time.Duration {
 
 // evalContext is the context a step's arguments are evaluated under: ctx,
 // ended by the step's time limit when the step has an expression that
-// could take time (CEL).
+// could take time (CEL), or a hole or a task, which a model fills.
 func (r *runner) evalContext(ctx context.Context, s *compiler.Step) (context.Context, context.CancelFunc) {
 	if !stepHasCEL(s) {
 		return ctx, func() {}
@@ -1134,10 +1134,14 @@ func (r *runner) evalContext(ctx context.Context, s *compiler.Step) (context.Con
 	return context.WithTimeout(ctx, r.timeout(s))
 }
 
-// stepHasCEL reports whether evaluating a step's arguments runs CEL.
+// stepHasCEL reports whether evaluating a step's arguments runs CEL or
+// asks a model.
 func stepHasCEL(s *compiler.Step) bool {
 	if s.Result != nil {
 		return hasCEL(s.Result)
+	}
+	if s.Task != nil {
+		return true
 	}
 	if s.Each != nil && hasCEL(s.Each.List) {
 		return true
@@ -1159,7 +1163,7 @@ func stepHasCEL(s *compiler.Step) bool {
 
 func hasCEL(op *compiler.Operand) bool {
 	switch op.Kind {
-	case compiler.OpCEL:
+	case compiler.OpCEL, compiler.OpHole:
 		return true
 	case compiler.OpList:
 		for _, el := range op.Elems {
