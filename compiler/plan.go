@@ -407,6 +407,8 @@ func (pc *planChecker) declareSteps(steps []*lang.Step) {
 		if s.Task != nil && n.Out != nil {
 			if slot := pc.p.Slots[n.Out.Success.Slot()]; slot != nil && slot.Declared != nil {
 				s.OutType = slot.Declared
+			} else if t, _ := c.candidatesType(n); t != nil {
+				s.OutType = t
 			}
 		}
 		if n.Each != nil {

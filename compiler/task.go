@@ -14,7 +14,8 @@ import (
 // references its instruction reads are read by the step, like any
 // argument's. A task (`task "goal" using [a, b]`) is a step whose tool is
 // chosen among candidates, each a tool or sub-plan the checker resolves,
-// whose result must fit the task's slot, which the state block declares.
+// whose result must fit the task's type: the type the state block
+// declares for its slot, else the result type its candidates share.
 // What the model answers is checked when the step runs, as a tool's
 // result is: a hole's value against its parameter, a task's choice
 // against its candidates.
@@ -46,15 +47,74 @@ func (pc *planChecker) textReads(refs []*lang.Ref, sc *scope, reads *[]*RefPath)
 // task checks what a task reads: the references of its goal.
 func (pc *planChecker) task(s *Step, n *lang.Step, reads *[]*RefPath) {
 	s.Task.Reads = pc.textReads(n.Task.Refs, pc.base, reads)
-	if n.Out != nil {
-		slot := pc.p.Slots[s.Out]
-		if slot == nil || slot.Declared == nil {
-			d := pc.c.errorf(lang.TypeMismatch, n.Out.Success.Span, "task %s writes †state.%s, whose type is not declared: a task's result is what its slot declares, and each candidate's result must fit it; declare it, state { %s: T }", s.ID, s.Out, s.Out)
-			if pc.c.file.JSON {
-				d.Message = fmt.Sprintf("task %s writes †state.%s, whose type is not declared: a task's result is what its slot declares, and each candidate's result must fit it; declare it in a state message's \"schema\"", s.ID, s.Out)
-			}
+	if n.Out == nil {
+		return
+	}
+	if slot := pc.p.Slots[s.Out]; slot != nil && slot.Declared != nil {
+		return
+	}
+	if _, why := pc.c.candidatesType(n); why != "" {
+		d := pc.c.errorf(lang.TypeMismatch, n.Out.Success.Span, "task %s writes †state.%s, whose type is not declared, and %s: declare the type every candidate's result must fit, state { %s: T }", s.ID, s.Out, why, s.Out)
+		if pc.c.file.JSON {
+			d.Message = fmt.Sprintf("task %s writes †state.%s, whose type is not declared, and %s: declare the type every candidate's result must fit in a state message's \"schema\"", s.ID, s.Out, why)
 		}
 	}
+}
+
+// candidatesType is the type of a task whose slot declares none: the
+// result type its candidates share. why says why there is none.
+func (c *checker) candidatesType(n *lang.Step) (*Type, string) {
+	var common *Type
+	var first string
+	for _, name := range c.candidateNames(n) {
+		t := c.info.Tools[name]
+		if t == nil {
+			continue
+		}
+		switch {
+		case common == nil:
+			common, first = t.Result, name
+		case !sameType(common, t.Result):
+			return nil, fmt.Sprintf("its candidates return different types (%s returns %s, %s returns %s)", first, common, name, t.Result)
+		}
+	}
+	if common == nil {
+		return nil, "it has no candidate whose result type says it"
+	}
+	return common, ""
+}
+
+// candidateNames are the names of a task's candidates, narrowed by its
+// hint as taskCandidates narrows them, without its warnings.
+func (c *checker) candidateNames(n *lang.Step) []string {
+	var names []string
+	for _, u := range n.Task.Using {
+		if !slices.Contains(names, u.Name) {
+			names = append(names, u.Name)
+		}
+	}
+	h := hintOf(n)
+	if h == nil {
+		return names
+	}
+	m := resolveHint(h.Name.Name, c.cfg.Hints)
+	if m.name == "" {
+		return names
+	}
+	targets := c.cfg.Hints[m.name].targets()
+	if n.Task.Using == nil {
+		return targets
+	}
+	var kept []string
+	for _, name := range names {
+		if slices.Contains(targets, name) {
+			kept = append(kept, name)
+		}
+	}
+	if len(kept) == 0 {
+		return names
+	}
+	return kept
 }
 
 // taskCandidates resolves the candidates of a task: those it lists,
