@@ -351,12 +351,15 @@ type callSpec struct {
 	// call is the context of the call of a plain step, made with the
 	// spec to save an allocation.
 	call callCtx
+	// subs are the sub-plans of the program the step was prepared in:
+	// in eager mode, the engine moves to a new program while a step runs.
+	subs map[string]*compiler.Program
 }
 
 // prepare evaluates a ready step's arguments under ctx.
 func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
-	spec := &callSpec{i: i, step: s, tool: s.Tool}
+	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub}
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 )
 
@@ -60,5 +61,37 @@ output †state.r
 	}
 	if got, _ := json.Marshal(res.Output); string(got) != `["n=1","n=2","n=3"]` {
 		t.Errorf("output %s", got)
+	}
+}
+
+// TestFillEager: in eager mode, a task and a hole streamed in are filled
+// as their steps start; an unlabeled task is named task.
+func TestFillEager(t *testing.T) {
+	src := `tool f(x: int) -> {n: int} pure
+tool g(x: int) -> {n: int} pure
+input {
+  n: int
+}
+task "double †input.n" using [f, g] -> †state.a
+h: f(x: ? "one more than †state.a.n") -> †state.b
+output †state.b.n
+`
+	tools := newFakeTools().
+		on("f", func(_ context.Context, args map[string]any) (any, error) { return map[string]any{"n": args["x"]}, nil }).
+		on("g", func(_ context.Context, args map[string]any) (any, error) { return map[string]any{"n": args["x"].(int64) * 10}, nil })
+	var asked []string
+	filler := FillerFunc(func(_ context.Context, req FillRequest) (any, error) {
+		asked = append(asked, req.Step+":"+req.Argument)
+		if req.Argument == "" {
+			return map[string]any{"candidate": "g", "arguments": map[string]any{"x": req.Values["†input.n"]}}, nil
+		}
+		return req.Values["†state.a.n"].(int64) + 1, nil
+	})
+	res, diags, err := RunStream(context.Background(), lang.NewStreamParser("s.plan", strings.NewReader(src)), map[string]any{"n": int64(2)}, Options{Tools: tools, Filler: filler, MaxParallel: 1})
+	if err != nil || len(diags) > 0 || res.Status != RunCompleted {
+		t.Fatalf("%v %v %v %v", err, diags, res.Status, res.Err)
+	}
+	if res.Output != int64(21) || strings.Join(asked, " ") != "task: h:x" || tools.count("f") != 1 || tools.count("g") != 1 {
+		t.Errorf("output %v, asked %v, f %d, g %d", res.Output, asked, tools.count("f"), tools.count("g"))
 	}
 }

@@ -922,7 +922,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(g, e, s, spec.tool, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, s, spec.tool, spec.subs, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
@@ -952,7 +952,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(eg, e, s, s.Tool, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, s, s.Tool, spec.subs, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -993,7 +993,7 @@ func filledArgs(s *compiler.Step, args map[string]any) []string {
 // retries and backoff, then its fallback. It returns the value, the number
 // of calls made, how many of them were retries, and the error of the last
 // call when all failed.
-func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, subs map[string]*compiler.Program, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
 	ctx := g.ctx
 	calls, retries := 0, 0
 	var last *StepError
@@ -1007,7 +1007,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compi
 			retries++
 		}
 		calls++
-		v, serr := r.call(g, e, s, tool, args, id, calls)
+		v, serr := r.call(g, e, s, tool, subs, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -1019,7 +1019,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compi
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(g, e, s, s.Fallback.Tool, fbArgs, id, calls)
+		v, serr := r.call(g, e, s, s.Fallback.Tool, subs, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -1067,7 +1067,7 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, subs map[string]*compiler.Program, args map[string]any, id string, attempt int) (any, *StepError) {
 	cctx := new(callCtx)
 	r.newCall(cctx, g, s, tool, id, attempt)
 	r.calls.watch(cctx, time.Now())
@@ -1081,7 +1081,7 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 	go func() {
 		v, err := r.callTool(tool.Name, func() (any, error) {
 			if tool.Plan != nil {
-				return r.subPlan(cctx, e, tool, args, id)
+				return r.subPlan(cctx, e, subs, tool, args, id)
 			}
 			return r.opts.Tools.Call(cctx, tool.Name, args)
 		})
@@ -1219,8 +1219,8 @@ func indexByte(s string, b byte) int {
 
 // subPlan runs a sub-plan as a step: its arguments are its input, its
 // output the step's result.
-func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Tool, args map[string]any, id string) (any, error) {
-	sub := parent.prog.Sub[tool.Name]
+func (r *runner) subPlan(ctx context.Context, parent *engine, subs map[string]*compiler.Program, tool *compiler.Tool, args map[string]any, id string) (any, error) {
+	sub := subs[tool.Name]
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
