@@ -93,8 +93,12 @@ const (
 	FillRejected = "rejected"
 )
 
-// defaultFillAttempts is the default of Options.MaxFillAttempts.
-const defaultFillAttempts = 3
+// defaultFillAttempts is the default of Options.MaxFillAttempts, and
+// defaultMaxFills of Options.MaxFills.
+const (
+	defaultFillAttempts = 3
+	defaultMaxFills     = 1000
+)
 
 // stepFiller completes the holes and tasks of an engine's steps: a run
 // asks its Filler, a dry run invents nothing.
@@ -260,6 +264,9 @@ func (f modelFiller) ask(ctx context.Context, req *FillRequest, fail func(code, 
 		attempts = defaultFillAttempts
 	}
 	for req.Attempt = 1; ; req.Attempt++ {
+		if n := f.r.asked.Add(1); n > int64(f.r.opts.MaxFills) {
+			return nil, fail(runtime.CodeLimitExceeded, "filling %s would ask a model more than %d times in this run, the most allowed: leave fewer values to a model, or raise the limit (--max-fills)", what, f.r.opts.MaxFills)
+		}
 		v, err := f.r.opts.Filler.Fill(ctx, *req)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -95,3 +95,26 @@ output †state.b.n
 		t.Errorf("output %v, asked %v, f %d, g %d", res.Output, asked, tools.count("f"), tools.count("g"))
 	}
 }
+
+// TestMaxFills: a run asks its model at most MaxFills times; a hole in a
+// for each cannot make it answer without end.
+func TestMaxFills(t *testing.T) {
+	prog := compile(t, `tool f(x: int, label: string) -> string pure
+for each n in [1, 2, 3, 4, 5]: f(x: †n, label: ? "a label for †n") -> †state.r
+output †state.r
+`)
+	tools := newFakeTools().on("f", func(_ context.Context, args map[string]any) (any, error) { return args["label"], nil })
+	asked := 0
+	filler := FillerFunc(func(context.Context, FillRequest) (any, error) {
+		asked++
+		return "x", nil
+	})
+	res, err := Run(context.Background(), prog, nil, Options{Tools: tools, Filler: filler, MaxFills: 3, MaxParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Steps[0].Error
+	if e == nil || e.Code != runtime.CodeLimitExceeded || !strings.Contains(e.Message, "would ask a model more than 3 times in this run") || asked != 3 || tools.count("f") != 0 {
+		t.Fatalf("error %+v, asked %d, f called %d times", e, asked, tools.count("f"))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -167,6 +168,11 @@ type Options struct {
 	// answer that does not fit (default 3); then the step fails with code
 	// invalid-fill.
 	MaxFillAttempts int
+	// MaxFills bounds how many times a run asks the Filler in all, in
+	// this process (default 1000): a plan cannot make a model answer
+	// without end, with a hole in a large for each. A step that would ask
+	// once more fails with code limit-exceeded.
+	MaxFills int
 	// RestoreFill returns the answer an earlier process of the same run
 	// recorded (a StepFilled event) for a hole or a task, by replanning
 	// round, step ID (as in FillRequest.Step) and argument ("" for a
@@ -207,6 +213,9 @@ func (o *Options) defaults() {
 	}
 	if o.RunID == "" {
 		o.RunID = NewRunID()
+	}
+	if o.MaxFills <= 0 {
+		o.MaxFills = defaultMaxFills
 	}
 	if o.Evaluator != nil {
 		// Replanned and edited plans are checked knowing that their
@@ -274,6 +283,8 @@ type runner struct {
 	randMu sync.Mutex
 	// calls watches the deadlines of the tool calls.
 	calls watcher
+	// asked counts the times the Filler was asked (MaxFills).
+	asked atomic.Int64
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }

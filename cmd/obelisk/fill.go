@@ -20,9 +20,9 @@ import (
 // run: a fills file (the scripted answers of a model, as a mocks file
 // answers tools), else a model.
 type fillFlags struct {
-	fills   string
-	noFills bool
-	model   llm.Settings
+	fills    string
+	maxFills int
+	model    llm.Settings
 }
 
 func (ff *fillFlags) register(fs *flag.FlagSet) {
@@ -32,6 +32,7 @@ func (ff *fillFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ff.model.Model, "model", "", fmt.Sprintf("the model that fills holes and chooses for tasks (default: OBELISK_MODEL, else %s or %s)", llm.DefaultOpenAIModel, llm.DefaultAnthropicModel))
 	fs.IntVar(&ff.model.MaxTokens, "max-tokens", 0, "the most tokens a model's answer may have (default: the provider's)")
 	fs.DurationVar(&ff.model.Timeout, "request-timeout", 5*time.Minute, "the longest one model request may take, answer included")
+	fs.IntVar(&ff.maxFills, "max-fills", 1000, "the most times the run may ask the model (or the fills file) to fill a hole or choose for a task; then the step fails with limit-exceeded")
 }
 
 // fillSettings are what a journaled run records to fill its holes and
@@ -45,13 +46,14 @@ type fillSettings struct {
 	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"maxTokens,omitempty"`
 	Timeout   time.Duration `json:"requestTimeout,omitempty"`
+	MaxFills  int           `json:"maxFills,omitempty"`
 }
 
 // settings returns what the flags say, with the fills file read: base is
 // the plan's path without its extension, for NAME.fills.json ("" for
 // none).
 func (ff *fillFlags) settings(base string) (fillSettings, error) {
-	s := fillSettings{Provider: ff.model.Provider, BaseURL: ff.model.BaseURL, Model: ff.model.Model, MaxTokens: ff.model.MaxTokens, Timeout: ff.model.Timeout}
+	s := fillSettings{Provider: ff.model.Provider, BaseURL: ff.model.BaseURL, Model: ff.model.Model, MaxTokens: ff.model.MaxTokens, Timeout: ff.model.Timeout, MaxFills: ff.maxFills}
 	path := ff.fills
 	if path == "" && base != "" {
 		if _, err := os.Stat(base + ".fills.json"); err == nil {

@@ -354,6 +354,7 @@ func (x *execution) run(ctx context.Context, e *env) int {
 		}
 	}
 	opts.Filler = x.flags.wrapFiller(opts.Filler)
+	opts.MaxFills = x.fill.MaxFills
 	events, closeEvents, err := x.flags.eventsFile()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
