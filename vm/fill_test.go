@@ -78,7 +78,9 @@ output †state.b.n
 `
 	tools := newFakeTools().
 		on("f", func(_ context.Context, args map[string]any) (any, error) { return map[string]any{"n": args["x"]}, nil }).
-		on("g", func(_ context.Context, args map[string]any) (any, error) { return map[string]any{"n": args["x"].(int64) * 10}, nil })
+		on("g", func(_ context.Context, args map[string]any) (any, error) {
+			return map[string]any{"n": args["x"].(int64) * 10}, nil
+		})
 	var asked []string
 	filler := FillerFunc(func(_ context.Context, req FillRequest) (any, error) {
 		asked = append(asked, req.Step+":"+req.Argument)
