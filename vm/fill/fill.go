@@ -63,7 +63,7 @@ func (m *Model) Fill(ctx context.Context, req vm.FillRequest) (any, error) {
 	}
 	r := &llm.Request{System: system, Messages: []llm.Message{{Role: llm.User, Content: m.prompt(req)}}}
 	if !m.noSchema.Load() {
-		if s, ok := Strict(req.Schema); ok {
+		if s, ok := strictSchema(req.Schema); ok {
 			r.Schema = &llm.Schema{Name: "obelisk_fill", Description: "the value the plan leaves to the model", JSON: wrap(s)}
 		}
 	}

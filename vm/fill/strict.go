@@ -7,7 +7,7 @@ import (
 // The schemas of tools say what they take in full JSON Schema; constrained
 // output takes a subset (OpenAI's strict Structured Outputs: every object
 // closed and listing all its properties as required, a few keywords).
-// Strict rewrites a schema into that subset when it can: an optional
+// strictSchema rewrites a schema into that subset when it can: an optional
 // property becomes required and may be null (and a null the model gives
 // for it is dropped again, dropNullOptionals), and keywords the subset
 // lacks are left out, since the run validates the answer against the
@@ -24,9 +24,9 @@ var strictKeep = map[string]bool{
 // strictMaxNesting is how deeply strict mode nests objects.
 const strictMaxNesting = 10
 
-// Strict returns a schema in the subset constrained output takes, and
+// strictSchema returns a schema in the subset constrained output takes, and
 // false when it cannot be said there.
-func Strict(s map[string]any) (map[string]any, bool) {
+func strictSchema(s map[string]any) (map[string]any, bool) {
 	return strict(s, 0)
 }
 
@@ -65,8 +65,8 @@ func strict(s map[string]any, depth int) (map[string]any, bool) {
 		}
 		out["anyOf"] = list
 	}
-	t, hasType := s["type"]
-	if !hasType {
+	t, typed := s["type"]
+	if !typed {
 		if _, ok := out["anyOf"]; ok {
 			return out, true
 		}
@@ -79,7 +79,7 @@ func strict(s map[string]any, depth int) (map[string]any, bool) {
 		return nil, false
 	}
 	out["type"] = t
-	if hasType2(t, "array") {
+	if hasType(t, "array") {
 		items, ok := s["items"].(map[string]any)
 		if !ok {
 			return nil, false
@@ -90,7 +90,7 @@ func strict(s map[string]any, depth int) (map[string]any, bool) {
 		}
 		out["items"] = it
 	}
-	if hasType2(t, "object") {
+	if hasType(t, "object") {
 		props, _ := s["properties"].(map[string]any)
 		if len(props) == 0 {
 			return nil, false // open to any property
@@ -126,7 +126,7 @@ func strict(s map[string]any, depth int) (map[string]any, bool) {
 	return out, true
 }
 
-func hasType2(t any, name string) bool {
+func hasType(t any, name string) bool {
 	switch t := t.(type) {
 	case string:
 		return t == name
@@ -153,7 +153,7 @@ func requiredOf(s map[string]any) []string {
 
 // allowsNull reports whether a schema takes null.
 func allowsNull(s map[string]any) bool {
-	if hasType2(s["type"], "null") {
+	if hasType(s["type"], "null") {
 		return true
 	}
 	if e, ok := s["enum"].([]any); ok && slices.Contains(e, any(nil)) {

@@ -28,7 +28,7 @@ func TestStrict(t *testing.T) {
 		`{"anyOf": [{"type": "object", "properties": {"candidate": {"type": "string", "const": "f"}, "arguments": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false}}, "required": ["candidate", "arguments"], "additionalProperties": false}]}`,
 	}
 	for _, s := range ok {
-		out, good := Strict(decode(t, s))
+		out, good := strictSchema(decode(t, s))
 		if !good {
 			t.Errorf("%s: refused", s)
 			continue
@@ -38,7 +38,7 @@ func TestStrict(t *testing.T) {
 		}
 	}
 	for _, s := range []string{`{}`, `{"type": "object"}`, `{"type": "array"}`, `{"$ref": "#/$defs/A"}`, `{"type": "object", "properties": {"a": {}}}`, `{"allOf": [{"type": "string"}]}`} {
-		if _, good := Strict(decode(t, s)); good {
+		if _, good := strictSchema(decode(t, s)); good {
 			t.Errorf("%s: taken", s)
 		}
 	}
