@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -316,9 +315,6 @@ func (simFiller) task(context.Context, *engine, *compiler.Step, *scope) (*compil
 	return nil, nil, nil
 }
 
-// errNoFiller is the error of an engine that has no stepFiller.
-var errNoFiller = errors.New("no filler")
-
 // fillHoles fills the holes of a step's call into args.
 func (e *engine) fillHoles(ctx context.Context, s *compiler.Step, id string, args map[string]any, sc *scope) *StepError {
 	for _, a := range s.Args {
@@ -326,7 +322,7 @@ func (e *engine) fillHoles(ctx context.Context, s *compiler.Step, id string, arg
 			continue
 		}
 		if e.fills == nil {
-			return &StepError{Code: CodeNoFiller, Message: errNoFiller.Error(), Tool: s.ToolName(), Step: s.ID}
+			return &StepError{Code: CodeNoFiller, Message: fmt.Sprintf("argument %s of %s is left for a model to fill, and the run has no model", a.Name, s.ToolName()), Tool: s.ToolName(), Step: s.ID}
 		}
 		v, serr := e.fills.hole(ctx, e, s, id, a, sc)
 		if serr != nil {
