@@ -262,3 +262,39 @@ output {confirmationId: †state.refund.confirmationId}
 		t.Fatalf("%d requests; the last:\n%s", len(reqs), reqs[len(reqs)-1].Messages[0].Content)
 	}
 }
+
+// TestGenerateHolesAndTasks: generate takes a plan that leaves a value
+// and a choice to a model when it runs, and the model is told the
+// operator's hints; the plan written runs with a fills file.
+func TestGenerateHolesAndTasks(t *testing.T) {
+	answer := `a: lookup(id: †input.id) -> †state.customer
+b: task "score †state.customer" using [score] -> †state.score
+c: notify(name: †state.customer.name, score: ? "the score of †state.customer as a number from †state.score") -> †state.sent
+  hint communicator
+output {sent: †state.sent.sent}
+`
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text(answer, llm.Usage{})))
+	defer srv.Close()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
+	writeFile(t, tools, toolsJSON)
+	hints := filepath.Join(dir, "hints.json")
+	writeFile(t, hints, `{"communicator": {"tools": ["notify"]}}`)
+	out := filepath.Join(dir, "score.plan")
+	code, _, stderr := withEnv(t, map[string]string{"OPENAI_API_KEY": "test"}, "generate",
+		"--goal", "Score customer c-1 and tell them.", "--tools", tools, "--hints", hints, "--input", `{"id": "c-1"}`,
+		"--base-url", srv.URL+"/v1", "--model", "planner", "-o", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if prompt := srv.Requests()[0].Messages[0].Content; !strings.Contains(prompt, "hint communicator: notify") {
+		t.Errorf("the prompt lacks the hints:\n%s", prompt)
+	}
+	writeFile(t, filepath.Join(dir, "score.input.json"), `{"id": "c-1"}`)
+	writeFile(t, filepath.Join(dir, "score.mocks.json"), `{"lookup": {"result": {"name": "Ada", "orders": 3}}, "score": {"result": 0.5}, "notify": {"result": {"sent": true}}}`)
+	writeFile(t, filepath.Join(dir, "score.fills.json"), `{"b": {"candidate": "score", "arguments": {"orders": 3}}, "c": {"score": 0.5}}`)
+	code, stdout, stderr := withEnv(t, nil, "run", "--no-journal", "--tools", tools, "--hints", hints, out)
+	if code != exitOK || !strings.Contains(stdout, `"sent": true`) {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+}
