@@ -407,7 +407,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
-	body := bufio.NewReader(newUnfenceReader(llm.Reader(stream)))
+	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
 	src := &recordingReader{r: body}
 	if isJSON, err := startsJSON(body); err != nil {
 		stream.Close()
@@ -467,7 +467,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		if err != nil {
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
-		t.Answer = unfence(text)
+		t.Answer = readAnswer(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})

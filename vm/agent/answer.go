@@ -1,31 +1,15 @@
 package agent
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 )
-
-// fence matches a Markdown code block, which models add even when told not
-// to.
-var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```")
-
-// unfence returns the content of the first Markdown code block of an
-// answer, or the answer itself when it has none.
-func unfence(s string) string {
-	if m := fence.FindStringSubmatch(s); m != nil {
-		return m[1] + "\n"
-	}
-	return s
-}
 
 // looksLikeJSON reports whether an answer is in the JSON form.
 func looksLikeJSON(s string) bool {
@@ -196,61 +180,3 @@ func shift(diags lang.Diagnostics, name string, n, lines int) lang.Diagnostics {
 	}
 	return out
 }
-
-// unfenceReader drops the lines of a streamed answer that open or close a
-// Markdown code block (a line starting with ```), passing everything else
-// through as it arrives. Only a line that starts with a backquote is held
-// until its end.
-type unfenceReader struct {
-	r       io.Reader
-	out     bytes.Buffer
-	line    bytes.Buffer // a held line that starts with '`'
-	holding bool
-	atStart bool
-	err     error
-}
-
-func newUnfenceReader(r io.Reader) *unfenceReader { return &unfenceReader{r: r, atStart: true} }
-
-func (u *unfenceReader) Read(p []byte) (int, error) {
-	for u.out.Len() == 0 && u.err == nil {
-		buf := make([]byte, 4096)
-		n, err := u.r.Read(buf)
-		u.feed(buf[:n])
-		if err != nil {
-			u.err = err
-			if u.holding && !isFence(u.line.Bytes()) {
-				u.out.Write(u.line.Bytes())
-			}
-			u.line.Reset()
-		}
-	}
-	if u.out.Len() > 0 {
-		return u.out.Read(p)
-	}
-	return 0, u.err
-}
-
-func (u *unfenceReader) feed(b []byte) {
-	for _, c := range b {
-		switch {
-		case u.holding:
-			u.line.WriteByte(c)
-			if c == '\n' {
-				if !isFence(u.line.Bytes()) {
-					u.out.Write(u.line.Bytes())
-				}
-				u.line.Reset()
-				u.holding, u.atStart = false, true
-			}
-		case u.atStart && c == '`':
-			u.holding = true
-			u.line.WriteByte(c)
-		default:
-			u.out.WriteByte(c)
-			u.atStart = c == '\n'
-		}
-	}
-}
-
-func isFence(line []byte) bool { return bytes.HasPrefix(line, []byte("```")) }

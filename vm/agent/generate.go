@@ -94,7 +94,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		if err != nil {
 			return out, err
 		}
-		answer := unfence(text)
+		answer := readAnswer(text)
 		ch := checkAnswer("plan", answer, prelude, c, opts.Check, rules)
 		out.Answer, out.Name, out.Diagnostics = answer, ch.answer.Name, ch.diags
 		if opts.Round != nil {
