@@ -12,8 +12,6 @@ import (
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
-
-
 func TestLabelSteps(t *testing.T) {
 	f, diags := lang.Parse("a.plan", []byte("f(x: 1)\nf(x: 2)\nf2: g(x: 3)\nmath.sum(a: 1)\nf(x: 4)\n"))
 	if diags.HasErrors() {

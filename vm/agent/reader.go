@@ -63,10 +63,10 @@ const (
 type lineMode int
 
 const (
-	atStart lineMode = iota // nothing of the line read yet
-	holding                 // the line is held until its end
-	passing                 // the line is the plan's: passed on as it comes
-	dropping                // the line is not the plan's: dropped
+	atStart  lineMode = iota // nothing of the line read yet
+	holding                  // the line is held until its end
+	passing                  // the line is the plan's: passed on as it comes
+	dropping                 // the line is not the plan's: dropped
 )
 
 // newAnswerReader returns a reader of the plan in the answer r streams.

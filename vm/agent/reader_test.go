@@ -104,4 +104,3 @@ func TestAnswerReaderStreams(t *testing.T) {
 		}
 	}
 }
-
