@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -155,12 +154,14 @@ type goal struct {
 	evaluator *llm.Meter
 	facts     *truthStore
 	state     map[string]any
-	start     time.Time
-	turns     []*Turn
-	stepsRun  int
-	replans   int
-	repairs   int
-	emitMu    sync.Mutex
+	// types are the types the writers of the state's slots declare.
+	types    map[string]*compiler.Type
+	start    time.Time
+	turns    []*Turn
+	stepsRun int
+	replans  int
+	repairs  int
+	emitMu   sync.Mutex
 }
 
 // Run pursues a goal until the model gives its output, or a limit is
@@ -190,7 +191,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.MaxRepairs <= 0 {
 		opts.MaxRepairs = DefaultMaxRepairs
 	}
-	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{}, start: time.Now()}
+	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
+		types: map[string]*compiler.Type{}, start: time.Now()}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
@@ -228,7 +230,7 @@ func (g *goal) event(e vm.Event) {
 }
 
 func (g *goal) run(ctx context.Context) *Result {
-	info := &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state}
+	info := &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, types: g.types}
 	if len(g.ctx.Plan) > 0 {
 		info.plan = annotate(g.ctx.Plan, nil)
 	}
@@ -270,7 +272,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		if ctx.Err() != nil {
 			return g.finish(GoalCanceled, nil, stopped(ctx))
 		}
-		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, plan: annotate(items, results)}
+		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, types: g.types, plan: annotate(items, results)}
 		if t.Rejected.HasErrors() {
 			info.rejected = report(t.name(), t.Answer, t.Rejected)
 		}
@@ -372,17 +374,32 @@ func (g *goal) request(info *turnInfo) *llm.Request {
 	return &llm.Request{System: systemPrompt(g.opts.Mode, 0, 0), Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}}
 }
 
-// keep records the state after a turn and the declarations the model
-// made, which later turns keep: each type and sub-plan that checks with
-// the context (one that was rejected is not kept).
-func (g *goal) keep(state map[string]any, items []lang.Item) {
-	maps.Copy(g.state, state)
+// keep records the state after a turn, each slot the turn wrote with the
+// type its writer declares (never a type read off its value), and the
+// declarations the model made, which later turns keep: each type and
+// sub-plan that checks with the context (one that was rejected is not
+// kept). info is the check of the turn's prelude and answer when the
+// whole answer checked (lazy mode); otherwise the prelude is checked
+// again with the steps that ran.
+func (g *goal) keep(prelude string, state map[string]any, items []lang.Item, steps []*vm.StepResult, info *compiler.Info) {
+	if info == nil {
+		info = g.checkRan(prelude, items, steps)
+	}
+	for k, v := range state {
+		g.state[k] = v
+		if info == nil || info.Main == nil {
+			continue
+		}
+		if slot := info.Main.Slots[k]; slot != nil && slot.Type != nil && len(slot.Writers)+len(slot.ErrorWriters) > 0 {
+			g.types[k] = slot.Type
+		}
+	}
 	for _, it := range items {
 		switch it.(type) {
 		case *lang.TypeDecl, *lang.PlanDecl:
 			decls := g.ctx.Decls
 			g.ctx.Decls = append(decls, it)
-			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state)))
+			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state, g.types)))
 			if !diags.HasErrors() {
 				// The declarations are checked alone: that they make no
 				// plan (empty-plan) is no fault of theirs.
@@ -394,6 +411,33 @@ func (g *goal) keep(state map[string]any, items []lang.Item) {
 			}
 		}
 	}
+}
+
+// checkRan checks a turn's prelude with the declarations of its answer and
+// the steps of it that ran or were decided (not those rejected), for the
+// types of the slots they wrote.
+func (g *goal) checkRan(prelude string, items []lang.Item, steps []*vm.StepResult) *compiler.Info {
+	pf, diags := lang.Parse("context.plan", []byte(prelude))
+	if diags.HasErrors() {
+		return nil
+	}
+	ran := map[string]bool{}
+	for _, s := range steps {
+		ran[s.ID] = true
+	}
+	f := &lang.File{Name: pf.Name, InputValues: g.opts.Context.Input, Items: pf.Items}
+	for _, it := range items {
+		switch d := it.(type) {
+		case *lang.TypeDecl, *lang.PlanDecl:
+			f.Items = append(f.Items, it)
+		case *lang.Step:
+			if d.Label != nil && ran[d.Label.Name] {
+				f.Items = append(f.Items, it)
+			}
+		}
+	}
+	info, _ := compiler.Check(f, g.opts.Check)
+	return info
 }
 
 // name is the file name of the turn's answer in its diagnostics.
@@ -429,7 +473,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 		}
 		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
 	}
-	prelude := g.ctx.prelude(g.state, g.settings()...)
+	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
 	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
 	stream.Close()
@@ -450,7 +494,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 			t.Output = true
 		}
 	}
-	g.keep(res.State, f.Items)
+	g.keep(prelude, res.State, f.Items, res.Steps, nil)
 	t.output = res.Output
 	return t, f.Items, nil
 }
@@ -459,7 +503,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 // runs it.
 func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
 	t := &Turn{N: n}
-	prelude := g.ctx.prelude(g.state, g.settings()...)
+	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	req := g.request(info)
 	for {
 		text, usage, err := llm.Collect(ctx, g.planner, req)
@@ -487,7 +531,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 			if res.Status == vm.RunRejected {
 				t.Rejection = res.Error()
 			}
-			g.keep(res.State, ch.answer.Items)
+			g.keep(prelude, res.State, ch.answer.Items, res.Steps, ch.info)
 			t.output = res.Output
 			return t, ch.answer.Items, nil
 		}

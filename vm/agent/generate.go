@@ -80,7 +80,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	meter := llm.Metered(opts.Model)
 	out := &Generated{}
 	c := &opts.Context
-	prelude := c.prelude(nil)
+	prelude := c.prelude(nil, nil)
 	info := &turnInfo{goal: opts.Goal, facts: &truthStore{}}
 	if len(c.Plan) > 0 {
 		info.plan = annotate(c.Plan, nil)

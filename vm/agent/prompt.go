@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -64,6 +65,8 @@ Write the whole plan: between %d and %d steps, each one call with one bounded ou
 type turnInfo struct {
 	goal  string
 	state map[string]any
+	// types are the types the writers of the state's slots declared.
+	types map[string]*compiler.Type
 	// plan is the last answer's steps and output with what became of
 	// each step, or the context's plan.
 	plan string
@@ -104,7 +107,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 		b.WriteString("\n[input] The input, read as †input.NAME:\n")
 		b.WriteString(formatItem(d))
 	}
-	if d := c.stateDecl(t.state); d != nil {
+	if d := c.stateDecl(t.state, t.types); d != nil {
 		b.WriteString("\n[state] The state: slots written so far (with their values) and declared slots, read as †state.NAME:\n")
 		b.WriteString(formatItem(d))
 	}
