@@ -123,7 +123,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 		decls, _ := lang.ParseTools(path, b)
 		c.Tools = append(c.Tools, decls...)
 	}
-	c.Tools = append(c.Tools, gf.mcpDecls()...)
+	c.Tools = append(c.Tools, gf.offeredMCPDecls()...)
 	cfg.Tools = append(cfg.Tools, c.Tools...)
 	if len(c.Tools) == 0 || gf.builtins {
 		for _, d := range builtinSignatures() {

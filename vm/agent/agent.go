@@ -55,10 +55,12 @@ type Options struct {
 	// criteria stated in words and extracts facts. Without an evaluator
 	// those criteria stay unjudged.
 	Planner, Evaluator llm.Model
-	// Check configures the checker; its Tools must include the context's
-	// tools.
+	// Check configures the checker. The checker knows only the context's
+	// tools, each as Check.Tools defines it where it does (the operator's
+	// definition), else as the context declares it; Check's other tools
+	// (the built-in ones) are not offered, and a plan cannot call them.
 	Check compiler.Config
-	// Tools calls the tools; Approver decides approval gates and the
+	// Tools calls the tools; only the context's are called; Approver decides approval gates and the
 	// evaluator's hitl verdicts; Observer receives the runs' events and
 	// the loop's own.
 	Tools    vm.Caller
@@ -194,6 +196,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
 		types: map[string]*compiler.Type{}, start: time.Now()}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
+	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
+	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
 		// The model's plans are checked knowing that their criteria in
@@ -265,7 +269,7 @@ func (g *goal) run(ctx context.Context) *Result {
 			}
 		}
 		g.stepsRun += ran
-		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %d steps ran, %d rejected, output %v", n, ran, len(t.Rejected), t.Output)})
+		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %s ran, %d rejected, output %v", n, plural(ran, "step"), rejectedStatements(t.Answer, t.Rejected), t.Output)})
 		if err != nil {
 			return g.finish(GoalFailed, nil, err)
 		}
@@ -315,6 +319,39 @@ func (g *goal) run(ctx context.Context) *Result {
 			return g.finish(GoalFailed, nil, fmt.Errorf("%d answers in a row ran nothing", idle))
 		}
 	}
+}
+
+// rejectedStatements counts the statements of an answer that did not
+// check: the items its errors fall in, and the lines of those that fall
+// in none (text that is no statement).
+func rejectedStatements(answer string, diags lang.Diagnostics) int {
+	f, _, _ := parseAnswer("answer", answer)
+	seen := map[int]bool{}
+	for _, d := range diags {
+		if d.Severity != lang.SeverityError {
+			continue
+		}
+		key := -d.Span.Start.Line - 1 // by line, for an error in no item
+		for i, it := range f.Items {
+			if d.Span.Start.Line == 0 {
+				break // on the context
+			}
+			if r := it.Range(); r.Start.Offset <= d.Span.Start.Offset && d.Span.Start.Offset < max(r.End.Offset, r.Start.Offset+1) {
+				key = i
+				break
+			}
+		}
+		seen[key] = true
+	}
+	return len(seen)
+}
+
+// plural writes a count with its noun: 1 step, 2 steps.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // firstFailure returns the first step that failed without an error slot

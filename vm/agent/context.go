@@ -167,13 +167,34 @@ func (c *Context) prelude(state map[string]any, types map[string]*compiler.Type,
 	return b.String()
 }
 
-// toolsText renders the tools as `tool` signatures.
+// toolsText renders the tools as `tool` signatures, each with its
+// effect: a tool that declares none is irreversible, and says so.
 func (c *Context) toolsText() string {
 	var b strings.Builder
 	for _, t := range c.Tools {
-		b.WriteString(formatItem(t))
+		b.WriteString(formatItem(withEffect(t)))
 	}
 	return b.String()
+}
+
+// The effects of tools, as attributes.
+var effects = map[string]bool{"pure": true, "idempotent": true, "irreversible": true}
+
+// withEffect returns a tool's declaration with its effect stated: a copy
+// that says irreversible when the declaration gives no effect. A tool
+// without a signature (`tool name`) is left as it is.
+func withEffect(t *lang.ToolDecl) *lang.ToolDecl {
+	if !t.HasSignature {
+		return t
+	}
+	for _, a := range t.Attrs {
+		if effects[a.Name.Name] {
+			return t
+		}
+	}
+	nt := *t
+	nt.Attrs = append([]*lang.ToolAttr{{Name: &lang.Ident{Name: "irreversible"}}}, t.Attrs...)
+	return &nt
 }
 
 // toolNames is the set of the context's tool names.

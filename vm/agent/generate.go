@@ -25,8 +25,8 @@ type GenerateOptions struct {
 	Context Context
 	// Model writes the plan.
 	Model llm.Model
-	// Check configures the checker; its Tools must include the context's
-	// tools.
+	// Check configures the checker. It knows only the context's tools,
+	// as Options.Check says.
 	Check compiler.Config
 	// MaxRepairs bounds the rounds that send diagnostics back (default
 	// DefaultMaxRepairs; -1 for none).
@@ -77,6 +77,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	if opts.MinSteps > opts.MaxSteps {
 		return nil, fmt.Errorf("at least %d steps and at most %d cannot both hold", opts.MinSteps, opts.MaxSteps)
 	}
+	opts.Check = offeredConfig(opts.Check, &opts.Context)
 	meter := llm.Metered(opts.Model)
 	out := &Generated{}
 	c := &opts.Context
