@@ -25,7 +25,7 @@ const systemIntro = `You are the planner of an agent. You reach a goal by writin
 
 A plan is a data-flow graph. Each step calls a tool with named arguments and may write its result to a state slot (-> †state.name). A step that reads a slot (†state.name) runs after the step that writes it; steps that share no slot run in parallel. †input.name reads the input, and $ may be written for †. A step that fails stops the plan, unless its error goes to an error slot (-> †state.ok || †state.err) that another step reads.
 
-The language, quoted from its reference:
+The language, quoted from its reference. In its examples, a Context block stands for what the context messages give you (the tools, the input, the state), and the Answer block after it is what you would write:
 `
 
 // systemPrompt is the planner's system prompt for a mode: the language
@@ -40,7 +40,7 @@ How to answer:
 - The tools, the input and the state are declared in the context. Call the tools with the argument names and types of their signatures, read the input and the state; do not declare them again. You may declare types (type Name T) and sub-plans.
 - Give every step a label (label: tool(…)) and write each result you need to a state slot.
 - When a step's success is not obvious, give it a success criterion: expect "a sentence" for an evaluator to judge, or a CEL expect on its result.
-- Put approve "question" on a step whose tool is irreversible.
+- Every tool states its effect: pure (it only reads), idempotent (it changes something, and calling it again changes nothing more) or irreversible (it changes something for good). Put approve "question" on each step whose tool is irreversible.
 `)
 	switch mode {
 	case Eager:
