@@ -43,6 +43,9 @@ const (
 	TurnStarted  vm.EventType = "turn-started"
 	TurnFinished vm.EventType = "turn-finished"
 	GoalFinished vm.EventType = "goal-finished"
+	// FormFallback: the server refused the schema of a plan, and the
+	// model answers in plan text from then on; Message says why.
+	FormFallback vm.EventType = "form-fallback"
 )
 
 // Options configure Run.
@@ -51,6 +54,12 @@ type Options struct {
 	Context Context
 	// Mode is Eager (the default) or Lazy.
 	Mode string
+	// Form is how the model answers: FormText (.plan text, the default,
+	// which eager mode runs statement by statement) or FormJSON (the JSON
+	// form held to PlanSchema where the provider has constrained output,
+	// run once whole; where the server refuses the schema, the goal goes
+	// on in text).
+	Form string
 	// Planner writes the plans; Evaluator, the cheaper tier, judges the
 	// criteria stated in words and extracts facts. Without an evaluator
 	// those criteria stay unjudged.
@@ -105,6 +114,10 @@ type Turn struct {
 	// Output reports that the answer gave the goal's output.
 	Output bool      `json:"output"`
 	Usage  llm.Usage `json:"usage"`
+	// Form is the form the answer was asked in; PromptTokens the size of
+	// the turn's prompt in tokens, as the provider counted it.
+	Form         string `json:"form"`
+	PromptTokens int64  `json:"promptTokens"`
 	// Repairs counts the corrected answers of a lazy turn.
 	Repairs int `json:"repairs,omitempty"`
 	// Rejection is a person's rejection of the whole plan (lazy mode).
@@ -122,6 +135,10 @@ type Summary struct {
 	StepsRun int    `json:"stepsRun"`
 	Replans  int    `json:"replans"`
 	Repairs  int    `json:"repairs"`
+	// Form is the form the last answer was asked in; Fallback says why it
+	// is text when FormJSON was asked for.
+	Form     string `json:"form"`
+	Fallback string `json:"fallback,omitempty"`
 	Facts    []Fact `json:"facts"`
 	// Tokens are counted per model tier: planner and evaluator.
 	Tokens  map[string]llm.Usage `json:"tokens"`
@@ -163,6 +180,7 @@ type goal struct {
 	stepsRun int
 	replans  int
 	repairs  int
+	form     *answerForm
 	emitMu   sync.Mutex
 }
 
@@ -198,6 +216,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
 	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
+	form, err := newAnswerForm(opts.Form, &g.ctx, g.opts.Check)
+	if err != nil {
+		return nil, err
+	}
+	g.form = form
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
 		// The model's plans are checked knowing that their criteria in
@@ -269,7 +292,7 @@ func (g *goal) run(ctx context.Context) *Result {
 			}
 		}
 		g.stepsRun += ran
-		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %s ran, %d rejected, output %v", n, plural(ran, "step"), rejectedStatements(t.Answer, t.Rejected), t.Output)})
+		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %s ran, %d rejected, output %v; prompt %d tokens", n, plural(ran, "step"), rejectedStatements(t.Answer, t.Rejected), t.Output, t.PromptTokens)})
 		if err != nil {
 			return g.finish(GoalFailed, nil, err)
 		}
@@ -369,7 +392,7 @@ func (g *goal) finish(status string, output any, err error) *Result {
 	res := &Result{Status: status, Output: output, State: g.state, Turns: g.turns, Err: err}
 	res.GoalExecution = Summary{
 		Goal: g.opts.Goal, Mode: g.opts.Mode, Status: status, Turns: len(g.turns), StepsRun: g.stepsRun,
-		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(),
+		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(), Form: g.form.form, Fallback: g.form.fallback,
 		Tokens:  map[string]llm.Usage{"planner": g.planner.Usage()},
 		Elapsed: time.Since(g.start),
 	}
@@ -406,9 +429,22 @@ func (g *goal) settings() []string {
 	return []string{"mode eager", "on failure replan"}
 }
 
-// request is the planner's request for a turn.
+// request is the planner's request for a turn, in the answer form asked
+// for: with the schema of a plan of what the context offers now.
 func (g *goal) request(info *turnInfo) *llm.Request {
-	return &llm.Request{System: systemPrompt(g.opts.Mode, 0, 0), Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}}
+	g.form.refresh(&g.ctx, g.opts.Check)
+	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form),
+		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}})
+}
+
+// refused reports whether err is the server's refusal of a request's
+// schema; the goal then goes on in plan text, and says so.
+func (g *goal) refused(err error) bool {
+	if !g.form.refused(err) {
+		return false
+	}
+	g.event(vm.Event{Type: FormFallback, Message: g.form.fallback})
+	return true
 }
 
 // keep records the state after a turn, each slot the turn wrote with the
@@ -484,7 +520,13 @@ func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
 // dispatched as soon as it is complete and checked.
 func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
 	t := &Turn{N: n}
-	stream, err := g.planner.Stream(ctx, g.request(info))
+	req := g.request(info)
+	stream, err := g.planner.Stream(ctx, req)
+	if g.refused(err) {
+		req = g.request(info)
+		stream, err = g.planner.Stream(ctx, req)
+	}
+	t.Form = g.form.form
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
@@ -500,8 +542,12 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 		all, err := io.ReadAll(body)
 		stream.Close()
 		t.Usage = stream.Usage()
+		t.PromptTokens = t.Usage.Input
 		if err != nil {
 			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+		}
+		if req.Schema != nil {
+			all = []byte(dropNulls(string(all), g.form.tools))
 		}
 		f, diags := lang.ParseJSON(t.name(), all)
 		if diags.HasErrors() {
@@ -515,6 +561,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
 	stream.Close()
 	t.Usage = stream.Usage()
+	t.PromptTokens = t.Usage.Input
 	t.Answer = src.text()
 	if err != nil {
 		return t, nil, fmt.Errorf("running the answer: %w", err)
@@ -544,11 +591,19 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 	req := g.request(info)
 	for {
 		text, usage, err := llm.Collect(ctx, g.planner, req)
+		if g.refused(err) {
+			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form), g.form.request(req)
+			text, usage, err = llm.Collect(ctx, g.planner, req)
+		}
+		if t.Repairs == 0 {
+			t.PromptTokens = usage.Input
+		}
 		t.Usage = t.Usage.Add(usage)
+		t.Form = g.form.form
 		if err != nil {
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
-		t.Answer = readAnswer(text)
+		t.Answer = g.form.read(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
@@ -580,7 +635,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		g.repairs++
 		req.Messages = append(req.Messages,
 			llm.Message{Role: llm.Assistant, Content: text},
-			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags)})
+			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags, g.form.form)})
 	}
 }
 
