@@ -212,7 +212,14 @@ func (b *schemaBuilder) value(t *compiler.Type, depth int) map[string]any {
 		if t.Nullable {
 			vals = append(vals, nil)
 		}
-		return map[string]any{"enum": vals}
+		e := map[string]any{"enum": vals}
+		if !slices.ContainsFunc(t.Values, func(v any) bool { _, ok := v.(string); return !ok }) {
+			e["type"] = "string"
+			if t.Nullable {
+				e["type"] = []any{"string", "null"}
+			}
+		}
+		return e
 	case compiler.KindList:
 		s = map[string]any{"type": "array", "items": b.arg(t.Elem, depth+1)}
 	case compiler.KindObject:
