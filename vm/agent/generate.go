@@ -127,6 +127,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		text, usage, err := llm.Collect(ctx, meter, form.request(req))
 		if form.refused(err) {
 			fallback = form.fallback
+			req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form)
 			text, usage, err = llm.Collect(ctx, meter, form.request(req))
 		}
 		out.Rounds, out.Usage, out.Form, out.Fallback = round, meter.Usage(), form.form, form.fallback

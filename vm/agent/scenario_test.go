@@ -360,3 +360,149 @@ func TestScenarioOneRejectedStatement(t *testing.T) {
 		})
 	}
 }
+
+// refundJSON is refundPlan in the JSON form, as a model held to the plan
+// schema writes it: every option present, null when not used.
+var refundJSON = `{"calls": [` +
+	call("checkBillingHistory", "billingHistory", `"customerId": "†input.customerId"`) + `, ` +
+	strings.Replace(strings.Replace(call("issueRefund", "refund", `"customerId": "†input.customerId", "amount": "†input.amount"`),
+		`"_when": null`, `"_when": "†state.billingHistory.orders > 0"`, 1), `"_approve": null`, `"_approve": "Issue this refund?"`, 1) +
+	`], "output": {"_expr": "{confirmationId: †state.refund.confirmationId}"}}`
+
+// TestScenarioConstrainedOutput: asked for the JSON form, each provider
+// gets the plan schema as its API documents constrained output (the fake
+// servers check it: OpenAI's strict rules, Anthropic's forced tool), and
+// the answer held to it is a plan, in generate and in both modes of the
+// agent.
+func TestScenarioConstrainedOutput(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(func(*llmtest.Request) llmtest.Reply {
+				// Streamed in pieces, as a forced tool's input is.
+				return llmtest.Reply{Pieces: []string{refundJSON[:40], refundJSON[40:200], refundJSON[200:]}, Usage: llm.Usage{Input: 2100, Output: 300}}
+			})
+			defer srv.Close()
+			c, cfg := refundContext(t)
+			var rounds []Round
+			g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2, Form: FormJSON,
+				Model: p.open(srv.Settings("planner", "judge")), Round: func(r Round) { rounds = append(rounds, r) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.OK || g.Rounds != 1 || g.Form != FormJSON || g.Fallback != "" || len(rounds) != 1 || rounds[0].Usage.Input != 2100 || g.PromptTokens != 2100 {
+				t.Fatalf("ok %v after %d rounds in %s (%s):\n%s", g.OK, g.Rounds, g.Form, g.Fallback, g.Diagnostics)
+			}
+			if !strings.Contains(string(g.Plan), `approve "Issue this refund?"`) {
+				t.Errorf("plan:\n%s", g.Plan)
+			}
+			req := srv.Requests()[0]
+			if req.Schema == nil || req.SchemaName != schemaName || req.Strict != (p.name == llm.OpenAI) {
+				t.Fatalf("the request's schema: %q, strict %v", req.SchemaName, req.Strict)
+			}
+			if err := llmtest.CheckStrictSchema(req.Schema); err != nil {
+				t.Errorf("the schema sent is not strict: %v", err)
+			}
+			if !strings.Contains(req.System, `Answer with one JSON object, the plan in Obelisk's JSON form`) {
+				t.Errorf("the system prompt does not ask for the JSON form")
+			}
+			for _, mode := range []string{Eager, Lazy} {
+				j := &journal{}
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer.", Mode: mode, Form: FormJSON, Context: c, Check: cfg,
+					Tools: refundToolbox(j), Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 1 || res.GoalExecution.Form != FormJSON || j.count("call issueRefund") != 1 {
+					t.Errorf("%s: status %s (%v) after %d turns, form %s", mode, res.Status, res.Err, res.GoalExecution.Turns, res.GoalExecution.Form)
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioConstrainedRejected: a server that refuses the schema (too
+// large, a keyword it lacks, no constrained output at all) gets the same
+// request in plan text, with a warning, and the rounds or the goal go on
+// in text.
+func TestScenarioConstrainedRejected(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Text("```plan\n"+refundPlan+"```", llm.Usage{}), llmtest.Text(refundPlan, llm.Usage{})))
+			srv.RejectSchema = "The compiled grammar is too large, which would cause performance issues."
+			defer srv.Close()
+			c, cfg := refundContext(t)
+			var rounds []Round
+			g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2, Form: FormJSON,
+				Model: p.open(srv.Settings("planner", "judge")), Round: func(r Round) { rounds = append(rounds, r) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.OK || g.Rounds != 1 || g.Form != FormText || !strings.Contains(g.Fallback, "grammar is too large") || len(rounds) != 1 || rounds[0].Fallback == "" {
+				t.Fatalf("ok %v after %d rounds in %s (%q)", g.OK, g.Rounds, g.Form, g.Fallback)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 2 || reqs[0].Schema == nil || reqs[1].Schema != nil || g.Usage.Requests != 2 {
+				t.Fatalf("%d requests (%d counted), schemas %v %v", len(reqs), g.Usage.Requests, reqs[0].Schema != nil, len(reqs) > 1 && reqs[1].Schema != nil)
+			}
+			if strings.Contains(reqs[1].System, "Obelisk's JSON form: {") || !strings.Contains(reqs[1].System, "Answer with plan text only") {
+				t.Errorf("the text request still asks for JSON")
+			}
+			j := &journal{}
+			res, err := Run(context.Background(), Options{Goal: "Refund the customer.", Form: FormJSON, Context: c, Check: cfg, Tools: refundToolbox(j),
+				Approver: approveAll{}, Observer: j.turns, Planner: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != GoalCompleted || res.GoalExecution.Form != FormText || !strings.Contains(res.GoalExecution.Fallback, "grammar is too large") ||
+				j.count("form-fallback the server refused the schema of a plan") != 1 {
+				t.Errorf("status %s (%v), form %s (%q), events %v", res.Status, res.Err, res.GoalExecution.Form, res.GoalExecution.Fallback, j.all())
+			}
+		})
+	}
+}
+
+// TestScenarioRoundsPerForm runs scripted models in both answer forms and
+// reports the rounds generate takes. A model in text may call a tool by a
+// wrong name or leave out an argument, which costs a repair; held to the
+// schema it cannot. A mistake inside an expression costs a repair in
+// either form.
+func TestScenarioRoundsPerForm(t *testing.T) {
+	type script struct{ text, json []string }
+	badRefund := strings.Replace(refundJSON, `"amount": "†input.amount"`, `"amount": {"_expr": "†state.billingHistory.lastChargeback * 2"}`, 1)
+	cases := map[string]script{
+		"clean": {text: []string{refundPlan}, json: []string{refundJSON}},
+		"messy": {text: []string{"<think>\nCheck first.\n</think>\nSure:\n```obelisk\n" + refundPlan + "```\nDone."}, json: []string{"```json\n" + refundJSON + "\n```"}},
+		"wrong name, missing argument": {
+			text: []string{strings.Replace(strings.Replace(refundPlan, "issueRefund(", "issue_refund(", 1), "customerId: †input.customerId, amount", "amount", 1), refundPlan},
+			json: []string{refundJSON}},
+		"type error in an expression": {
+			text: []string{strings.Replace(refundPlan, "amount: †input.amount", "amount: †state.billingHistory.lastChargeback * 2", 1), refundPlan},
+			json: []string{badRefund, refundJSON}},
+	}
+	for name, sc := range cases {
+		for _, form := range []string{FormText, FormJSON} {
+			answers := sc.text
+			if form == FormJSON {
+				answers = sc.json
+			}
+			var replies []llmtest.Reply
+			for _, a := range answers {
+				replies = append(replies, llmtest.Text(a, llm.Usage{}))
+			}
+			for _, p := range fakeProviders {
+				srv := p.start(llmtest.Script(replies...))
+				c, cfg := refundContext(t)
+				g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2, Form: form,
+					Model: p.open(srv.Settings("planner", "judge"))})
+				srv.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !g.OK || g.Rounds != len(answers) {
+					t.Errorf("%s, %s, %s: ok %v after %d rounds, want %d:\n%s", name, form, p.name, g.OK, g.Rounds, len(answers), g.Diagnostics)
+				}
+			}
+			t.Logf("%-30s %-4s %d rounds", name, form, len(answers))
+		}
+	}
+}
