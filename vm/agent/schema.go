@@ -55,8 +55,13 @@ func PlanSchema(c *Context, cfg compiler.Config) (map[string]any, error) {
 		return nil, err
 	}
 	b := &schemaBuilder{defs: map[string]any{
-		"ref":  map[string]any{"type": "string", "pattern": refPattern, "description": "a reference: †input.NAME, †state.SLOT, or a for each element, with .field and [index]"},
-		"expr": object(ordered{{"_expr", map[string]any{"type": "string", "description": "an expression in plan syntax or CEL, such as {name: †state.customer.name} or size(†state.items) > 0"}}}),
+		"ref":        map[string]any{"type": "string", "pattern": refPattern, "description": "a reference: †input.NAME, †state.SLOT, or a for each element, with .field and [index]"},
+		"outputPath": map[string]any{"type": []any{"string", "null"}, "pattern": slotPattern, "description": "†state.NAME, or †state.NAME || †state.ERRORNAME"},
+		"text":       map[string]any{"type": []any{"string", "null"}},
+		"count":      map[string]any{"type": []any{"integer", "null"}},
+		"duration":   map[string]any{"type": []any{"string", "null"}, "pattern": durationPattern},
+		"name":       map[string]any{"type": []any{"string", "null"}, "pattern": namePattern},
+		"expr":       object(ordered{{"_expr", map[string]any{"type": "string", "description": "an expression in plan syntax or CEL, such as {name: †state.customer.name} or size(†state.items) > 0"}}}),
 		"any": map[string]any{"anyOf": []any{
 			map[string]any{"type": "string"}, map[string]any{"type": "number"}, map[string]any{"type": "boolean"}, map[string]any{"type": "null"},
 			map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/any"}},
@@ -118,36 +123,25 @@ func (b *schemaBuilder) call(t *compiler.Tool) string {
 	}
 	props := ordered{
 		{"_tool", map[string]any{"type": "string", "const": t.Name}},
-		{"_id", map[string]any{"type": "string", "pattern": namePattern, "description": "the step's label"}},
+		{"_id", map[string]any{"type": "string", "pattern": namePattern}},
 	}
 	for _, p := range t.Params {
 		s := b.arg(p.Type, 0)
 		if p.Optional || p.HasDefault {
 			s = orNull(s)
 		}
-		if p.Doc != "" {
-			s["description"] = p.Doc
-		}
 		props = append(props, member{p.Name, s})
 	}
+	// The options refer to shared definitions, which the prompt explains,
+	// so that each call adds only its name.
 	props = append(props,
-		member{"_outputPath", map[string]any{"type": []any{"string", "null"}, "pattern": slotPattern,
-			"description": "the slot the result goes to: †state.NAME, or †state.NAME || †state.ERRORNAME"}},
-		member{"_when", nullable("string", "run the step only if this condition holds")},
-		member{"_expect", nullable("string", "a condition on the result, in CEL")},
-		member{"_criterion", nullable("string", "a success criterion in words, for an evaluator")},
-		member{"_approve", nullable("string", "the question a person approves before the step runs; give one for an irreversible tool")},
-		member{"_retry", nullable("integer", "how many more times a failed call is tried")},
-		member{"_timeout", map[string]any{"type": []any{"string", "null"}, "pattern": durationPattern, "description": "a duration such as 30s, that bounds the call"}},
-		member{"_forEach", nullable("string", "call the tool once per element of this list; the element is †item, or †NAME with _as")},
-		member{"_as", map[string]any{"type": []any{"string", "null"}, "pattern": namePattern}},
-		member{"_max", nullable("integer", "the most elements _forEach runs")},
+		member{"_outputPath", ref("outputPath")},
+		member{"_when", ref("text")}, member{"_expect", ref("text")}, member{"_criterion", ref("text")}, member{"_approve", ref("text")},
+		member{"_retry", ref("count")}, member{"_timeout", ref("duration")},
+		member{"_forEach", ref("text")}, member{"_as", ref("name")}, member{"_max", ref("count")},
 	)
-	def := object(props)
-	if t.Doc != "" {
-		def["description"] = t.Doc
-	}
-	b.defs[key] = def
+	// The tool's description is in the prompt's [tools] message already.
+	b.defs[key] = object(props)
 	return key
 }
 
@@ -263,10 +257,6 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 }
 
 func ref(key string) map[string]any { return map[string]any{"$ref": "#/$defs/" + key} }
-
-func nullable(typ, description string) map[string]any {
-	return map[string]any{"type": []any{typ, "null"}, "description": description}
-}
 
 // orNull lets a schema also be null.
 func orNull(s map[string]any) map[string]any {
