@@ -170,7 +170,7 @@ func (a *answerReader) decide(line []byte, complete bool) {
 	}
 	switch a.state {
 	case reasoning:
-		if i := strings.Index(strings.ToLower(text), a.closeTag); i >= 0 {
+		if i := indexFold(text, a.closeTag); i >= 0 {
 			a.state = beforePlan
 			a.rest(text[i+len(a.closeTag):], complete)
 			return
@@ -199,7 +199,7 @@ func (a *answerReader) decide(line []byte, complete bool) {
 	// Before the plan, between code blocks, or a line of a plan without
 	// a fence that may be prose.
 	if closeTag, rest, ok := openReasoning(trimmed); ok && a.state != afterBlock {
-		if i := strings.Index(strings.ToLower(rest), closeTag); i >= 0 {
+		if i := indexFold(rest, closeTag); i >= 0 {
 			a.rest(rest[i+len(closeTag):], complete)
 			return
 		}
@@ -347,9 +347,8 @@ var reasoningTags = []string{"think", "thinking", "reasoning"}
 // openReasoning reports whether a line opens a reasoning block, and
 // returns its closing tag and the rest of the line.
 func openReasoning(line string) (closeTag, rest string, ok bool) {
-	lower := strings.ToLower(line)
 	for _, t := range reasoningTags {
-		if strings.HasPrefix(lower, "<"+t+">") {
+		if indexFold(line, "<"+t+">") == 0 {
 			return "</" + t + ">", line[len(t)+2:], true
 		}
 	}
@@ -359,13 +358,34 @@ func openReasoning(line string) (closeTag, rest string, ok bool) {
 // closingReasoning returns the offset after a closing reasoning tag in a
 // line, or -1.
 func closingReasoning(line string) int {
-	lower := strings.ToLower(line)
 	for _, t := range reasoningTags {
-		if i := strings.Index(lower, "</"+t+">"); i >= 0 {
+		if i := indexFold(line, "</"+t+">"); i >= 0 {
 			return i + len(t) + 3
 		}
 	}
 	return -1
+}
+
+// indexFold returns the offset of the first instance of an ASCII tag in
+// s, ignoring the case of ASCII letters, or -1.
+func indexFold(s, tag string) int {
+	for i := 0; i+len(tag) <= len(s); i++ {
+		j := 0
+		for j < len(tag) && lowerASCII(s[i+j]) == tag[j] {
+			j++
+		}
+		if j == len(tag) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // openingFence reads a line that opens a Markdown code block: three or

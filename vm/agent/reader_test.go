@@ -104,3 +104,35 @@ func TestAnswerReaderStreams(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnswerReader: whatever a model answers, the reader does not fail,
+// reads the same plan however the answer is cut, and each line it gives
+// is part of the answer's line of the same number.
+func FuzzAnswerReader(f *testing.F) {
+	files, _ := filepath.Glob("testdata/answers/*.txtar")
+	for _, file := range files {
+		if ar, err := txtar.ParseFile(file); err == nil && len(ar.Files) > 0 {
+			f.Add(string(ar.Files[0].Data))
+		}
+	}
+	f.Add("<think>\n```plan\n</think>\n{\"a\": [\"}\"]}\n")
+	f.Fuzz(func(t *testing.T, answer string) {
+		whole := readAnswer(answer)
+		b, err := io.ReadAll(newAnswerReader(iotest.OneByteReader(strings.NewReader(answer))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != whole {
+			t.Fatalf("read whole %q, byte by byte %q", whole, b)
+		}
+		lines, answerLines := strings.Split(whole, "\n"), strings.Split(answer, "\n")
+		if len(lines) > len(answerLines) {
+			t.Fatalf("%d lines from an answer of %d", len(lines), len(answerLines))
+		}
+		for i, l := range lines {
+			if !strings.Contains(answerLines[i], l) {
+				t.Fatalf("line %d, %q, is not in the answer's %q", i+1, l, answerLines[i])
+			}
+		}
+	})
+}
