@@ -50,6 +50,14 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 				msg := fmt.Sprintf("%s may be null (it is %s), so %s cannot be read: check it in an expression, as in %s != null ? %s : …", pc.nullAt, pc.nullType, ref, pc.nullAt, ref)
 				pc.c.errorf(lang.TypeMismatch, e.Span, "%s%s", msg, pc.nullHint(msg))
 			}
+			if pc.absentAt != "" {
+				if pc.inOutput {
+					// An output reads what is absent as null.
+					t = t.orNull()
+				} else {
+					pc.c.errorf(lang.TypeMismatch, e.Span, "%s", absentMessage(pc.absentAt, rp.String()))
+				}
+			}
 		}
 		op := &take(&pc.operands, 1)[0]
 		op.Kind, op.Ref, op.Type, op.Span = OpRef, rp, t, e.Span
@@ -161,7 +169,7 @@ func constOperand(v any, span lang.Span) *Operand {
 // element of a for each; its path follows fields the types declare.
 func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 	c := pc.c
-	pc.nullAt = ""
+	pc.nullAt, pc.absentAt = "", ""
 	rp := pc.refPath(r)
 	root := r.Root.Name
 	var t *Type
@@ -194,6 +202,9 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		}
 		t = slot.Type
 		done = 1
+		if pc.inOutput && pc.unwritten[slot.index-1] {
+			pc.absentAt = shownPath(rp, 1)
+		}
 	case root == "input":
 		if len(rp.Path) == 0 || rp.Path[0].IsIndex {
 			t = pc.p.Input
@@ -214,6 +225,9 @@ func (pc *planChecker) ref(r *lang.Ref, sc *scope) (*RefPath, *Type, bool) {
 		}
 		t = f.Type
 		done = 1
+		if _, def := pc.p.InputDefaults[name]; f.Optional && !def {
+			pc.absentAt = shownPath(rp, 1)
+		}
 	case sc != nil && sc.elem != "" && root == sc.elem:
 		t = sc.elemType
 	default:
@@ -246,7 +260,8 @@ func (pc *planChecker) writtenSlots() []string {
 // a type.
 //
 // It sets nullAt to the first part of the path that may be null, and
-// nullType to its type, or nullAt to "".
+// nullType to its type, or nullAt to ""; and absentAt, unless set
+// already, to the first optional field it reads.
 func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type, bool) {
 	pc.nullAt = ""
 	for i, e := range rp.Path[done:] {
@@ -278,6 +293,9 @@ func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type,
 				}
 				return AnyType, false
 			}
+			if f.Optional && pc.absentAt == "" {
+				pc.absentAt = shownPath(rp, done+i+1)
+			}
 			t = f.Type
 		case t.Kind == KindList:
 			shown := shownPath(rp, done+i)
@@ -289,6 +307,23 @@ func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type,
 		}
 	}
 	return t, true
+}
+
+// absentMessage says that a reference read without a check crosses a
+// part that may be absent.
+func absentMessage(at, ref string) string {
+	if strings.Count(at, ".") == 1 && strings.HasPrefix(at, "†state.") {
+		return unwrittenMessage(at)
+	}
+	i := strings.LastIndex(at, ".")
+	parent, field := at[:i], at[i+1:]
+	return fmt.Sprintf("%s may be absent (the field %s is optional), so %s cannot be read without a check: read it in an expression, as in has(%s) ? %s : …, or %s.?%s.orValue(…)", at, field, ref, at, ref, parent, field)
+}
+
+// unwrittenMessage says that the output reads a slot that may be
+// unwritten without a check.
+func unwrittenMessage(slot string) string {
+	return fmt.Sprintf("%s may be unwritten when the run ends (a step that writes it may be skipped, or write its error slot instead), so the output cannot read it without a check: check it first, as in has(%s) ? … : …, or read it with a plain reference, which gives null", slot, slot)
 }
 
 // shownPath is how a diagnostic names the part of a reference read

@@ -82,7 +82,11 @@ type nullCheck struct {
 // may be null, and whether it is a list some of whose elements may be.
 func (pc *planChecker) nullSafety(e *lang.CELExpr, checked *cel.Ast, sc *scope) (ok, nullable, elems bool) {
 	a := checked.NativeRep()
-	n := &nullCheck{pc: pc, e: e, a: a, vars: map[string]*Type{"state": pc.stateType, "input": pc.p.Input}}
+	state := pc.stateType
+	if pc.inOutput {
+		state = pc.outputState
+	}
+	n := &nullCheck{pc: pc, e: e, a: a, vars: map[string]*Type{"state": state, "input": pc.p.Input}}
 	if sc != nil && sc.elem != "" {
 		n.vars[sc.elem], n.elem = sc.elemType, sc.elem
 	}
@@ -188,6 +192,19 @@ func (n *nullCheck) ptype(e ast.Expr) *Type {
 				return f.Type
 			}
 		}
+	case ast.ListKind:
+		// A list of paths of one type, as in [†state.a, †state.b].map(…).
+		var elem *Type
+		for _, x := range e.AsList().Elements() {
+			t := n.ptype(x)
+			if t == nil || elem != nil && t != elem {
+				return nil
+			}
+			elem = t
+		}
+		if elem != nil {
+			return ListOf(elem)
+		}
 	case ast.CallKind:
 		c := e.AsCall()
 		if c.FunctionName() != "_[_]" || len(c.Args()) != 2 {
@@ -222,7 +239,7 @@ func (n *nullCheck) nullable(e ast.Expr, f facts) bool {
 		switch c.FunctionName() {
 		case "_?_:_":
 			if len(c.Args()) == 3 {
-				ok, notOK := guards(c.Args()[0], true), guards(c.Args()[0], false)
+				ok, notOK := n.guards(c.Args()[0], true), n.guards(c.Args()[0], false)
 				return n.nullable(c.Args()[1], f.with(ok)) || n.nullable(c.Args()[2], f.with(notOK))
 			}
 		case "_[_]":
@@ -261,7 +278,22 @@ func celNullable(t *types.Type) bool {
 
 // guards returns the paths a condition proves not null when it is true
 // (when is true) or false.
-func guards(c ast.Expr, when bool) facts {
+func (n *nullCheck) guards(c ast.Expr, when bool) facts {
+	if c.Kind() == ast.SelectKind && c.AsSelect().IsTestOnly() {
+		s := c.AsSelect()
+		k := key(s.Operand())
+		switch {
+		case k == "":
+		case when && k == "state" && n.pc.inOutput:
+			return n.pc.conditionFacts(s.FieldName(), true)
+		case when:
+			// has(x.a): the field is present.
+			return facts{presentKey(k + "." + s.FieldName()): true}
+		case k == "state" && n.pc.inOutput:
+			// !has(†state.a): what it proves (see writtenConditions).
+			return n.pc.conditionFacts(s.FieldName(), false)
+		}
+	}
 	if c.Kind() != ast.CallKind {
 		return nil
 	}
@@ -274,12 +306,102 @@ func guards(c ast.Expr, when bool) facts {
 		}
 	case fn == "_&&_" && when, fn == "_||_" && !when:
 		if len(args) == 2 {
-			return guards(args[0], when).with(guards(args[1], when))
+			return n.guards(args[0], when).with(n.guards(args[1], when))
 		}
 	case fn == "!_" && len(args) == 1:
-		return guards(args[0], !when)
+		return n.guards(args[0], !when)
 	}
 	return nil
+}
+
+// filtered returns what the condition of a filter proves of every
+// element of the list it makes, for a comprehension over that list: in
+// xs.filter(v, has(v.a)).map(w, w.a), w.a is present.
+func (n *nullCheck) filtered(c ast.ComprehensionExpr) facts {
+	r := c.IterRange()
+	if r.Kind() != ast.ComprehensionKind || c.IterVar2() != "" {
+		return nil
+	}
+	fc := r.AsComprehension()
+	step := fc.LoopStep()
+	if step.Kind() != ast.CallKind || step.AsCall().FunctionName() != "_?_:_" || len(step.AsCall().Args()) != 3 {
+		return nil
+	}
+	args := step.AsCall().Args()
+	add := args[1]
+	if add.Kind() != ast.CallKind || add.AsCall().FunctionName() != "_+_" || len(add.AsCall().Args()) != 2 {
+		return nil
+	}
+	l := add.AsCall().Args()[1]
+	if l.Kind() != ast.ListKind || len(l.AsList().Elements()) != 1 {
+		return nil
+	}
+	if e := l.AsList().Elements()[0]; e.Kind() != ast.IdentKind || e.AsIdent() != fc.IterVar() {
+		return nil // a map, not a filter
+	}
+	var out facts
+	for k := range n.guards(args[0], true) {
+		rest, ok := strings.CutPrefix(k, fc.IterVar())
+		if !ok || rest != "" && rest[0] != '.' && rest[0] != '[' && rest[0] != '#' {
+			continue
+		}
+		if out == nil {
+			out = facts{}
+		}
+		out[c.IterVar()+rest] = true
+	}
+	return out
+}
+
+// presentKey is the key of the fact that the optional field of a
+// has(path) is present.
+func presentKey(k string) string { return k + "#present" }
+
+// present reports a select of an optional field that no has() proves
+// present: CEL fails on a field that is absent.
+func (n *nullCheck) present(e ast.Expr, f facts) {
+	s := e.AsSelect()
+	if s.IsTestOnly() {
+		return
+	}
+	t := n.ptype(s.Operand())
+	if t == nil {
+		// Not a path, as the element of a list a map or a filter made:
+		// the plan type of its CEL type.
+		if ct := n.a.GetType(s.Operand().ID()); ct != nil && ct.Kind() == types.StructKind {
+			t = n.pc.types.byName[ct.TypeName()]
+		}
+	}
+	if t == nil || t.Kind != KindObject {
+		return
+	}
+	fld := t.Field(s.FieldName())
+	if fld == nil || !fld.Optional {
+		return
+	}
+	if t == n.pc.p.Input {
+		if _, def := n.pc.p.InputDefaults[fld.Name]; def {
+			return
+		}
+	}
+	if k := key(e); k != "" && f[presentKey(k)] {
+		return
+	}
+	if t == n.pc.outputState && n.pc.provedWritten(fld.Name, f) {
+		return
+	}
+	n.bad = true
+	span := n.at(e)
+	at, parent := n.shown(e), n.shown(s.Operand())
+	if t == n.pc.outputState {
+		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: %s", unwrittenMessage(at))
+		return
+	}
+	if at == "" || parent == "" {
+		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: the field %s is optional and may be absent: check it first with has(), or read it as .?%s.orValue(…)", fld.Name, fld.Name)
+		return
+	}
+	n.pc.c.errorf(lang.TypeMismatch, span, "in expression: %s may be absent (the field %s is optional): check it first, as in has(%s) ? … : …, or read it as %s.?%s.orValue(…)", at, fld.Name, at, parent, fld.Name)
 }
 
 // nullCompared returns the key of the path a comparison with null
@@ -329,7 +451,7 @@ func (n *nullCheck) elemNullable(e ast.Expr, f facts) bool {
 		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar())
 		step := c.LoopStep()
 		if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == "_?_:_" && len(step.AsCall().Args()) == 3 {
-			inner = inner.with(guards(step.AsCall().Args()[0], true))
+			inner = inner.with(n.guards(step.AsCall().Args()[0], true))
 			step = step.AsCall().Args()[1]
 		}
 		if step.Kind() == ast.CallKind && step.AsCall().FunctionName() == "_+_" && len(step.AsCall().Args()) == 2 {
@@ -365,11 +487,7 @@ func (n *nullCheck) needElems(e ast.Expr, fn string, f facts) {
 		return
 	}
 	n.bad = true
-	span := n.e.Span
-	if loc := n.a.SourceInfo().GetStartLocation(e.ID()); loc.Line() > 0 {
-		start := celPos(n.e, loc.Line(), loc.Column())
-		span = lang.Span{Start: start, End: start}
-	}
+	span := n.at(e)
 	name := map[string]string{"math.@max": "math.greatest", "math.@min": "math.least"}[fn]
 	if name == "" {
 		name = fn
@@ -383,6 +501,16 @@ func (n *nullCheck) needElems(e ast.Expr, fn string, f facts) {
 		return
 	}
 	n.pc.c.errorf(lang.TypeMismatch, span, "in expression: the elements of %s may be null, and %s needs values: leave the nulls out first, as in %s.filter(v, v != null)", what, name, as)
+}
+
+// at is where e starts in the plan's text: the expression's span when
+// its position is not known.
+func (n *nullCheck) at(e ast.Expr) lang.Span {
+	if loc := n.a.SourceInfo().GetStartLocation(e.ID()); loc.Line() > 0 {
+		start := celPos(n.e, loc.Line(), loc.Column())
+		return lang.Span{Start: start, End: start}
+	}
+	return n.e.Span
 }
 
 // shown is how a message writes a path: with † for a reference.
@@ -405,6 +533,7 @@ func (n *nullCheck) walk(e ast.Expr, f facts) {
 	case ast.SelectKind:
 		s := e.AsSelect()
 		n.need(s.Operand(), f)
+		n.present(e, f)
 		n.walk(s.Operand(), f)
 	case ast.ListKind:
 		for _, x := range e.AsList().Elements() {
@@ -443,7 +572,7 @@ func (n *nullCheck) walk(e ast.Expr, f facts) {
 				n.vars[c.IterVar()] = StringType
 			}
 		}
-		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar())
+		inner := f.without(c.IterVar(), c.IterVar2(), c.AccuVar()).with(n.filtered(c))
 		n.walk(c.LoopCondition(), inner)
 		n.walk(c.LoopStep(), inner)
 		n.walk(c.Result(), inner)
@@ -462,13 +591,13 @@ func (n *nullCheck) walk(e ast.Expr, f facts) {
 		case fn == "_?_:_" && len(args) == 3:
 			n.need(args[0], f)
 			n.walk(args[0], f)
-			n.walk(args[1], f.with(guards(args[0], true)))
-			n.walk(args[2], f.with(guards(args[0], false)))
+			n.walk(args[1], f.with(n.guards(args[0], true)))
+			n.walk(args[2], f.with(n.guards(args[0], false)))
 			return
 		case (fn == "_&&_" || fn == "_||_") && len(args) == 2:
 			n.need(args[0], f)
 			n.walk(args[0], f)
-			g := f.with(guards(args[0], fn == "_&&_"))
+			g := f.with(n.guards(args[0], fn == "_&&_"))
 			n.need(args[1], g)
 			n.walk(args[1], g)
 			return
@@ -505,11 +634,7 @@ func (n *nullCheck) need(e ast.Expr, f facts) {
 		return
 	}
 	n.bad = true
-	span := n.e.Span
-	if loc := n.a.SourceInfo().GetStartLocation(e.ID()); loc.Line() > 0 {
-		start := celPos(n.e, loc.Line(), loc.Column())
-		span = lang.Span{Start: start, End: start}
-	}
+	span := n.at(e)
 	k := n.shown(e)
 	if k == "" {
 		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: this value may be null, and is used where a value is needed: check it first (x != null ? … : …)")

@@ -32,6 +32,20 @@ type planChecker struct {
 	// followed: the first part of it that may be null, and its type.
 	nullAt   string
 	nullType *Type
+	// absentAt is the first part of that reference that may be absent:
+	// an optional field (a?: T), or an optional input field without a
+	// default; "" when there is none.
+	absentAt string
+	// inOutput is set while the plan's output is checked: an output
+	// reads what is absent as null. unwritten marks the slots the output
+	// may find unwritten, and outputState is the type of †state there,
+	// where those slots are optional fields.
+	inOutput    bool
+	unwritten   []bool
+	outputState *Type
+	// conditions are, by slot, what must hold for the slot to be
+	// written when the run ends (see writtenConditions).
+	conditions [][]string
 	// slots are the plan's slots in the order of their names
 	// (Plan.SlotNames).
 	slots []*Slot
@@ -983,6 +997,31 @@ func (pc *planChecker) wantBool(what string, op *Operand) {
 	}
 }
 
+// outputStateType sets conditions, unwritten and outputState.
+func (pc *planChecker) outputStateType() {
+	pc.writtenConditions()
+	pc.unwritten = make([]bool, len(pc.slots))
+	pc.outputState = pc.stateType
+	for k, c := range pc.conditions {
+		if len(c) == 0 {
+			continue
+		}
+		pc.unwritten[k] = true
+		if pc.outputState == pc.stateType {
+			t := *pc.stateType
+			t.index = nil
+			t.Fields = make([]*Field, len(t.Fields))
+			for i, f := range pc.stateType.Fields {
+				c := *f
+				t.Fields[i] = &c
+			}
+			t.indexed()
+			pc.outputState = &t
+		}
+		pc.outputState.Fields[k].Optional = true
+	}
+}
+
 // output checks the plan's output expression.
 func (pc *planChecker) output(items []lang.Item) {
 	var first lang.Span
@@ -997,7 +1036,10 @@ func (pc *planChecker) output(items []lang.Item) {
 		}
 		first = d.Span
 		var reads []*RefPath
+		pc.outputStateType()
+		pc.inOutput = true
 		pc.p.Output = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "output"}, d.Value, &scope{env: pc.p.Env}, &reads)
+		pc.inOutput = false
 		pc.p.OutputType = pc.p.Output.Type
 		for _, r := range reads {
 			if slot := pc.p.Slots[r.Slot()]; slot != nil {

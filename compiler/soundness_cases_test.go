@@ -253,3 +253,113 @@ func TestIntegralFloatIsNumber(t *testing.T) {
 		t.Errorf("TypeOfValue(2.0) = %s, want number", got)
 	}
 }
+
+// TestOptionalFieldRead: a field that may be absent (a?: T, or an
+// optional input field without a default) is read only where a check
+// proves it present, or through .?field.orValue(…), as CEL fails on an
+// absent field; a plain reference cannot check it, and an output reads
+// it as null. Each refused case checked clean and failed at run time.
+func TestOptionalFieldRead(t *testing.T) {
+	const plan = `tool g() -> {a?: int, b: int, o?: {c?: string}, l: [{a?: int}], q: [int?]} pure
+tool h(x: any) -> any pure
+tool k(n: int) -> int pure
+tool ko(n?: int) -> int pure
+input {
+  i?: int
+  j?: int = 3
+}
+r: g() -> †state.r
+`
+	cases := []struct{ step, want string }{
+		{"h(x: †state.r.a + 1)", "in expression: †state.r.a may be absent (the field a is optional): check it first, as in has(†state.r.a) ? … : …, or read it as †state.r.?a.orValue(…)"},
+		{"k(n: †state.r.a)", "†state.r.a may be absent (the field a is optional), so †state.r.a cannot be read without a check"},
+		{"ko(n: †state.r.a)", "†state.r.a may be absent"},
+		{"h(x: †state.r.o.c)", "†state.r.o may be absent"},
+		{"h(x: has(†state.r.o) ? size(†state.r.o.c) : 0)", "†state.r.o.c may be absent"},
+		{"h(x: †input.i + 1)", "†input.i may be absent"},
+		{"k(n: †input.i)", "†input.i may be absent"},
+		{"h(x: †state.r.l.map(v, v.a))", "v.a may be absent"},
+		{"h(x: [†state.r].map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.l.map(v, v).map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.l.filter(v, v.a > 1))", "v.a may be absent"},
+		{"h(x: †state.r.l.filter(v, has(v.a)).map(w, w.a + 1))", ""},
+		{"h(x: †state.r.l.filter(v, has(v.a) && v.a > 1).map(v, v.a))", ""},
+		{"h(x: †state.r.l.map(v, v).filter(v, true).map(v, v.a))", "v.a may be absent"},
+		{"h(x: †state.r.q.filter(v, v != null).map(v, v + 1))", ""},
+		{"for each e in †state.r.l: k(n: †e.a)", "†e.a may be absent"},
+		{"h(x: has(†state.r.a) ? †state.r.a + 1 : 0)", ""},
+		{"h(x: †state.r.?a.orValue(0) + 1)", ""},
+		{"h(x: has(†state.r.o) && has(†state.r.o.c) ? size(†state.r.o.c) : 0)", ""},
+		{"h(x: !has(†state.r.a) || †state.r.a > 1)", ""},
+		{"h(x: †state.r.l.filter(v, has(v.a)).map(v, v.a))", ""},
+		{"h(x: †input.j + 1)", ""},
+		{"k(n: †input.j)", ""},
+		{"h(x: has(†input.i) ? †input.i : 0)", ""},
+	}
+	for _, c := range cases {
+		_, diags := checkSource("p.plan", []byte(plan+c.step+" -> †state.x\noutput †state.x\n"), Config{})
+		switch {
+		case c.want == "" && diags.HasErrors():
+			t.Errorf("%s:\n%s", c.step, diags)
+		case c.want != "" && !strings.Contains(diags.Error(), c.want):
+			t.Errorf("%s:\n%s\nwant %q", c.step, diags, c.want)
+		}
+	}
+	// An output reads what is absent as null, so its type may be null.
+	p, diags := checkSource("p.plan", []byte(plan+"output {a: †state.r.a}\n"), Config{})
+	if diags.HasErrors() {
+		t.Fatalf("output: %s", diags)
+	}
+	if got := p.Main.OutputType.String(); got != "{a: int?}" {
+		t.Errorf("output type %s, want {a: int?}", got)
+	}
+}
+
+// TestOutputUnwrittenSlot: an output expression reads a slot that may be
+// unwritten when the run ends (its step skipped by a condition, or by a
+// skipped step it reads, or an error slot) only where has() proves it
+// written; it checked clean and failed at run time. !has() of a slot
+// written on a step's success proves its failure, and so the error
+// slot's side.
+func TestOutputUnwrittenSlot(t *testing.T) {
+	const plan = `tool get() -> {a: int} pure
+tool use(x: any) -> {m: string} pure
+input {
+  go: bool
+}
+r: get() -> †state.r
+  when †input.go
+s: use(x: †state.r.a) -> †state.s
+pay: use(x: 1) -> †state.ok || †state.err
+confirm: use(x: †state.ok) -> †state.confirmation
+report: use(x: †state.err) -> †state.report
+v: use(x: 2) -> †state.v
+`
+	cases := []struct{ output, want string }{
+		{"†state.s.m + \"!\"", "†state.s may be unwritten when the run ends"},
+		{"†state.r.a + 1", "†state.r may be unwritten"},
+		{"†state.err.message + \"!\"", "†state.err may be unwritten"},
+		{"has(†state.s.m) ? 1 : 0", "†state.s may be unwritten"},
+		{"has(†state.r) ? †state.report.m : \"\"", "†state.report may be unwritten"},
+		{"†state.v.m + \"!\"", ""},
+		{"{s: †state.s, r: †state.r}", ""},
+		{"has(†state.s) ? †state.s.m : \"none\"", ""},
+		{"has(†state.confirmation) ? †state.confirmation.m : †state.report.m", ""},
+		{"has(†state.err) ? †state.report.m : †state.confirmation.m", ""},
+		{"!has(†state.ok) ? †state.err.message : †state.ok.m", ""},
+	}
+	for _, c := range cases {
+		_, diags := checkSource("p.plan", []byte(plan+"output "+c.output+"\n"), Config{})
+		switch {
+		case c.want == "" && diags.HasErrors():
+			t.Errorf("%s:\n%s", c.output, diags)
+		case c.want != "" && !strings.Contains(diags.Error(), c.want):
+			t.Errorf("%s:\n%s\nwant %q", c.output, diags, c.want)
+		}
+	}
+	// Under on failure skip, any step may be skipped.
+	_, diags := checkSource("p.plan", []byte("on failure skip\n"+plan+"output †state.v.m + \"!\"\n"), Config{})
+	if !strings.Contains(diags.Error(), "†state.v may be unwritten") {
+		t.Errorf("on failure skip: %s", diags)
+	}
+}

@@ -867,7 +867,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
+		dec, err := r.approve(ctx, ApprovalRequest{Round: spec.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
@@ -896,7 +896,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(g, e, s, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, spec, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
@@ -926,7 +926,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(eg, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, spec, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -954,7 +954,8 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 // attempts calls a step's tool with its retries and backoff, then its
 // fallback. It returns the value, the number of calls made, how many of
 // them were retries, and the error of the last call when all failed.
-func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+	s := spec.step
 	ctx := g.ctx
 	tool := s.Tool
 	calls, retries := 0, 0
@@ -969,7 +970,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, 
 			retries++
 		}
 		calls++
-		v, serr := r.call(g, e, s, tool, args, id, calls)
+		v, serr := r.call(g, e, spec, tool, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -981,7 +982,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, id string, 
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(g, e, s, s.Fallback.Tool, fbArgs, id, calls)
+		v, serr := r.call(g, e, spec, s.Fallback.Tool, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -1029,7 +1030,8 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+func (r *runner) call(g *callGroup, e *engine, spec *callSpec, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+	s := spec.step
 	cctx := new(callCtx)
 	r.newCall(cctx, g, s, tool, id, attempt)
 	r.calls.watch(cctx, time.Now())
@@ -1043,7 +1045,7 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 	go func() {
 		v, err := r.callTool(tool.Name, func() (any, error) {
 			if tool.Plan != nil {
-				return r.subPlan(cctx, e, tool, args, id)
+				return r.subPlan(cctx, spec, tool, args, id)
 			}
 			return r.opts.Tools.Call(cctx, tool.Name, args)
 		})
@@ -1177,8 +1179,8 @@ func indexByte(s string, b byte) int {
 
 // subPlan runs a sub-plan as a step: its arguments are its input, its
 // output the step's result.
-func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Tool, args map[string]any, id string) (any, error) {
-	sub := parent.prog.Sub[tool.Name]
+func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Tool, args map[string]any, id string) (any, error) {
+	sub := spec.subs[tool.Name]
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
@@ -1187,7 +1189,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
 	e.prefix = id + "/"
-	e.round = parent.round
+	e.round = spec.round
 	r.drive(ctx, e)
 	if e.stop != nil {
 		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}

@@ -86,7 +86,7 @@ type Grid [[number]]
 plan first(xs: [{v: number}]) -> number {
   output †input.xs[0].v
 }
-plan grid(o: {v?: number}) -> Grid {
+plan grid(o: object) -> Grid {
   output [[†input.o.v], [0.5]]
 }
 a: first(xs: []) -> †state.a

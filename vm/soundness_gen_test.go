@@ -972,8 +972,10 @@ type path struct {
 	text string
 	t    *gtype
 	// risky paths read an optional field or an index, which the data
-	// may not have; nullWalk paths go through a value that may be null.
-	risky, nullWalk bool
+	// may not have; absent paths read an optional field, which the
+	// checker refuses without has(); nullWalk paths go through a value
+	// that may be null.
+	risky, absent, nullWalk bool
 	// ref is set for a path that can be written as a plain reference;
 	// quoted for one with a field that is not an identifier, which CEL
 	// cannot select.
@@ -1012,6 +1014,7 @@ func (sc *scope) all() []path {
 					}
 					q.quoted = p.quoted || !lang.IsPlainName(f.name)
 					q.risky = p.risky || f.optional
+					q.absent = p.absent || f.optional
 					q.nullWalk = p.nullWalk || t.nullable
 					walk(q, depth-1)
 				}
@@ -1045,7 +1048,8 @@ func (g *gen) pick(sc *scope, fits func(p *path) bool, cel bool) *path {
 			continue
 		}
 		switch {
-		case p.nullWalk || p.t.nullable:
+		case p.nullWalk || p.t.nullable || p.absent:
+			// Both are refused without a check.
 			null = append(null, p)
 		case p.risky:
 			risky = append(risky, p)
@@ -1056,7 +1060,7 @@ func (g *gen) pick(sc *scope, fits func(p *path) bool, cel bool) *path {
 	c := g.r.IntN(100)
 	k := g.r.IntN(1 << 20)
 	switch {
-	case len(null) > 0 && (c < 4 || len(safe)+len(risky) == 0):
+	case len(null) > 0 && (c < 4 || len(safe)+len(risky) == 0 && c < 30):
 		return null[k%len(null)]
 	case len(risky) > 0 && (c < 16 || len(safe) == 0):
 		return risky[k%len(risky)]
@@ -1995,7 +1999,7 @@ func (g *gen) outputScope(inputs []*gfield, b *gbody) *scope {
 func inputScope(inputs []*gfield) *scope {
 	sc := &scope{}
 	for _, f := range inputs {
-		sc.roots = append(sc.roots, path{text: "†input." + f.name, t: f.t, ref: true, risky: f.optional && !f.hasDef})
+		sc.roots = append(sc.roots, path{text: "†input." + f.name, t: f.t, ref: true, risky: f.optional && !f.hasDef, absent: f.optional && !f.hasDef})
 	}
 	return sc
 }

@@ -18,21 +18,16 @@ package vm_test
 //     or modulus by zero, an integer overflow, a list index out of range
 //     (also through a string function or a slice), the greatest of an
 //     empty list, a string that is not a number (double("abc")), a double
-//     divided by zero, whose infinity no JSON Schema validator takes and
-//     whose NaN cannot be ordered; a
-//     missing key of a map (an `object`, whose keys no type declares); an
-//     optional field (a?: T) that is absent, or, in an output, a slot that
-//     was not written, read without has(); an expectation that is false; a
-//     for each over a list from the data that is longer than its max; an
+//     divided by zero, whose infinity or NaN no value holds; a missing
+//     key of a map (an `object`, whose keys no type declares); an
+//     expectation that is false; a for each over a list from the data that is longer than its max; an
 //     argument from the data that breaks a keyword of the parameter's JSON
 //     Schema that no type can say (minimum, maximum, pattern, minLength,
 //     maxLength, minItems, maxItems).
-//   - known: a class of failure the checker or the value rules should
-//     prevent, which other changes fix (knownFailure lists them). The test
-//     confirms each: the same plan drawn with the data flag of the class
-//     turned off runs without it.
 //   - a bug: anything else. A type error in CEL (no such overload, a field
-//     a declared object type lacks, a null where a value is needed), a
+//     a declared object type lacks, a null where a value is needed, an
+//     optional field that is absent, or in an output a slot that was not
+//     written, read without has()), a
 //     value that does not fit its declared type or the schema the checker
 //     accepted it for (a type, a required property, an enum, a closed
 //     object), a condition that is not a bool, a run that cannot start, a
@@ -41,8 +36,7 @@ package vm_test
 // The short run is part of go test (a third of it under -short and the race
 // detector). OBELISK_SOUNDNESS_N=100000 makes a long run;
 // OBELISK_SOUNDNESS_SEED=S starts at seed S, and alone replays that one
-// seed, printing its plan, tools, mocks, input and run;
-// OBELISK_SOUNDNESS_STRICT=1 counts the known classes as bugs; and
+// seed, printing its plan, tools, mocks, input and run; and
 // OBELISK_SOUNDNESS_DEBUG=TEXT prints the plans whose parse or check errors
 // contain TEXT, to tune the generator.
 
@@ -89,7 +83,6 @@ func TestSoundness(t *testing.T) {
 		}
 		n, replay = v, false
 	}
-	strict := os.Getenv("OBELISK_SOUNDNESS_STRICT") != ""
 	// OBELISK_SOUNDNESS_DEBUG=TEXT shows plans whose parse or check
 	// errors contain TEXT, to tune the generator.
 	debug, shown := os.Getenv("OBELISK_SOUNDNESS_DEBUG"), 0
@@ -112,10 +105,6 @@ func TestSoundness(t *testing.T) {
 			v, why := classify(o.p, f)
 			if v == verdictLegit {
 				st.legit[why]++
-				continue
-			}
-			if class, ok := confirmKnown(o, f, strict); ok {
-				st.known[class]++
 				continue
 			}
 			st.bugs++
@@ -440,19 +429,6 @@ func classify(p *gplan, f failure) (verdict, string) {
 			return verdictLegit, d.why
 		}
 	}
-	if m := noSuchField.FindStringSubmatch(msg); m != nil {
-		name := m[1] + m[2]
-		switch {
-		case p.optional[name]:
-			return verdictLegit, "absent optional field read without has()"
-		case p.isSlot(name) && (f.where == "output" || p.isSubPlanStep(f.where)):
-			return verdictLegit, "unwritten slot read without has() in an output"
-		}
-	}
-	if m := notWritten.FindStringSubmatch(msg); m != nil && p.isSlot(m[1]) &&
-		(f.where == "output" || strings.Contains(msg, "the output of sub-plan ")) {
-		return verdictLegit, "unwritten slot read without has() in an output"
-	}
 	if m := schemaKw.FindStringSubmatch(msg); m != nil {
 		// A keyword no type can say: the data's fault, unless the
 		// argument is a literal, which the checker could validate.
@@ -519,126 +495,6 @@ func (st *gstep) fallbackArgs() []garg {
 	return st.fallback.args
 }
 
-// knownFailure is the one place that lists the known classes of failure:
-// failures the checker or the value rules should prevent, which changes
-// made at the same time as this test fix. Each class belongs to a data
-// flag: only a plan drawn with the flag can show it, and confirmKnown
-// checks that the plan without the flag does not. Remove a class once its
-// fix is in; remove the function once every class is gone.
-func knownFailure(flag string, f failure) bool {
-	switch flag {
-	case "intInNumber":
-		// A JSON integer in a number slot (a result, an input, an int
-		// passed for a number parameter, an integral double such as
-		// -12.0 that the mocks file's reader turns into an int) reaches
-		// CEL as an int, and arithmetic with a double fails ("no such
-		// overload"), as does sorting a list of both.
-		return mixedNumbers(f)
-	case "intAsFloat":
-		// An integer written 3.0 in an int slot reaches CEL as a double.
-		return mixedNumbers(f)
-	case "bigInt":
-		// An integer beyond 2^53 in an int slot: the mocks file's
-		// reader rounds it through a float64 (9223372036854775807
-		// becomes 9223372036854775808, a double), and it reaches CEL as
-		// a double.
-		return mixedNumbers(f)
-	case "anyInt":
-		// An integer in an any slot reaches CEL as an int, and dyn
-		// arithmetic with a double fails.
-		return mixedNumbers(f)
-	case "literalSchema":
-		// check does not validate a literal argument against the
-		// keywords of the parameter's JSON Schema (maximum, pattern,
-		// minItems, additionalProperties, …); the run does.
-		return schemaKw.MatchString(f.msg) || strings.Contains(f.msg, "additional properties")
-	case "literalFanout":
-		// check does not hold a literal for-each list to the for
-		// each's max; the run does.
-		return strings.Contains(f.msg, "more than the for each's max")
-	}
-	return false
-}
-
-// mixedNumbers is how CEL fails on an int where its type says double, or
-// the other way: no overload takes the two, or a list holds both.
-func mixedNumbers(f failure) bool {
-	return strings.Contains(f.msg, "no such overload") || strings.Contains(f.msg, "list elements must have the same type")
-}
-
-// confirmKnown reports whether a suspect failure belongs to a known class:
-// knownFailure accepts it for a data flag of the plan, and the plan drawn
-// again without that flag does not fail so.
-func confirmKnown(o *outcome, f failure, strict bool) (string, bool) {
-	if strict {
-		return "", false
-	}
-	// Each flag whose class the failure may be alone, then all of them
-	// together: two classes can fail one expression.
-	var matching []string
-	all := o.p.flags
-	for _, flag := range o.p.flags.on() {
-		if !knownFailure(flag, f) {
-			continue
-		}
-		matching = append(matching, flag)
-		all = all.without(flag)
-		if gone(o, f, o.p.flags.without(flag)) {
-			return flag, true
-		}
-	}
-	if len(matching) > 1 && gone(o, f, all) {
-		return strings.Join(matching, "+"), true
-	}
-	return "", false
-}
-
-// gone reports whether the plan of o drawn with flags checks clean and
-// runs without failing as f did.
-func gone(o *outcome, f failure, flags dataFlags) bool {
-	v := runPlan(o.p.seed, flags)
-	if !v.clean() {
-		return false
-	}
-	for _, g := range v.failures {
-		if g = innermost(g); g.where == f.where && g.code == f.code {
-			if vd, _ := classify(v.p, g); vd == verdictSuspect {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func (f dataFlags) on() []string {
-	if f.String() == "" {
-		return nil
-	}
-	return strings.Split(f.String(), ",")
-}
-
-func (f dataFlags) without(flag string) dataFlags {
-	switch flag {
-	case "intInNumber":
-		f.intInNumber = false
-	case "intAsFloat":
-		f.intAsFloat = false
-	case "bigInt":
-		f.bigInt = false
-	case "anyInt":
-		f.anyInt = false
-	case "bigDigits":
-		f.bigDigits = false
-	case "loneSurrogate":
-		f.loneSurrogate = false
-	case "literalSchema":
-		f.literalSchema = false
-	case "literalFanout":
-		f.literalFanout = false
-	}
-	return f
-}
-
 // signature is a failure's message with names and numbers taken out, to
 // count failures by class.
 var sigNames = regexp.MustCompile(`†[^\s:,)]*|"[^"]*"|\b[a-z]+[0-9]+\b|[0-9]+(\.[0-9]+)?`)
@@ -656,12 +512,12 @@ func signature(f failure) string {
 type soundStats struct {
 	plans, parseErrs, rejected, clean, json, runs, streams, steps, failed, bugs int
 	checkCodes                                                                  map[string]int
-	legit, known, bugClasses                                                    map[string]int
+	legit, bugClasses                                                           map[string]int
 	parseSample                                                                 string
 }
 
 func newSoundStats() *soundStats {
-	return &soundStats{checkCodes: map[string]int{}, legit: map[string]int{}, known: map[string]int{}, bugClasses: map[string]int{}}
+	return &soundStats{checkCodes: map[string]int{}, legit: map[string]int{}, bugClasses: map[string]int{}}
 }
 
 var checkSig = regexp.MustCompile(`†[^\s:,)]*|"[^"]*"|\b[a-zA-Z]+[0-9]+\b|[0-9]+`)
@@ -721,7 +577,6 @@ func (s *soundStats) String() string {
 		}
 	}
 	top("legitimate failures", s.legit, 20)
-	top("known classes", s.known, 20)
 	top("bug classes", s.bugClasses, 30)
 	top("why check rejected plans (first error)", s.checkCodes, 60)
 	if s.parseSample != "" {
