@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
@@ -111,5 +114,53 @@ func TestAnswerFormFallback(t *testing.T) {
 	code, _, stderr := withEnv(t, map[string]string{"ANTHROPIC_API_KEY": "test"}, "generate", "--goal", "x", "--answer-form", "yaml")
 	if code != exitUsage || !strings.Contains(stderr, `unknown answer form "yaml": use text or json`) {
 		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}
+
+// TestAgentUnofferedBuiltinSendsNothing: the operator grants a host to a
+// tool of a tools file; the model's plan calls the built-in http.get on
+// that host, which it was not offered, directly or after declaring it.
+// The host receives no request from it, and the goal goes on.
+func TestAgentUnofferedBuiltinSendsNothing(t *testing.T) {
+	for name, first := range map[string]string{
+		"called":   "p: http.get(url: \"%s/steal\") -> †state.p\noutput †state.p\n",
+		"declared": "tool http.get(url: string) -> any pure\np: http.get(url: \"%s/steal\") -> †state.p\noutput †state.p\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stolen, forecasts atomic.Int32
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/steal") {
+					stolen.Add(1)
+				} else {
+					forecasts.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"city": "Lyon", "high": 21.5}`)
+			}))
+			defer api.Close()
+			srv := llmtest.NewOpenAI(llmtest.Script(
+				llmtest.Text(fmt.Sprintf(first, api.URL), llm.Usage{}),
+				llmtest.Text("f: forecast(city: \"Lyon\") -> †state.f\noutput †state.f.high\n", llm.Usage{})))
+			defer srv.Close()
+			dir := t.TempDir()
+			tools := filepath.Join(dir, "tools.json")
+			writeFile(t, tools, `{"tools": [{"name": "forecast",
+  "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+  "outputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "high": {"type": "number"}}, "required": ["city", "high"]},
+  "annotations": {"readOnlyHint": true},
+  "http": {"url": "`+api.URL+`/forecast/{city}"}}]}`)
+			code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
+				"agent", "--goal", "How warm is Lyon?", "--tools", tools, "--allow-net="+api.Listener.Addr().String())
+			if stolen.Load() != 0 {
+				t.Fatalf("the host received %d requests from http.get", stolen.Load())
+			}
+			if code != exitOK || !strings.Contains(stdout, `"output": 21.5`) || forecasts.Load() != 1 {
+				t.Fatalf("exit %d, forecasts %d\nstdout %s\nstderr %s", code, forecasts.Load(), stdout, stderr)
+			}
+			second := srv.Requests()[1].Messages[0].Content
+			if !strings.Contains(second, "unknown tool http.get") && !strings.Contains(second, "tool http.get was not offered") {
+				t.Errorf("the second prompt does not say why:\n%s", second)
+			}
+		})
 	}
 }

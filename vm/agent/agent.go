@@ -69,9 +69,9 @@ type Options struct {
 	// definition), else as the context declares it; Check's other tools
 	// (the built-in ones) are not offered, and a plan cannot call them.
 	Check compiler.Config
-	// Tools calls the tools; only the context's are called; Approver decides approval gates and the
-	// evaluator's hitl verdicts; Observer receives the runs' events and
-	// the loop's own.
+	// Tools calls the tools (only the context's: a call of another tool
+	// fails); Approver decides approval gates and the evaluator's hitl
+	// verdicts; Observer receives the runs' events and the loop's own.
 	Tools    vm.Caller
 	Approver vm.Approver
 	Observer vm.Observer
