@@ -14,7 +14,6 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -532,29 +531,20 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	}
 	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
 	src := &recordingReader{r: body}
+	var js *jsonStatements
 	if isJSON, err := startsJSON(body); err != nil {
 		stream.Close()
 		t.Usage = stream.Usage()
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
 	} else if isJSON {
-		// The JSON form cannot be read statement by statement: it runs
-		// once it is whole, as the .plan text it stands for.
-		all, err := io.ReadAll(body)
-		stream.Close()
-		t.Usage = stream.Usage()
-		t.PromptTokens = t.Usage.Input
-		if err != nil {
-			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
-		}
+		// The JSON form runs call by call, each as the plan text it
+		// stands for once its JSON is complete.
+		var tools map[string]*compiler.Tool
 		if req.Schema != nil {
-			all = []byte(dropNulls(string(all), g.form.tools))
+			tools = g.form.tools
 		}
-		f, diags := lang.ParseJSON(t.name(), all)
-		if diags.HasErrors() {
-			t.Answer, t.Rejected = string(all), diags
-			return t, nil, nil
-		}
-		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
+		js = newJSONStatements(t.name(), body, tools)
+		src = &recordingReader{r: js}
 	}
 	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
@@ -562,6 +552,9 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	stream.Close()
 	t.Usage = stream.Usage()
 	t.PromptTokens = t.Usage.Input
+	if js != nil {
+		rejected = append(rejected, js.finish()...)
+	}
 	t.Answer = src.text()
 	if err != nil {
 		return t, nil, fmt.Errorf("running the answer: %w", err)

@@ -107,6 +107,13 @@ func (a *answerReader) feed(c byte) {
 	if a.mode == atStart {
 		a.mode = a.startLine(c)
 	}
+	if a.mode == holding && c == '{' && a.state == beforePlan && strings.TrimSpace(string(a.line)) == "" {
+		// A JSON plan: it is passed on from its first brace, for a
+		// plan written on one line runs call by call too.
+		line := a.line
+		a.line, a.mode, a.state = nil, passing, jsonPlan
+		a.emit(line)
+	}
 	switch a.mode {
 	case holding:
 		a.line = append(a.line, c)

@@ -81,6 +81,7 @@ func TestAnswerReaderStreams(t *testing.T) {
 		{"```plan\nfetch: lookup(id: 1) -> †state.c\nsc", "\nfetch: lookup(id: 1) -> †state.c\nsc"},
 		{"```plan\nfetch: lookup(id: 1) -> †state.c\n``", "\nfetch: lookup(id: 1) -> †state.c\n"},
 		{"<think>\nhmm\n</think>\nfetch: lookup(id: 1) -> †state.c\nsc: s", "\n\n\nfetch: lookup(id: 1) -> †state.c\nsc: s"},
+		{"Here:\n  {\"calls\": [{\"_tool\": \"f\"}, ", "\n  {\"calls\": [{\"_tool\": \"f\"}, "},
 	}
 	for _, tt := range tests {
 		pr, pw := io.Pipe()

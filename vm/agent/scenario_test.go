@@ -506,3 +506,46 @@ func TestScenarioRoundsPerForm(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioJSONRunsCallByCall: in eager mode an answer in the JSON
+// form runs a call as soon as its JSON is complete: the server holds the
+// rest of the answer until the first tool has been called. A call that
+// does not read is left out with a diagnostic, and the others run.
+func TestScenarioJSONRunsCallByCall(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			j := &journal{}
+			called := make(chan struct{})
+			ts := customerToolbox(j)
+			lookup := ts.fns["lookup"]
+			ts.fns["lookup"] = func(args map[string]any) (any, error) {
+				close(called)
+				return lookup(args)
+			}
+			first := call("lookup", "customer", `"id": "†input.id"`)
+			srv := p.start(llmtest.Script(llmtest.Reply{
+				Pieces: []string{`{"calls": [` + first + `, `,
+					strings.Replace(call("score", "bad", `"orders": 1`), `"_retry": null`, `"_retry": "many"`, 1) + `, ` +
+						call("score", "score", `"orders": "†state.customer.orders"`) + `], "output": {"_expr": "{name: †state.customer.name, score: †state.score}"}}`},
+				Before: map[int]<-chan struct{}{1: called},
+			}))
+			defer srv.Close()
+			c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+			res, err := Run(context.Background(), Options{Goal: "Score c-1.", Form: FormJSON, Context: c, Check: cfg, Tools: ts,
+				Planner: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reqs := srv.Requests(); len(reqs[0].HeldTooLong) > 0 {
+				t.Fatalf("the server waited in vain for the first call before sending the rest")
+			}
+			if res.Status != GoalCompleted && res.Status != GoalFailed {
+				t.Fatalf("status %s (%v)", res.Status, res.Err)
+			}
+			first0 := res.Turns[0]
+			if len(first0.Steps) != 2 || j.count("call score") < 1 || len(first0.Rejected) != 1 || !strings.Contains(first0.Rejected[0].Message, `"_retry" is an integer`) {
+				t.Errorf("steps %d, rejected %v", len(first0.Steps), first0.Rejected)
+			}
+		})
+	}
+}

@@ -144,3 +144,25 @@ func TestDropNulls(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSchemaSubPlans: a sub-plan the context declares is called like
+// a tool, so it is an alternative of the schema too.
+func TestPlanSchemaSubPlans(t *testing.T) {
+	c, cfg := testContext(t, customerTools+`
+plan rate(id: string) -> number {
+  l: lookup(id: †input.id) -> †state.l
+  s: score(orders: †state.l.orders) -> †state.s
+  output †state.s
+}
+`, nil)
+	schema, err := PlanSchema(&c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(schema)
+	for _, want := range []string{`"call_rate"`, `"const":"rate"`, `"const":"lookup"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the schema lacks %s", want)
+		}
+	}
+}
