@@ -70,7 +70,7 @@ func (gf *goalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&gf.input, "input", "", "the plan's input: a JSON object, or @FILE")
 	fs.StringVar(&gf.context, "context", "", "a context document (the JSON form: tool, input, state and plan messages) or a .plan file: its tools, input, state and steps are given to the model")
 	fs.BoolVar(&gf.builtins, "builtins", false, "also offer the built-in tools (echo, json.select, text.format, http.get, …) to the model; they are offered anyway when no tools are given")
-	fs.StringVar(&gf.form, "answer-form", agent.FormText, "how the model answers: text (.plan text, which eager mode runs statement by statement) or json (the JSON form, held to a JSON Schema of the offered tools where the provider has constrained output; text again, with a warning, where the server refuses the schema)")
+	fs.StringVar(&gf.form, "answer-form", agent.FormText, "how the model answers: text (.plan text) or json (the JSON form, held to a JSON Schema of a plan of the offered tools where the provider has constrained output; text again, with a warning, where the server refuses the schema)")
 }
 
 // load starts the MCP servers and builds the context and the checker's

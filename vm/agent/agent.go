@@ -53,11 +53,11 @@ type Options struct {
 	Context Context
 	// Mode is Eager (the default) or Lazy.
 	Mode string
-	// Form is how the model answers: FormText (.plan text, the default,
-	// which eager mode runs statement by statement) or FormJSON (the JSON
-	// form held to PlanSchema where the provider has constrained output,
-	// run once whole; where the server refuses the schema, the goal goes
-	// on in text).
+	// Form is how the model answers: FormText (.plan text, the default)
+	// or FormJSON (the JSON form, held to PlanSchema where the provider
+	// has constrained output). Eager mode runs a statement, or a call, as
+	// soon as it is complete. Where the server refuses the schema, the
+	// goal goes on in text.
 	Form string
 	// Planner writes the plans; Evaluator, the cheaper tier, judges the
 	// criteria stated in words and extracts facts. Without an evaluator

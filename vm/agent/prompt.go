@@ -48,7 +48,7 @@ func systemPrompt(mode string, minSteps, maxSteps int, form string) string {
 	switch {
 	case mode == Eager && form == FormJSON:
 		b.WriteString(`
-Your plan runs once your answer is complete. Write the calls that can run now. When you know the result of the goal, give "output" (usually {"_expr": "{…}"} reading †state slots): it is computed once the calls are done, and it ends the goal. With "output": null, you get the new state when the calls are done, and you write the next calls.
+Your answer runs while you write it: each call starts as soon as its JSON is complete and the slots it reads are written. Write first the calls that can run now. When you know the result of the goal, give "output" (usually {"_expr": "{…}"} reading †state slots): it is computed once the calls are done, and it ends the goal. With "output": null, you get the new state when the calls are done, and you write the next calls.
 `)
 	case mode == Eager:
 		b.WriteString(`- Do not write mode, on failure or a plan-level approve.
