@@ -114,7 +114,8 @@ type Turn struct {
 	Output bool      `json:"output"`
 	Usage  llm.Usage `json:"usage"`
 	// Form is the form the answer was asked in; PromptTokens the size of
-	// the turn's prompt in tokens, as the provider counted it.
+	// the turn's prompt in tokens, as the provider counted it, or
+	// estimated (promptTokens) when it did not.
 	Form         string `json:"form"`
 	PromptTokens int64  `json:"promptTokens"`
 	// Repairs counts the corrected answers of a lazy turn.
@@ -551,7 +552,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
 	stream.Close()
 	t.Usage = stream.Usage()
-	t.PromptTokens = t.Usage.Input
+	t.PromptTokens = promptTokens(t.Usage.Input, req)
 	if js != nil {
 		rejected = append(rejected, js.finish()...)
 	}
@@ -589,7 +590,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 			text, usage, err = llm.Collect(ctx, g.planner, req)
 		}
 		if t.Repairs == 0 {
-			t.PromptTokens = usage.Input
+			t.PromptTokens = promptTokens(usage.Input, req)
 		}
 		t.Usage = t.Usage.Add(usage)
 		t.Form = g.form.form

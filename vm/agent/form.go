@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -83,4 +84,23 @@ func (f *answerForm) read(text string) string {
 		answer = dropNulls(answer, f.tools)
 	}
 	return answer
+}
+
+// promptTokens is the size of a request's prompt in tokens: counted, as
+// the provider reported it, or, when it reported none (some local
+// servers), estimated at a token for four bytes of the system prompt, the
+// messages and the schema.
+func promptTokens(counted int64, req *llm.Request) int64 {
+	if counted > 0 {
+		return counted
+	}
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += len(m.Content)
+	}
+	if req.Schema != nil {
+		b, _ := json.Marshal(req.Schema.JSON)
+		n += len(b)
+	}
+	return int64(n+3) / 4
 }

@@ -80,7 +80,7 @@ type Generated struct {
 	// is text when FormJSON was asked for.
 	Form, Fallback string
 	// PromptTokens is the first prompt's size in tokens, as the provider
-	// counted it (0 when it did not).
+	// counted it, or estimated (promptTokens) when it did not.
 	PromptTokens int64
 }
 
@@ -132,7 +132,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		}
 		out.Rounds, out.Usage, out.Form, out.Fallback = round, meter.Usage(), form.form, form.fallback
 		if round == 1 {
-			out.PromptTokens = usage.Input
+			out.PromptTokens = promptTokens(usage.Input, req)
 		}
 		if err != nil {
 			return out, err

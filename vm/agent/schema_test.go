@@ -8,6 +8,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
 	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 )
 
@@ -164,5 +165,21 @@ plan rate(id: string) -> number {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the schema lacks %s", want)
 		}
+	}
+}
+
+// TestPromptTokens: the provider's count of a prompt's tokens, or, when it
+// gives none, an estimate of a token for four bytes, the schema included.
+func TestPromptTokens(t *testing.T) {
+	req := &llm.Request{System: strings.Repeat("s", 200), Messages: []llm.Message{{Content: strings.Repeat("u", 196)}}}
+	if got := promptTokens(0, req); got != 99 {
+		t.Errorf("estimate %d, want 99", got)
+	}
+	if got := promptTokens(7, req); got != 7 {
+		t.Errorf("counted %d, want 7", got)
+	}
+	req.Schema = &llm.Schema{JSON: map[string]any{"type": "object"}}
+	if got := promptTokens(0, req); got != 104 {
+		t.Errorf("estimate with a schema %d, want 104", got)
 	}
 }
