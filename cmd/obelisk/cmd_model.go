@@ -61,6 +61,7 @@ type goalFlags struct {
 	input    string
 	context  string
 	builtins bool
+	form     string
 }
 
 func (gf *goalFlags) register(fs *flag.FlagSet) {
@@ -69,6 +70,7 @@ func (gf *goalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&gf.input, "input", "", "the plan's input: a JSON object, or @FILE")
 	fs.StringVar(&gf.context, "context", "", "a context document (the JSON form: tool, input, state and plan messages) or a .plan file: its tools, input, state and steps are given to the model")
 	fs.BoolVar(&gf.builtins, "builtins", false, "also offer the built-in tools (echo, json.select, text.format, http.get, …) to the model; they are offered anyway when no tools are given")
+	fs.StringVar(&gf.form, "answer-form", agent.FormText, "how the model answers: text (.plan text) or json (the JSON form, held to a JSON Schema of a plan of the offered tools where the provider has constrained output; text again, with a warning, where the server refuses the schema)")
 }
 
 // load starts the MCP servers and builds the context and the checker's
@@ -123,7 +125,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 		decls, _ := lang.ParseTools(path, b)
 		c.Tools = append(c.Tools, decls...)
 	}
-	c.Tools = append(c.Tools, gf.mcpDecls()...)
+	c.Tools = append(c.Tools, gf.offeredMCPDecls()...)
 	cfg.Tools = append(cfg.Tools, c.Tools...)
 	if len(c.Tools) == 0 || gf.builtins {
 		for _, d := range builtinSignatures() {
@@ -205,11 +207,14 @@ func generateCommand() *command {
 				if repairs <= 0 {
 					repairs = -1 // none: Generate reads 0 as its default
 				}
-				e.log.Info("asking for a plan", "model", planner.Name(), "provider", settings.String())
+				e.log.Info("asking for a plan", "model", planner.Name(), "provider", settings.String(), "form", gf.form)
 				g, err := agent.Generate(ctx, agent.GenerateOptions{Goal: gf.goal, Context: c, Model: planner, Check: cfg,
-					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps,
-					Round: func(n int, _ string, diags lang.Diagnostics) {
-						e.log.Info("round", "n", n, "errors", diags.Count(lang.SeverityError))
+					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps, Form: gf.form,
+					Round: func(r agent.Round) {
+						if r.Fallback != "" {
+							fmt.Fprintf(e.stderr, "obelisk generate: warning: %s\n", r.Fallback)
+						}
+						e.log.Info("round", "n", r.N, "form", r.Form, "errors", r.Diagnostics.Count(lang.SeverityError), "prompt_tokens", r.Usage.Input)
 					}})
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
@@ -247,7 +252,8 @@ func generateCommand() *command {
 }
 
 func roundsLine(g *agent.Generated) string {
-	return fmt.Sprintf("%s (%s); tokens: %s", plural(g.Rounds, "round"), plural(g.Rounds-1, "repair"), usageText(g.Usage))
+	return fmt.Sprintf("%s (%s, %s answers); prompt %d tokens; tokens: %s", plural(g.Rounds, "round"), plural(g.Rounds-1, "repair"), g.Form,
+		g.PromptTokens, usageText(g.Usage))
 }
 
 func usageText(u llm.Usage) string {
@@ -383,7 +389,7 @@ func agentCommand() *command {
 						}
 					}()
 				}
-				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Planner: planner, Evaluator: evaluator, Check: cfg,
+				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Form: gf.form, Planner: planner, Evaluator: evaluator, Check: cfg,
 					Tools: runtime.Chain{Mocks: mk, Registry: reg}, Observer: vm.Observers(observers...),
 					MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
 					MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout}
@@ -463,6 +469,8 @@ func turnLines(e *env) vm.Observer {
 		switch ev.Type {
 		case agent.TurnFinished:
 			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
+		case agent.FormFallback:
+			fmt.Fprintf(e.stderr, "obelisk agent: warning: %s\n", ev.Message)
 		case vm.StepFailed:
 			if ev.Error != nil {
 				fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
@@ -474,7 +482,7 @@ func turnLines(e *env) vm.Observer {
 func goalSummary(res *agent.Result) string {
 	s := res.GoalExecution
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s after %s (%s mode): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, plural(s.StepsRun, "step"),
+	fmt.Fprintf(&b, "%s after %s (%s mode, %s answers): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, s.Form, plural(s.StepsRun, "step"),
 		plural(s.Replans, "replan"), plural(s.Repairs, "repair"), plural(len(s.Facts), "fact"))
 	fmt.Fprintf(&b, "tokens: planner %s", usageText(s.Tokens["planner"]))
 	if u, ok := s.Tokens["evaluator"]; ok {

@@ -84,7 +84,7 @@ func TestGenerateCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if stdout != "" || !strings.Contains(stderr, "wrote "+out) || !strings.Contains(stderr, "2 rounds (1 repair); tokens: 1600 in, 105 out, 2 requests") {
+	if stdout != "" || !strings.Contains(stderr, "wrote "+out) || !strings.Contains(stderr, "2 rounds (1 repair, text answers); prompt 700 tokens; tokens: 1600 in, 105 out, 2 requests") {
 		t.Errorf("stdout %q, stderr:\n%s", stdout, stderr)
 	}
 	if reqs := srv.Requests(); len(reqs) != 2 || reqs[0].Model != "planner" {
@@ -173,7 +173,7 @@ input {
 		g.Tokens["planner"].Input != 500 || g.Tokens["evaluator"].Output != 9 {
 		t.Errorf("result %+v", got)
 	}
-	if !strings.Contains(stderr, "completed after 1 turn (eager mode): 2 steps run, 0 replans, 0 repairs, 1 fact") {
+	if !strings.Contains(stderr, "completed after 1 turn (eager mode, text answers): 2 steps run, 0 replans, 0 repairs, 1 fact") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	b, _ := os.ReadFile(events)

@@ -11,6 +11,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -38,6 +39,39 @@ type Request struct {
 	Messages []Message
 	// MaxTokens bounds the answer; 0 takes the provider's default.
 	MaxTokens int
+	// Schema, when set, asks for an answer that is one JSON value the
+	// schema accepts: constrained output, where the provider has it.
+	Schema *Schema
+}
+
+// Schema is a JSON Schema an answer is held to. OpenAI's chat
+// completions take it as a strict Structured Outputs response format
+// (response_format json_schema, strict: true), so it must keep to the
+// subset strict mode accepts; the Anthropic Messages API takes it as the
+// input_schema of a tool the request makes the model call (tool_choice),
+// whose input is the answer.
+type Schema struct {
+	// Name names the schema: letters, digits, _ and -, at most 64.
+	Name string
+	// Description says what the answer is.
+	Description string
+	// JSON is the schema of an object, ready for encoding/json.
+	JSON map[string]any
+}
+
+// ErrSchemaRejected is wrapped by the error of a request whose schema the
+// provider or server refused (an HTTP 400 or 422 to a request with a
+// Schema): too large, a keyword it does not support, or no constrained
+// output at all. The same request without a schema may succeed.
+var ErrSchemaRejected = errors.New("the server refused the answer's schema")
+
+// SchemaRejected wraps the error of a request with a schema that the
+// server refused with status 400 or 422.
+func SchemaRejected(req *Request, status int, err error) error {
+	if req.Schema != nil && (status == 400 || status == 422) {
+		return fmt.Errorf("%w: %w", ErrSchemaRejected, err)
+	}
+	return err
 }
 
 // Usage counts the tokens of one request or of several.

@@ -146,3 +146,100 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestProvidersSchema: a request with a schema is sent as each provider
+// documents constrained output, which the fake servers check: OpenAI's
+// response_format json_schema with strict: true, Anthropic's tool with
+// that input_schema and a tool_choice that makes the model call it. The
+// answer, text or the tool's input, streams as text.
+func TestProvidersSchema(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}},
+		"required": []any{"n"}, "additionalProperties": false}
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Reply{Pieces: []string{`{"n":`, ` 7}`}}))
+			defer srv.Close()
+			m := p.open(srv.Settings("planner-1", "judge-1"))
+			text, _, err := llm.Collect(context.Background(), m, &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "n?"}},
+				Schema: &llm.Schema{Name: "answer", Description: "a number", JSON: schema}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text != `{"n": 7}` {
+				t.Errorf("answer %q", text)
+			}
+			req := srv.Requests()[0]
+			if diff := cmp.Diff(schema, req.Schema); diff != "" || req.SchemaName != "answer" {
+				t.Errorf("schema %q (-want +got):\n%s", req.SchemaName, diff)
+			}
+			if req.Strict != (p.name == llm.OpenAI) {
+				t.Errorf("strict = %v", req.Strict)
+			}
+		})
+	}
+}
+
+// TestProvidersSchemaRejected: a server that refuses a request's schema
+// (HTTP 400) gives an error that wraps llm.ErrSchemaRejected, with the
+// server's message; an OpenAI server refuses a schema strict mode does
+// not accept.
+func TestProvidersSchemaRejected(t *testing.T) {
+	ok := map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{}, "additionalProperties": false}
+	loose := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Text("{}", llm.Usage{}), llmtest.Text("{}", llm.Usage{})))
+			defer srv.Close()
+			srv.RejectSchema = "The compiled grammar is too large"
+			m := p.open(srv.Settings("planner-1", "judge-1"))
+			ask := func(s map[string]any) error {
+				_, _, err := llm.Collect(context.Background(), m, &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}},
+					Schema: &llm.Schema{Name: "answer", JSON: s}})
+				return err
+			}
+			err := ask(ok)
+			if !errors.Is(err, llm.ErrSchemaRejected) || !strings.Contains(err.Error(), "grammar is too large") {
+				t.Errorf("err = %v", err)
+			}
+			srv.RejectSchema = ""
+			err = ask(loose)
+			if p.name == llm.OpenAI && (!errors.Is(err, llm.ErrSchemaRejected) || !strings.Contains(err.Error(), `additionalProperties must be false`)) {
+				t.Errorf("a loose schema: err = %v", err)
+			}
+			// Without a schema, an error is not a refusal of one.
+			srv.RejectSchema = "no"
+			_, _, err = llm.Collect(context.Background(), m, &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+			if errors.Is(err, llm.ErrSchemaRejected) {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckStrictSchema(t *testing.T) {
+	obj := func(props map[string]any, req ...any) map[string]any {
+		return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+	}
+	deep := obj(map[string]any{})
+	for range llmtest.StrictMaxNesting {
+		deep = obj(map[string]any{"x": deep}, "x")
+	}
+	tests := []struct {
+		schema map[string]any
+		err    string
+	}{
+		{obj(map[string]any{"a": map[string]any{"type": []any{"string", "null"}}}, "a"), ""},
+		{obj(map[string]any{"a": map[string]any{"type": "string"}}), `property "a" must be in required`},
+		{map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{}}, "additionalProperties must be false"},
+		{map[string]any{"anyOf": []any{}}, "must be an object"},
+		{obj(map[string]any{"a": map[string]any{"allOf": []any{}}}, "a"), `keyword "allOf" is not supported`},
+		{obj(map[string]any{"a": map[string]any{"$ref": "#/$defs/x"}}, "a"), "no such definition"},
+		{deep, "nested more than 10 levels"},
+	}
+	for _, tt := range tests {
+		err := llmtest.CheckStrictSchema(tt.schema)
+		if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("CheckStrictSchema(%v) = %v, want %q", tt.schema, err, tt.err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -55,7 +56,9 @@ func New(s llm.Settings, httpClient *http.Client) *Model {
 // Name returns "anthropic/MODEL".
 func (m *Model) Name() string { return llm.Anthropic + "/" + m.model }
 
-// Stream sends a Messages request with streaming on.
+// Stream sends a Messages request with streaming on. A request with a
+// schema gives the model one tool, whose input_schema it is, and makes it
+// call it (tool_choice): the tool's input is the answer.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
 	n := req.MaxTokens
 	if n <= 0 {
@@ -73,10 +76,41 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 			params.Messages = append(params.Messages, sdk.NewUserMessage(block))
 		}
 	}
+	if sc := req.Schema; sc != nil {
+		// The answer is the input of a tool the model must call. The
+		// schema is not sent as strict: strict tool use compiles it into
+		// a grammar with limits (16 parameters with anyOf, no recursion)
+		// that a plan of any size exceeds.
+		schema := sdk.ToolInputSchemaParam{ExtraFields: map[string]any{}}
+		for k, v := range sc.JSON {
+			switch k {
+			case "type":
+			case "properties":
+				schema.Properties = v
+			case "required":
+				for _, r := range v.([]any) {
+					schema.Required = append(schema.Required, r.(string))
+				}
+			default:
+				schema.ExtraFields[k] = v
+			}
+		}
+		tool := sdk.ToolParam{Name: sc.Name, InputSchema: schema}
+		if sc.Description != "" {
+			tool.Description = sdk.String(sc.Description)
+		}
+		params.Tools = []sdk.ToolUnionParam{{OfTool: &tool}}
+		params.ToolChoice = sdk.ToolChoiceUnionParam{OfTool: &sdk.ToolChoiceToolParam{Name: sc.Name}}
+	}
 	s := m.client.Messages.NewStreaming(ctx, params)
 	if err := s.Err(); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("%s: %w", m.Name(), err)
+		var apiErr *sdk.Error
+		status := 0
+		if errors.As(err, &apiErr) {
+			status = apiErr.StatusCode
+		}
+		return nil, llm.SchemaRejected(req, status, fmt.Errorf("%s: %w", m.Name(), err))
 	}
 	name := m.Name()
 	return llm.NewEventStream(s, text, func(err error) error { return fmt.Errorf("%s: %w", name, err) }), nil
@@ -94,8 +128,12 @@ func text(ev sdk.MessageStreamEventUnion, u *llm.Usage) (string, error) {
 		// The output count is cumulative.
 		u.Output = ev.Usage.OutputTokens
 	case "content_block_delta":
-		if ev.Delta.Type == "text_delta" {
+		switch ev.Delta.Type {
+		case "text_delta":
 			return ev.Delta.Text, nil
+		case "input_json_delta":
+			// The input of the tool a schema made the model call.
+			return ev.Delta.PartialJSON, nil
 		}
 	case "error":
 		return "", fmt.Errorf("the stream reported an error: %s", ev.RawJSON())

@@ -7,9 +7,12 @@ package llmtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,13 @@ type Request struct {
 	Model    string
 	System   string
 	Messages []llm.Message
+	// Schema is the JSON Schema the answer is held to, decoded: OpenAI's
+	// response_format json_schema, or the input_schema of the tool the
+	// Anthropic request makes the model call. SchemaName is its name, and
+	// Strict reports OpenAI's strict: true.
+	Schema     map[string]any
+	SchemaName string
+	Strict     bool
 	// HeldTooLong lists the pieces whose Before channel was not closed
 	// within HoldTimeout.
 	HeldTooLong []int
@@ -51,6 +61,11 @@ type Server struct {
 	// HoldTimeout bounds the wait for a Before channel (default 10s), so
 	// that a test whose event never happens fails instead of hanging.
 	HoldTimeout time.Duration
+
+	// RejectSchema, when set, refuses every request that carries a
+	// schema with HTTP 400 and this message, as a server does that has no
+	// constrained output or finds the schema too large.
+	RejectSchema string
 
 	mu       sync.Mutex
 	respond  func(req *Request) Reply
@@ -146,8 +161,10 @@ func (s *Server) hold(req *Request, rep Reply, i int) {
 
 // body is the JSON body of a request, in one provider's shape.
 type body interface {
-	// request returns the request, and whether it asks for a stream.
-	request() (*Request, bool)
+	// request returns the request, and whether it asks for a stream; an
+	// error says how the body breaks the provider's documented rules,
+	// which the provider answers with HTTP 400.
+	request(raw []byte) (*Request, bool, error)
 }
 
 type openAIBody struct {
@@ -157,9 +174,27 @@ type openAIBody struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	ResponseFormat *struct {
+		Type       string          `json:"type"`
+		JSONSchema json.RawMessage `json:"json_schema"`
+	} `json:"response_format"`
 }
 
-func (b *openAIBody) request() (*Request, bool) {
+// The fields of a chat-completions request
+// (https://platform.openai.com/docs/api-reference/chat/create).
+var openAIFields = fields("model", "messages", "stream", "stream_options", "max_completion_tokens", "max_tokens",
+	"response_format", "temperature", "top_p", "n", "stop", "seed", "user", "tools", "tool_choice", "parallel_tool_calls",
+	"reasoning_effort", "metadata", "store", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
+	"logit_bias", "service_tier", "modalities", "audio", "prediction", "web_search_options", "verbosity",
+	"prompt_cache_key", "safety_identifier")
+
+func (b *openAIBody) request(raw []byte) (*Request, bool, error) {
+	if err := known(raw, openAIFields, "request argument"); err != nil {
+		return nil, false, err
+	}
+	if b.Model == "" || len(b.Messages) == 0 {
+		return nil, false, fmt.Errorf("model and messages are required")
+	}
 	req := &Request{Model: b.Model}
 	for _, m := range b.Messages {
 		text := contentText(m.Content)
@@ -168,38 +203,158 @@ func (b *openAIBody) request() (*Request, bool) {
 			req.System += text
 		case "assistant":
 			req.Messages = append(req.Messages, llm.Message{Role: llm.Assistant, Content: text})
-		default:
+		case "user":
 			req.Messages = append(req.Messages, llm.Message{Role: llm.User, Content: text})
+		default:
+			return nil, false, fmt.Errorf("invalid role %q in messages", m.Role)
 		}
 	}
-	return req, b.Stream
+	if rf := b.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "text", "json_object":
+		case "json_schema":
+			if err := readOpenAISchema(rf.JSONSchema, req); err != nil {
+				return req, false, err
+			}
+		default:
+			return nil, false, fmt.Errorf("invalid response_format type %q", rf.Type)
+		}
+	}
+	return req, b.Stream, nil
+}
+
+// readOpenAISchema reads response_format.json_schema: a name, a
+// description, a schema and strict, and in strict mode checks the schema
+// against the rules of Structured Outputs.
+func readOpenAISchema(raw json.RawMessage, req *Request) error {
+	if err := known(raw, fields("name", "description", "schema", "strict"), "json_schema field"); err != nil {
+		return err
+	}
+	var js struct {
+		Name   string         `json:"name"`
+		Schema map[string]any `json:"schema"`
+		Strict bool           `json:"strict"`
+	}
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return fmt.Errorf("response_format.json_schema: %v", err)
+	}
+	if !toolName.MatchString(js.Name) {
+		return fmt.Errorf("response_format.json_schema.name %q must be a-z, A-Z, 0-9, _ or -, at most 64", js.Name)
+	}
+	req.Schema, req.SchemaName, req.Strict = js.Schema, js.Name, js.Strict
+	if js.Strict {
+		if err := CheckStrictSchema(js.Schema); err != nil {
+			return fmt.Errorf("invalid schema for response_format %q: %v", js.Name, err)
+		}
+	}
+	return nil
 }
 
 type anthropicBody struct {
-	Model  string `json:"model"`
-	Stream bool   `json:"stream"`
-	System []struct {
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	Stream    bool   `json:"stream"`
+	System    []struct {
 		Text string `json:"text"`
 	} `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Tools      []json.RawMessage `json:"tools"`
+	ToolChoice *struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tool_choice"`
 }
 
-func (b *anthropicBody) request() (*Request, bool) {
+// The fields of a Messages request
+// (https://docs.anthropic.com/en/api/messages).
+var anthropicFields = fields("model", "max_tokens", "messages", "system", "stream", "tools", "tool_choice", "temperature",
+	"top_p", "top_k", "stop_sequences", "metadata", "thinking", "service_tier", "container", "mcp_servers",
+	"output_config", "context_management")
+
+func (b *anthropicBody) request(raw []byte) (*Request, bool, error) {
+	if err := known(raw, anthropicFields, "field"); err != nil {
+		return nil, false, err
+	}
+	if b.Model == "" || b.MaxTokens <= 0 || len(b.Messages) == 0 {
+		return nil, false, fmt.Errorf("model, max_tokens and messages are required")
+	}
 	req := &Request{Model: b.Model}
 	for _, s := range b.System {
 		req.System += s.Text
 	}
 	for _, m := range b.Messages {
 		role := llm.User
-		if m.Role == "assistant" {
+		switch m.Role {
+		case "assistant":
 			role = llm.Assistant
+		case "user":
+		default:
+			return nil, false, fmt.Errorf("messages: role %q is not user or assistant", m.Role)
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: contentText(m.Content)})
 	}
-	return req, b.Stream
+	schemas := map[string]map[string]any{}
+	for i, raw := range b.Tools {
+		if err := known(raw, fields("name", "description", "input_schema", "type", "cache_control", "strict",
+			"eager_input_streaming", "defer_loading", "allowed_callers", "input_examples"), fmt.Sprintf("tools.%d field", i)); err != nil {
+			return nil, false, err
+		}
+		var t struct {
+			Name        string         `json:"name"`
+			InputSchema map[string]any `json:"input_schema"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, false, fmt.Errorf("tools.%d: %v", i, err)
+		}
+		if !toolName.MatchString(t.Name) {
+			return nil, false, fmt.Errorf("tools.%d.name: %q does not match ^[a-zA-Z0-9_-]{1,64}$", i, t.Name)
+		}
+		if t.InputSchema == nil || t.InputSchema["type"] != "object" {
+			return nil, false, fmt.Errorf("tools.%d.input_schema.type: input_schema must be an object schema", i)
+		}
+		schemas[t.Name] = t.InputSchema
+	}
+	if tc := b.ToolChoice; tc != nil {
+		switch tc.Type {
+		case "auto", "any", "none":
+		case "tool":
+			s, ok := schemas[tc.Name]
+			if !ok {
+				return nil, false, fmt.Errorf("tool_choice.name: no tool named %q in tools", tc.Name)
+			}
+			req.Schema, req.SchemaName = s, tc.Name
+		default:
+			return nil, false, fmt.Errorf("tool_choice.type: %q is not auto, any, tool or none", tc.Type)
+		}
+	}
+	return req, b.Stream, nil
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func fields(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// known checks that a JSON object has only the given keys.
+func known(raw []byte, allowed map[string]bool, what string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("the body is not a JSON object: %v", err)
+	}
+	for k := range m {
+		if !allowed[k] {
+			return fmt.Errorf("unrecognized %s: %s", what, k)
+		}
+	}
+	return nil
 }
 
 // serve reads a request into b, records it, and answers with its reply:
@@ -207,11 +362,29 @@ func (b *anthropicBody) request() (*Request, bool) {
 // or events. stream writes the events; the function it is given sends the
 // pieces of the answer, each after its hold, through send.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, b body, errorFormat string, stream func(sse *sseWriter, req *Request, rep Reply, pieces func(send func(string)))) {
-	if err := json.NewDecoder(r.Body).Decode(b); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	raw, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(raw, b)
+	}
+	var req *Request
+	var streaming bool
+	if err == nil {
+		req, streaming, err = b.request(raw)
+	}
+	if err == nil && req.Schema != nil && s.RejectSchema != "" {
+		err = errors.New(s.RejectSchema)
+	}
+	if err != nil {
+		if req != nil {
+			s.mu.Lock()
+			s.requests = append(s.requests, req)
+			s.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, errorFormat, err.Error())
 		return
 	}
-	req, streaming := b.request()
 	rep := s.record(req)
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
@@ -253,12 +426,21 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": "msg_test", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": rep.Usage.Input, "output_tokens": 1}}})
-		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		// An answer to a request that makes the model call a tool is
+		// that tool's input, streamed as JSON.
+		block, stop := map[string]any{"type": "text", "text": ""}, "end_turn"
+		delta := func(p string) map[string]any { return map[string]any{"type": "text_delta", "text": p} }
+		if req.Schema != nil {
+			block = map[string]any{"type": "tool_use", "id": "toolu_test", "name": req.SchemaName, "input": map[string]any{}}
+			delta = func(p string) map[string]any { return map[string]any{"type": "input_json_delta", "partial_json": p} }
+			stop = "tool_use"
+		}
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": block})
 		pieces(func(p string) {
-			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": p}})
+			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": delta(p)})
 		})
 		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
+		sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 			"usage": map[string]any{"output_tokens": rep.Usage.Output}})
 		sse.event("message_stop", map[string]any{"type": "message_stop"})
 	})

@@ -12,6 +12,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 )
@@ -52,7 +53,8 @@ func New(s llm.Settings, httpClient *http.Client) *Model {
 func (m *Model) Name() string { return llm.OpenAI + "/" + m.model }
 
 // Stream sends a chat-completions request with streaming on, asking for
-// the usage in the last chunk.
+// the usage in the last chunk. A request with a schema asks for strict
+// Structured Outputs (response_format json_schema).
 func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
 	params := oai.ChatCompletionNewParams{
 		Model:         m.model,
@@ -75,10 +77,22 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 		}
 		params.MaxCompletionTokens = oai.Int(int64(n))
 	}
+	if sc := req.Schema; sc != nil {
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: sc.Name, Strict: oai.Bool(true), Schema: sc.JSON}
+		if sc.Description != "" {
+			js.Description = oai.String(sc.Description)
+		}
+		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+	}
 	s := m.client.Chat.Completions.NewStreaming(ctx, params)
 	if err := s.Err(); err != nil {
 		s.Close()
-		return nil, describe(m.Name(), err)
+		var apiErr *oai.Error
+		status := 0
+		if errors.As(err, &apiErr) {
+			status = apiErr.StatusCode
+		}
+		return nil, llm.SchemaRejected(req, status, describe(m.Name(), err))
 	}
 	name := m.Name()
 	return llm.NewEventStream(s, text, func(err error) error { return describe(name, err) }), nil
@@ -92,7 +106,8 @@ func text(c oai.ChatCompletionChunk, u *llm.Usage) (string, error) {
 	var s string
 	for _, ch := range c.Choices {
 		if ch.Index == 0 {
-			s += ch.Delta.Content
+			// A refusal comes instead of the answer: it is its text.
+			s += ch.Delta.Content + ch.Delta.Refusal
 		}
 	}
 	return s, nil
