@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -70,11 +71,20 @@ func runCommand() *command {
 					}
 					return exitUsage
 				}
-				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
-				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
+				set, err := p.toolSettings(&rf).record(opts, policy)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				plan := &durable.Plan{Source: p.source, Program: p.prog, Input: p.input, Check: p.cfg}
+				r, store, status := xf.create(e, plan, set)
+				if r == nil {
 					return status
 				}
-				return x.run(ctx, e)
+				if store != nil {
+					defer store.Close()
+				}
+				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg})
 			}
 		},
 	}
