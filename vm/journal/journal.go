@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -58,7 +57,8 @@ CREATE TABLE IF NOT EXISTS runs (
   error     TEXT NOT NULL DEFAULT '',
   pid       INTEGER NOT NULL DEFAULT 0,
   host      TEXT NOT NULL DEFAULT '',
-  processes INTEGER NOT NULL DEFAULT 1
+  processes INTEGER NOT NULL DEFAULT 1,
+  pid_start TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS steps (
   run       TEXT NOT NULL,
@@ -115,6 +115,54 @@ CREATE TABLE IF NOT EXISTS replans (
 );
 `
 
+// schemaVersion is the layout of the journal, kept in SQLite's
+// user_version: 1 records when a run's owner started (runs.pid_start).
+const schemaVersion = 1
+
+// migrate makes the tables a journal needs, or brings those of an
+// earlier layout up to date, in one transaction. A journal of a later
+// layout is refused: this program cannot know what it holds.
+func migrate(db *sql.DB) error {
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("it was written by a later version of obelisk (layout %d, this one knows up to %d): use that version", v, schemaVersion)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Read again under the write lock: another process may have done it.
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'pid_start'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.Exec(`ALTER TABLE runs ADD COLUMN pid_start TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // DB is a journal database. Its methods are safe for concurrent use;
 // several processes may open the same database.
 type DB struct {
@@ -125,6 +173,8 @@ type DB struct {
 	wmu sync.Mutex
 	// now gives the time of records; tests set it.
 	now func() time.Time
+	// me is this process, the owner of the runs it creates or resumes.
+	me owner
 }
 
 // Options configure Open.
@@ -175,11 +225,11 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 	// One connection: every write of this process goes through it, in
 	// order.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, now: opts.Now}
+	d := &DB{db: db, path: path, now: opts.Now, me: self()}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -265,9 +315,8 @@ func (d *DB) Create(nr NewRun) (*Run, error) {
 		settings = json.RawMessage("{}")
 	}
 	now := d.now().UnixNano()
-	host, _ := os.Hostname()
-	_, err = d.exec(`INSERT INTO runs (id, plan, status, source, input, settings, hash, created, updated, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, nr.Source.Name, "running", src, in, []byte(settings), nr.Hash, now, now, os.Getpid(), host)
+	_, err = d.exec(`INSERT INTO runs (id, plan, status, source, input, settings, hash, created, updated, pid, host, pid_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, nr.Source.Name, "running", src, in, []byte(settings), nr.Hash, now, now, d.me.pid, d.me.host, d.me.start)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return nil, fmt.Errorf("a run named %s already exists", id)
@@ -323,7 +372,9 @@ func (d *DB) Lookup(id string) (string, error) {
 
 // Stored is a run as recorded: what Resume needs to build it again.
 type Stored struct {
-	ID       string
+	ID string
+	// Status is the run's status; Resume gives the one it had before it
+	// was resumed.
 	Status   vm.RunStatus
 	Source   *planfile.Source
 	Input    map[string]any
@@ -336,11 +387,17 @@ type Stored struct {
 type BusyError struct {
 	Run string
 	PID int
+	// Host is the owner's host, when it is not this process's.
+	Host string
 }
 
 // Error says which process runs it.
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("run %s is being run by process %d; if that process is gone, resume with --force", e.Run, e.PID)
+	who := fmt.Sprintf("process %d", e.PID)
+	if e.Host != "" {
+		who += " on " + e.Host
+	}
+	return fmt.Sprintf("run %s is being run by %s; if that process is gone, resume with --force", e.Run, who)
 }
 
 // FinishedError is returned by Resume for a run that has ended.
@@ -355,33 +412,50 @@ func (e *FinishedError) Error() string {
 }
 
 // Resume takes over a run that stopped (it waits, was canceled, or its
-// process died) and returns its journal and what it was started from.
-// A run another live process holds is refused unless force is set.
+// process died), making this process its owner, and returns its journal
+// and what it was started from. The owner is read and replaced in one
+// transaction, under SQLite's write lock, so that of the processes that
+// resume a run at once exactly one takes it: a run another live process
+// owns (see owner.alive) is refused with a *BusyError unless force is
+// set.
 func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
+	var was vm.RunStatus
+	err := d.tx(true, func(tx *sql.Tx) error {
+		var status string
+		var o owner
+		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
+		}
+		if err != nil {
+			return err
+		}
+		was = vm.RunStatus(status)
+		switch was {
+		case vm.RunWaiting, vm.RunCanceled:
+		case "running":
+			if !force && o.alive(d.me) {
+				be := &BusyError{Run: id, PID: o.pid}
+				if o.host != d.me.host {
+					be.Host = o.host
+				}
+				return be
+			}
+		default:
+			return &FinishedError{Run: id, Status: vm.RunStatus(status)}
+		}
+		_, err = tx.Exec(`UPDATE runs SET status = 'running', pid = ?, host = ?, pid_start = ?, processes = processes + 1, updated = ? WHERE id = ?`,
+			d.me.pid, d.me.host, d.me.start, d.now().UnixNano(), id)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := d.load(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	switch st.Status {
-	case vm.RunWaiting, vm.RunCanceled:
-	case "running":
-		var pid int
-		var host string
-		if err := d.db.QueryRow(`SELECT pid, host FROM runs WHERE id = ?`, id).Scan(&pid, &host); err != nil {
-			return nil, nil, err
-		}
-		me, _ := os.Hostname()
-		if !force && host == me && pid != os.Getpid() && alive(pid) {
-			return nil, nil, &BusyError{Run: id, PID: pid}
-		}
-	default:
-		return nil, nil, &FinishedError{Run: id, Status: st.Status}
-	}
-	host, _ := os.Hostname()
-	if _, err := d.exec(`UPDATE runs SET status = 'running', pid = ?, host = ?, processes = processes + 1, updated = ? WHERE id = ?`,
-		os.Getpid(), host, d.now().UnixNano(), id); err != nil {
-		return nil, nil, err
-	}
+	st.Status = was
 	r := &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}}
 	if err := d.db.QueryRow(`SELECT coalesce(max(seq), 0) FROM events WHERE run = ?`, id).Scan(&r.seq); err != nil {
 		return nil, nil, err
@@ -396,18 +470,6 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 		}
 	}
 	return r, st, nil
-}
-
-// alive reports whether a process exists.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
 }
 
 // Stored returns what a run was started from.

@@ -406,3 +406,39 @@ func TestOpenExisting(t *testing.T) {
 		t.Errorf("Lookup(r1) = %q, %v", id, err)
 	}
 }
+
+// TestMigrate: a journal of the first layout, without the owner's start
+// time, is brought up to date when it is opened and keeps its runs; one of
+// a later layout is refused.
+func TestMigrate(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(NewRun{ID: "old", Source: &planfile.Source{Name: "p.plan", Text: chain}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN pid_start`, `PRAGMA user_version = 0`} {
+		if _, err := d.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	if d, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	d.db.QueryRow(`PRAGMA user_version`).Scan(&v)
+	if _, err := d.Lookup("old"); err != nil || v != schemaVersion {
+		t.Fatalf("after the migration: layout %d, %v", v, err)
+	}
+	if _, err := d.Create(NewRun{ID: "new", Source: &planfile.Source{Name: "p.plan", Text: chain}}); err != nil {
+		t.Fatal(err)
+	}
+	d.db.Exec(`PRAGMA user_version = 99`)
+	d.Close()
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "written by a later version of obelisk (layout 99") {
+		t.Errorf("a journal of a later layout: %v", err)
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// gateServer answers GET /NAME?from=X with {"value": "NAME(X)"} and counts
+// the calls of each name. A call of the name held holds its answer until
+// the gate is opened, and is reported on arrived first.
+type gateServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	calls   map[string]int
+	held    string
+	gate    chan struct{}
+	arrived chan string
+}
+
+func newGateServer(t *testing.T) *gateServer {
+	s := &gateServer{calls: map[string]int{}, arrived: make(chan string, 64)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		s.mu.Lock()
+		s.calls[name]++
+		gate := s.gate
+		held := s.held == name
+		s.mu.Unlock()
+		if held {
+			s.arrived <- name
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"value": %q}`, name+"("+r.URL.Query().Get("from")+")")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// hold makes the calls of name wait for a new gate, which it returns with
+// the counts reset.
+func (s *gateServer) hold(name string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held, s.gate, s.calls = name, make(chan struct{}), map[string]int{}
+	return s.gate
+}
+
+func (s *gateServer) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+const chainPlan = `input {
+  base: string
+}
+
+a: http.get(url: †input.base + "/a") -> †state.a
+b: http.get(url: †input.base + "/b?from=" + †state.a.body.value) -> †state.b
+c: http.get(url: †input.base + "/c?from=" + †state.b.body.value) -> †state.c
+
+output †state.c.body.value
+`
+
+// copyState copies a state directory's journal (and its write-ahead log,
+// which a killed process leaves) into a new directory.
+func copyState(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"journal.db", "journal.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(to, name), string(b))
+	}
+}
+
+// killAt runs plan as run r in state, and kills its process with SIGKILL
+// once the server holds the call of step.
+func killAt(t *testing.T, dir, state, plan string, srv *gateServer, step string, args ...string) {
+	t.Helper()
+	srv.hold(step)
+	first := obelisk(t, dir, append([]string{"run", "--allow-net=127.0.0.1", "--state-dir", state, "--run-id", "r", "--input", `{"base": "` + srv.URL + `"}`}, append(args, plan)...)...)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-srv.arrived; got != step {
+		t.Fatalf("held at %s", got)
+	}
+	if err := first.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the first process ended with %v, not killed", err)
+	}
+}
+
+// TestResumeExclusive starts 8 processes at once that resume the same run,
+// whose process was killed while step b ran, and checks that exactly one
+// of them runs it: b is called once, and the others are refused because
+// the run is being run. The winner's call of b is held until the 7 others
+// have exited (or a second call of b arrives, which fails the test), so
+// that they all try while the run has a live owner. It is repeated 20
+// times, each on a copy of the killed run's journal.
+func TestResumeExclusive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const procs, trials = 8, 20
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
+	srv := newGateServer(t)
+	killed := filepath.Join(dir, "killed")
+	killAt(t, dir, killed, "chain.plan", srv, "b")
+
+	for trial := range trials {
+		state := filepath.Join(dir, fmt.Sprintf("trial-%d", trial))
+		copyState(t, killed, state)
+		gate := srv.hold("b")
+		type exit struct {
+			code   int
+			stderr string
+		}
+		exits := make(chan exit, procs)
+		for range procs {
+			cmd := obelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", state, "r")
+			var stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				err := cmd.Wait()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					code = -1
+				}
+				exits <- exit{code, stderr.String()}
+			}()
+		}
+		var got []exit
+		held, opened := 0, false
+		for len(got) < procs {
+			select {
+			case x := <-exits:
+				got = append(got, x)
+			case <-srv.arrived:
+				held++
+			}
+			if !opened && (len(got) == procs-1 || held > 1) {
+				close(gate)
+				opened = true
+			}
+		}
+		ran, refused := 0, 0
+		for _, x := range got {
+			switch {
+			case x.code == 0:
+				ran++
+			case x.code == exitInput && strings.Contains(x.stderr, "obelisk resume: run r is being run by process"):
+				refused++
+			default:
+				t.Errorf("trial %d: a process ended with exit %d:\n%s", trial, x.code, x.stderr)
+			}
+		}
+		calls := srv.counts()
+		if ran != 1 || refused != procs-1 || calls["b"] != 1 || calls["a"] != 0 || calls["c"] != 1 {
+			t.Fatalf("trial %d: %d processes ran the run and %d were refused; calls %v", trial, ran, refused, calls)
+		}
+	}
+	t.Logf("%d trials of %d processes: each time exactly one ran, and b was called once", trials, procs)
+}
