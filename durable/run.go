@@ -229,7 +229,13 @@ func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
 		return nil, err
 	}
 	if r.jr != nil {
-		if err := r.jr.Finish(res); err != nil {
+		err := r.jr.Finish(res)
+		if oe := (*journal.OutputError)(nil); errors.As(err, &oe) {
+			// Recorded as failed: the result says so too.
+			res.Status, res.Err, res.Output = vm.RunFailed, err, nil
+			return res, nil
+		}
+		if err != nil {
 			return res, err
 		}
 	}

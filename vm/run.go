@@ -440,8 +440,10 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	if e.plan.Output != nil {
 		out, err = e.output()
 	}
+	var outputErr error
 	if err != nil {
-		res.Err = fmt.Errorf("evaluating the output: %w", err)
+		outputErr = fmt.Errorf("evaluating the output: %w", err)
+		res.Err = outputErr
 	}
 	res.Output = out
 	var waiting []string
@@ -460,6 +462,9 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 		res.Err = e.stop
 	case len(waiting) > 0:
 		res.Status, res.Err = RunWaiting, fmt.Errorf("waiting for approval of %s", strings.Join(waiting, ", "))
+	case outputErr != nil:
+		// Every step ran, but the run has no output to give.
+		res.Status = RunFailed
 	case res.Failed > 0:
 		res.Status = RunPartial
 		res.Err = fmt.Errorf("%d step(s) failed", res.Failed)
@@ -780,11 +785,18 @@ func (r *runner) work(g *callGroup, e *engine, spec *callSpec) outcome {
 	return r.limitOutput(spec, r.runStep(g, e, spec))
 }
 
-// limitOutput fails a step whose result is over the size limit.
+// limitOutput fails a step whose result is over the size limit, or
+// holds a number JSON cannot hold, which neither the journal nor the
+// plan's readers could take.
 func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 	if out.err == nil && !out.waiting {
-		if n, over := jsonSize(out.value, r.opts.MaxOutputBytes); over {
-			s := spec.step
+		n, over, nonFinite := jsonSize(out.value, r.opts.MaxOutputBytes)
+		s := spec.step
+		switch {
+		case nonFinite:
+			out.value, out.err = nil, &StepError{Code: runtime.CodeInvalidOutput, Tool: s.ToolName(), Step: s.ID,
+				Message: fmt.Sprintf("the result of %s holds a number JSON cannot hold (NaN or an infinity): the tool must return finite numbers", s.ID)}
+		case over:
 			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.ToolName(), Step: s.ID,
 				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (--max-output)", s.ID, r.opts.MaxOutputBytes, n)}
 		}

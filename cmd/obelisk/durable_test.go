@@ -195,3 +195,78 @@ func TestResumeExclusive(t *testing.T) {
 	}
 	t.Logf("%d trials of %d processes: each time exactly one ran, and b was called once", trials, procs)
 }
+
+// TestDamagedJournalRefused flips bytes in a journal, in its header and
+// in its tables' pages, and checks that every command that opens it
+// refuses it with a message that says how to recover, and writes nothing
+// to it.
+func TestDamagedJournalRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), "a: echo(value: 1) -> †state.a\n  approve \"go on?\"\n\noutput †state.a\n")
+	good := filepath.Join(dir, "good")
+	if r := runObelisk(t, dir, "run", "--state-dir", good, "--run-id", "done", "--yes", "gate.plan"); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runObelisk(t, dir, "run", "--state-dir", good, "--run-id", "w", "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	clean, err := os.ReadFile(filepath.Join(good, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	flips := map[string]int{"the header": 0, "the runs table": page, "an index": 2 * page}
+	for what, at := range flips {
+		t.Run(what, func(t *testing.T) {
+			state := filepath.Join(dir, strings.ReplaceAll(what, " ", "-"))
+			b := append([]byte(nil), clean...)
+			for i := at; i < at+16; i++ {
+				b[i] ^= 0xff
+			}
+			if err := os.MkdirAll(state, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(state, "journal.db")
+			writeFile(t, db, string(b))
+			for _, args := range [][]string{
+				{"runs"}, {"show", "done"}, {"resume", "w"}, {"approve", "w"}, {"run", "--yes", "gate.plan"},
+			} {
+				r := runObelisk(t, dir, append([]string{args[0], "--state-dir", state}, args[1:]...)...)
+				if r.code != exitUsage || !strings.Contains(r.stderr, "obelisk "+args[0]+": the journal "+db+" is damaged (") ||
+					!strings.Contains(r.stderr, "nothing was written to it: keep a copy, then recover what it holds (sqlite3 "+db+" .recover") {
+					t.Errorf("%s: exit %d\n%s", args[0], r.code, r.stderr)
+				}
+				if after, _ := os.ReadFile(db); string(after) != string(b) {
+					t.Fatalf("%s wrote into the damaged journal", args[0])
+				}
+				if fi, err := os.Stat(db + "-wal"); err == nil && fi.Size() > 0 {
+					t.Fatalf("%s wrote %d bytes to the journal's log", args[0], fi.Size())
+				}
+			}
+		})
+	}
+}
+
+// TestOutputNotEncodable: a run whose output JSON cannot hold (1.0/0.0)
+// does not stay running: it is recorded as failed, with why.
+func TestOutputNotEncodable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "inf.plan"), "a: echo(value: 1.0) -> †state.a\n\noutput {\n  ratio: †state.a / 0.0\n}\n")
+	r := runObelisk(t, dir, "run", "--state-dir", "st", "--run-id", "inf", "inf.plan")
+	if r.code != exitInput || !strings.Contains(r.stderr, "run inf failed") || !strings.Contains(r.stderr, "evaluating the output:") || !strings.Contains(r.stderr, "JSON cannot hold") {
+		t.Errorf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	show := runObelisk(t, dir, "show", "--state-dir", "st", "inf")
+	if !strings.Contains(show.stdout, "run inf: failed") || !strings.Contains(show.stdout, "error:     evaluating the output:") {
+		t.Errorf("show:\n%s", show.stdout)
+	}
+	if again := runObelisk(t, dir, "resume", "--state-dir", "st", "inf"); again.code != exitInput || !strings.Contains(again.stderr, "has ended (failed)") {
+		t.Errorf("resume: exit %d\n%s", again.code, again.stderr)
+	}
+}

@@ -31,7 +31,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -114,6 +115,75 @@ CREATE TABLE IF NOT EXISTS replans (
   PRIMARY KEY (run, round)
 );
 `
+
+// CorruptError is returned when a journal is opened that is damaged (a
+// disk fault, a copy made while it was written, bytes overwritten): it
+// is not opened, so that nothing is written into it.
+type CorruptError struct {
+	Path string
+	// Problems are what SQLite found, the first few.
+	Problems []string
+}
+
+// Error says what is damaged and how to go on.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("the journal %s is damaged (%s), and nothing was written to it: keep a copy, then recover what it holds "+
+		"(sqlite3 %s .recover | sqlite3 recovered.db, and move recovered.db in its place), or move it aside to start a new journal "+
+		"(mv %s %s.damaged)",
+		e.Path, strings.Join(e.Problems, "; "), e.Path, e.Path, e.Path)
+}
+
+// check checks the journal's integrity before anything is written to it:
+// SQLite's quick_check reads every page and checks that each is well
+// formed and the tables' records are sound (it skips the cross-check of
+// indexes against their tables, which integrity_check adds at many times
+// the cost). A damaged journal is a *CorruptError.
+func check(db *sql.DB, path string) error {
+	rows, err := db.Query(`PRAGMA quick_check(8)`)
+	if err != nil {
+		if damaged(err) {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		return fmt.Errorf("opening the journal %s: %w", path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		for _, l := range strings.Split(line, "\n") {
+			if l != "ok" && l != "*** in database main ***" && l != "" {
+				problems = append(problems, l)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if damaged(err) {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		return fmt.Errorf("opening the journal %s: %w", path, err)
+	}
+	if len(problems) > 0 {
+		return &CorruptError{Path: path, Problems: problems}
+	}
+	return nil
+}
+
+// damaged reports whether an error of SQLite says the database is damaged
+// or is not a database.
+func damaged(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
 
 // schemaVersion is the layout of the journal, kept in SQLite's
 // user_version: 1 records when a run's owner started (runs.pid_start).
@@ -225,6 +295,10 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 	// One connection: every write of this process goes through it, in
 	// order.
 	db.SetMaxOpenConns(1)
+	if err := check(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
@@ -617,15 +691,36 @@ func (r *Run) Restore(round int, step string) (*vm.StepResult, bool) {
 }
 
 // Finish records the run's output and status once vm.Run has returned.
+// An output that cannot be encoded (a number JSON cannot hold) is not
+// recorded: the run is recorded as failed, with why, so that it does not
+// stay running for ever, and Finish returns an *OutputError.
 func (r *Run) Finish(res *vm.Result) error {
+	status, why := string(res.Status), res.Error()
 	out, err := json.Marshal(res.Output)
+	var oerr error
 	if err != nil {
-		return fmt.Errorf("recording the output: %w", err)
+		oerr = &OutputError{Err: err}
+		status, why, out = string(vm.RunFailed), oerr.Error(), nil
 	}
 	_, err = r.d.exec(`UPDATE runs SET status = ?, output = ?, error = ?, updated = ? WHERE id = ?`,
-		string(res.Status), out, res.Error(), r.d.now().UnixNano(), r.ID)
-	return err
+		status, out, why, r.d.now().UnixNano(), r.ID)
+	if err != nil {
+		return err
+	}
+	return oerr
 }
+
+// OutputError is returned by Finish for a run whose output cannot be
+// encoded as JSON: the run is recorded as failed.
+type OutputError struct{ Err error }
+
+// Error says why.
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("the run's output cannot be recorded, so the run failed: %v", e.Err)
+}
+
+// Unwrap returns the encoder's error.
+func (e *OutputError) Unwrap() error { return e.Err }
 
 // Replanner returns a replanner that gives the plans the run's earlier
 // processes recorded, and asks next (recording its plans) for the

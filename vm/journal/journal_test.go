@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -440,5 +441,29 @@ func TestMigrate(t *testing.T) {
 	d.Close()
 	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "written by a later version of obelisk (layout 99") {
 		t.Errorf("a journal of a later layout: %v", err)
+	}
+}
+
+// TestFinishUnencodable: a run whose output JSON cannot hold is recorded
+// as failed, with why, rather than left running.
+func TestFinishUnencodable(t *testing.T) {
+	d := open(t, Options{})
+	r, err := d.Create(NewRun{ID: "nan", Source: &planfile.Source{Name: "p.plan", Text: chain}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Finish(&vm.Result{Status: vm.RunCompleted, Output: map[string]any{"x": math.NaN()}})
+	if !errors.As(err, new(*OutputError)) {
+		t.Fatalf("Finish: %v", err)
+	}
+	det, err := d.Show("nan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if det.Status != vm.RunFailed || det.Output != nil || !strings.Contains(det.Error, "the run's output cannot be recorded, so the run failed: json: unsupported value: NaN") {
+		t.Errorf("recorded: %s %v %q", det.Status, det.Output, det.Error)
+	}
+	if _, _, err := d.Resume("nan", false); !errors.As(err, new(*FinishedError)) {
+		t.Errorf("resume: %v", err)
 	}
 }
