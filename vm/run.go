@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"strings"
@@ -705,6 +706,21 @@ func (r *runner) restored(e *engine, i int) (outcome, bool) {
 	return out, true
 }
 
+// restoredElement returns the result an earlier process of the run
+// recorded for an element of a for each (elem is the step's ID with the
+// element's index), and the calls it took, if the element returned there.
+func (r *runner) restoredElement(e *engine, elem, tool string) (any, int, bool) {
+	if r.opts.Restore == nil {
+		return nil, 0, false
+	}
+	sr, ok := r.opts.Restore(e.round, elem)
+	if !ok || sr == nil || sr.Status != StatusCompleted {
+		return nil, 0, false
+	}
+	r.event(Event{Type: StepRestored, Step: elem, Tool: tool, Verdict: string(StatusCompleted), Attempt: sr.Attempts})
+	return sr.Result, sr.Attempts, true
+}
+
 // checkJournal stops the run when the journal cannot be written.
 func (r *runner) checkJournal(e *engine) {
 	if err := r.journalFailed(); err != nil && e.stop == nil {
@@ -929,6 +945,13 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
 	var wg sync.WaitGroup
 	for k := range n {
+		elem := fmt.Sprintf("%s[%d]", id, k)
+		if v, attempts, ok := r.restoredElement(e, elem, tool); ok {
+			// It returned in an earlier process of the run.
+			results[k] = v
+			total += attempts
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -938,7 +961,13 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(eg, e, s, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, s, elem, spec.elems[k], fb)
+			if serr == nil && (r.opts.Journal != nil || r.opts.Observer != nil) {
+				if _, _, nonFinite := jsonSize(v, math.MaxInt); !nonFinite {
+					// (One that is not finite fails the step.)
+					r.event(Event{Type: ElementCompleted, Step: elem, Tool: tool, Attempt: attempts, Result: v})
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts

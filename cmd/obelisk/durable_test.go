@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/obelisk-plan/obelisk/vm"
 )
 
 // gateServer answers GET /NAME?from=X with {"value": "NAME(X)"} and counts
@@ -268,5 +272,59 @@ func TestOutputNotEncodable(t *testing.T) {
 	}
 	if again := runObelisk(t, dir, "resume", "--state-dir", "st", "inf"); again.code != exitInput || !strings.Contains(again.stderr, "has ended (failed)") {
 		t.Errorf("resume: exit %d\n%s", again.code, again.stderr)
+	}
+}
+
+const forEachPlan = `input {
+  base: string
+}
+
+a: http.get(url: †input.base + "/a") -> †state.a
+fetch: for each n in ["0", "1", "2", "3"]: http.get(url: †input.base + "/e" + †n + "?from=" + †state.a.body.value) -> †state.pages
+
+output †state.pages.map(p, p.body.value)
+`
+
+// TestKillForEach kills a run with SIGKILL while the third element of a
+// for each runs, the first two having returned, and resumes it: the
+// elements that returned are restored, not called again.
+func TestKillForEach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "each.plan"), forEachPlan)
+	srv := newGateServer(t)
+	input := `{"base": "` + srv.URL + `"}`
+	srv.hold("")
+	whole := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--no-journal", "--max-parallel", "1", "--input", input, "each.plan")
+	if whole.code != 0 {
+		t.Fatalf("the uninterrupted run: exit %d\n%s", whole.code, whole.stderr)
+	}
+
+	killAt(t, dir, "st", "each.plan", srv, "e2", "--max-parallel", "1")
+	if calls := srv.counts(); calls["a"] != 1 || calls["e0"] != 1 || calls["e1"] != 1 || calls["e2"] != 1 || calls["e3"] != 0 {
+		t.Fatalf("calls before the kill: %v", calls)
+	}
+	srv.hold("")
+	r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "r")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if r.stdout != whole.stdout {
+		t.Errorf("output: %s, want %s", r.stdout, whole.stdout)
+	}
+	if diff := cmp.Diff(map[string]int{"e2": 1, "e3": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls of the resumed run (-want +got):\n%s", diff)
+	}
+	_, evs := journalLines(t, filepath.Join(dir, "st"), "r")
+	restored := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == vm.StepRestored {
+			restored[ev.Step] = true
+		}
+	}
+	if diff := cmp.Diff(map[string]bool{"a": true, "fetch[0]": true, "fetch[1]": true}, restored); diff != "" {
+		t.Errorf("restored (-want +got):\n%s", diff)
 	}
 }

@@ -636,6 +636,8 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 				return nil
 			}
 			return r.writeStep(tx, ev.Step, step, now)
+		case vm.ElementCompleted:
+			return r.writeElement(tx, ev, now)
 		case vm.PlanFinished:
 			finished := now
 			if ev.Verdict == string(vm.RunWaiting) {
@@ -678,6 +680,19 @@ func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) erro
 		  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished`,
 		r.ID, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
 		int64(s.Start), int64(s.Duration), now)
+	return err
+}
+
+// writeElement records an element of a for each that returned, as a step
+// of its own ("fetch[2]"), for Restore to give it back.
+func (r *Run) writeElement(tx *sql.Tx, ev vm.Event, now int64) error {
+	result, err := json.Marshal(ev.Result)
+	if err != nil {
+		return fmt.Errorf("encoding the result of %s: %w", ev.Step, err)
+	}
+	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, result, finished) VALUES (?, ?, ?, ?, 'completed', ?, ?, ?)
+		ON CONFLICT (run, round, id) DO UPDATE SET status = 'completed', attempts = excluded.attempts, result = excluded.result, finished = excluded.finished`,
+		r.ID, r.round, ev.Step, ev.Tool, ev.Attempt, result, now)
 	return err
 }
 
