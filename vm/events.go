@@ -41,8 +41,8 @@ const (
 	// element (StepRestored, with the element's ID) instead of running it
 	// again, though the step had not finished.
 	ElementCompleted EventType = "element-completed"
-	Replanned    EventType = "replanned"
-	PlanFinished EventType = "plan-finished"
+	Replanned        EventType = "replanned"
+	PlanFinished     EventType = "plan-finished"
 )
 
 // Event is one thing that happened in a run.
