@@ -10,6 +10,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -190,6 +191,10 @@ type ExecOptions struct {
 	// RunTimeout, when positive, bounds this execution instead of the
 	// settings' RunTimeout.
 	RunTimeout time.Duration
+	// Mocks are the mocks among the tools, if any: a journaled run
+	// records where their sequences are, and a resumed run goes on from
+	// there instead of starting them again.
+	Mocks *runtime.Mocks
 }
 
 // Execute runs the run until it ends or waits, and records how it went.
@@ -214,6 +219,14 @@ func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
 		approver = planApproved{next: approver, note: "approved as planfile " + r.plan.Hash, waits: r.jr != nil}
 	}
 	opts.Approver = approver
+	if r.jr != nil && o.Mocks != nil {
+		calls, err := r.jr.MockCalls()
+		if err != nil {
+			return nil, err
+		}
+		o.Mocks.SetCalls(calls)
+		o.Mocks.OnAnswer(r.jr.RecordMockCall)
+	}
 	if r.jr != nil {
 		opts.Journal, opts.Restore = r.jr, r.jr.Restore
 		opts.Approver = r.jr.Approver(approver, set.Approval)

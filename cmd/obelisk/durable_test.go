@@ -328,3 +328,37 @@ func TestKillForEach(t *testing.T) {
 		t.Errorf("restored (-want +got):\n%s", diff)
 	}
 }
+
+const sequencePlan = `tool book(n: int) -> string idempotent
+
+input {
+  base: string
+}
+
+a: book(n: 1) -> †state.a
+b: http.get(url: †input.base + "/b?from=" + †state.a) -> †state.b
+c: book(n: size(†state.b.body.value)) -> †state.c
+
+output [†state.a, †state.c]
+`
+
+// TestKillMockSequence: a mock's sequence goes on where it was when a run
+// killed with SIGKILL is resumed, instead of starting again.
+func TestKillMockSequence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "seq.plan"), sequencePlan)
+	writeFile(t, filepath.Join(dir, "seq.mocks.json"), `{"book": {"sequence": [{"result": "first"}, {"result": "second"}, {"result": "third"}]}}`)
+	srv := newGateServer(t)
+	killAt(t, dir, "st", "seq.plan", srv, "b")
+	srv.hold("")
+	r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "r")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := strings.Join(strings.Fields(r.stdout), ""); got != `["first","second"]` {
+		t.Errorf("output %s, want the sequence's first and second answers", r.stdout)
+	}
+}

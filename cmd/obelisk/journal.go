@@ -238,23 +238,23 @@ func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFla
 // say how to call, and the mocks. workDir is the directory the tools
 // files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *toolSettings) tools(rf *runFlags, prog *compiler.Program, workDir string) (vm.Caller, []string, error) {
+func (s *toolSettings) tools(rf *runFlags, prog *compiler.Program, workDir string) (runtime.Chain, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
-		return nil, nil, err
+		return runtime.Chain{}, nil, err
 	}
 	bound, diags := bindTools(sortedTools(prog.Info), workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
-		return nil, nil, diags
+		return runtime.Chain{}, nil, diags
 	}
 	off, err := rf.registerBound(reg, bound)
 	if err != nil {
-		return nil, nil, err
+		return runtime.Chain{}, nil, err
 	}
 	var mocks *runtime.Mocks
 	if s.Mocks != "" {
 		if mocks, err = runtime.ParseMocks([]byte(s.Mocks)); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
+			return runtime.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
 		}
 	}
 	p := &prepared{checked: &checked{bound: bound}, prog: prog, mocks: mocks, commandsOff: len(off) > 0, netOff: rf.grants.grants().net.Off()}
@@ -288,11 +288,11 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 // execute runs a run with its tools, as the flags say (--record or
 // --replay, --events, --approve or --yes, --run-timeout), and reports how
 // it went.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, tools vm.Caller) int {
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
-	tools, closeTools, err := xf.wrapTools(tools)
+	tools, closeTools, err := xf.wrapTools(chain)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -314,7 +314,7 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, tools 
 	}()
 	progress := newProgress(e, len(r.Plan().Program.Steps))
 	observer := vm.Observers(vm.LogEvents(e.log.Named(e.cmd)), showReplans(e), events, progress.observe)
-	res, err := r.Execute(ctx, durable.ExecOptions{Tools: tools, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout})
+	res, err := r.Execute(ctx, durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout})
 	progress.stop()
 	if err != nil {
 		e.errorf("%v", err)

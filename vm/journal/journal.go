@@ -114,6 +114,33 @@ CREATE TABLE IF NOT EXISTS replans (
   created INTEGER NOT NULL,
   PRIMARY KEY (run, round)
 );
+CREATE TABLE IF NOT EXISTS mock_calls (
+  run   TEXT NOT NULL,
+  tool  TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (run, tool)
+);
+CREATE TABLE IF NOT EXISTS texts (
+  run  TEXT NOT NULL,
+  name TEXT NOT NULL,
+  seq  INTEGER NOT NULL,
+  text BLOB NOT NULL,
+  PRIMARY KEY (run, name, seq)
+);
+CREATE TABLE IF NOT EXISTS text_ends (
+  run  TEXT NOT NULL,
+  name TEXT NOT NULL,
+  meta BLOB,
+  PRIMARY KEY (run, name)
+);
+CREATE TABLE IF NOT EXISTS facts (
+  run   TEXT NOT NULL,
+  key   TEXT NOT NULL,
+  value BLOB NOT NULL,
+  step  TEXT NOT NULL,
+  seq   INTEGER NOT NULL,
+  PRIMARY KEY (run, key)
+);
 `
 
 // CorruptError is returned when a journal is opened that is damaged (a
@@ -186,8 +213,10 @@ func damaged(err error) bool {
 }
 
 // schemaVersion is the layout of the journal, kept in SQLite's
-// user_version: 1 records when a run's owner started (runs.pid_start).
-const schemaVersion = 1
+// user_version: 1 records when a run's owner started (runs.pid_start); 2
+// adds the positions of mocks (mock_calls), texts received as they
+// arrive (texts, text_ends) and a goal's facts (facts).
+const schemaVersion = 2
 
 // migrate makes the tables a journal needs, or brings those of an
 // earlier layout up to date, in one transaction. A journal of a later
