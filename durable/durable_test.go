@@ -3,6 +3,8 @@ package durable
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +63,55 @@ func TestNonFiniteResult(t *testing.T) {
 	}
 	if det.Status != vm.RunFailed || det.Steps[0].Status != vm.StatusFailed {
 		t.Errorf("recorded: %s, step %s", det.Status, det.Steps[0].Status)
+	}
+}
+
+// TestStreamImportsRecorded: a streamed plan's imports are recorded as
+// they are read, and a resumed run reads them from the journal, not from
+// the files as they are now.
+func TestStreamImportsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	tools := `{"tools": [{"name": "lookup", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+  "outputSchema": {"type": "string"}, "annotations": {"readOnlyHint": true}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "tools.json"), []byte(tools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	plan := &Plan{Source: &planfile.Source{Name: "s.plan", Dir: dir}}
+	r, err := st.Create(plan, "s", Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	lookup := callerFunc(func(context.Context, string, map[string]any) (any, error) { calls++; return "found", nil })
+	text := "import \"tools.json\"\n\nlookup(id: \"x\") -> †state.found\n  approve\n\noutput †state.found\n"
+	res, rejected, err := r.ExecuteStream(context.Background(), strings.NewReader(text), ExecOptions{Tools: lookup})
+	if err != nil || rejected.HasErrors() || res.Status != vm.RunWaiting {
+		t.Fatalf("the stream: %v %v %v", res, rejected, err)
+	}
+	// The tools file changes: the run goes on with the one it read.
+	if err := os.WriteFile(filepath.Join(dir, "tools.json"), []byte(`{"tools": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ap, err := st.Choose("s", "")
+	if err == nil {
+		err = st.Decide("s", ap, Decision{Approved: true})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = st.Resume("s", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Streamed() {
+		t.Fatal("the resumed run is not streamed")
+	}
+	res, rejected, err = r.ExecuteStream(context.Background(), nil, ExecOptions{Tools: lookup})
+	if err != nil || rejected.HasErrors() || res.Status != vm.RunCompleted || res.Output != "found" || calls != 1 {
+		t.Fatalf("resumed: %v %v %v, %d calls", res, rejected, err, calls)
+	}
+	if string(r.Text()) != text {
+		t.Errorf("the text read again: %q", r.Text())
 	}
 }

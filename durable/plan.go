@@ -10,7 +10,12 @@ import (
 // journaled run records, to build the same program again when it is
 // resumed) and its input.
 type Plan struct {
-	Source  *planfile.Source
+	Source *planfile.Source
+	// Program is the compiled plan; nil for a plan that arrives as a
+	// stream (eager mode), whose Source holds what its checking reads
+	// (the tools files, the directory of its imports) and no text:
+	// Run.ExecuteStream reads the text as it arrives, and a journaled run
+	// records it as it is read.
 	Program *compiler.Program
 	Input   map[string]any
 	// Check configures the checking of the plans the run makes later:
@@ -45,12 +50,13 @@ func FromPlanfile(pf *planfile.Planfile) (*Plan, lang.Diagnostics, error) {
 	return &Plan{Source: &pf.Source, Program: prog, Input: pf.Input, Hash: pf.Hash}, diags, nil
 }
 
-// check returns the configuration of the run's later plans.
-func (p *Plan) check() compiler.Config {
+// check returns the configuration of the run's later plans, within
+// limits.
+func (p *Plan) check(limits compiler.Limits) compiler.Config {
 	if p.Check.Tools != nil || p.Check.Imports != nil {
 		return p.Check
 	}
 	cfg, _ := p.Source.Config()
-	cfg.Limits = p.Check.Limits
+	cfg.Limits = limits
 	return cfg
 }

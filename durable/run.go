@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -24,8 +25,14 @@ type Settings struct {
 	RunTimeout     time.Duration `json:"runTimeout,omitempty"`
 	MaxOutputBytes int           `json:"maxOutputBytes,omitempty"`
 	CostLimit      uint64        `json:"costLimit,omitempty"`
+	// Limits bound the plans the run checks after it started: replans,
+	// edited plans, the statements of a stream.
+	Limits compiler.Limits `json:"limits,omitzero"`
 	// Approval says what becomes of an approval nobody decides.
 	Approval journal.ApprovalPolicy `json:"approval"`
+	// Stream is set by Create for a plan that arrives as a stream: its
+	// text is in the journal, not in its source.
+	Stream bool `json:"stream,omitempty"`
 	// Tools is the caller's own record of how the run's tools are built
 	// (its mocks, directories, servers), a JSON value kept as it is and
 	// given back by Resume. It holds no grants and no secrets: those are
@@ -66,11 +73,14 @@ type Run struct {
 	// resumed is the status the run had when it was resumed, "" for a
 	// new run.
 	resumed vm.RunStatus
+	// text is the text of a streamed plan as ExecuteStream read it.
+	text *lockedBuffer
 }
 
 // Create records a new run of a plan and makes this process its owner.
 // id names it; "" gives it a random name.
 func (s *Store) Create(p *Plan, id string, set Settings) (*Run, error) {
+	set.Stream = p.Program == nil
 	b, err := json.Marshal(set)
 	if err != nil {
 		return nil, fmt.Errorf("recording the settings: %w", err)
@@ -87,6 +97,7 @@ func (s *Store) Create(p *Plan, id string, set Settings) (*Run, error) {
 // of its own all the same, which makes the idempotency keys of its tool
 // calls differ from every other run's.
 func Transient(p *Plan, set Settings) *Run {
+	set.Stream = p.Program == nil
 	return &Run{ID: vm.NewRunID(), plan: p, settings: set}
 }
 
@@ -102,18 +113,22 @@ func (s *Store) Resume(id string, force bool) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{ID: id, store: s, jr: jr, resumed: st.Status}
+	if r.settings, err = decodeSettings(st.Settings); err != nil {
+		err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
+		r.Fail(err)
+		return nil, err
+	}
+	r.plan = &Plan{Source: st.Source, Input: st.Input, Hash: st.Hash}
+	if r.settings.Stream {
+		return r, nil // its text is read again by ExecuteStream
+	}
 	prog, diags, err := st.Source.Compile()
 	if err != nil {
 		err = &CompileError{Run: id, Source: st.Source, Diagnostics: diags, Err: err}
 		r.Fail(err)
 		return nil, err
 	}
-	if r.settings, err = decodeSettings(st.Settings); err != nil {
-		err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
-		r.Fail(err)
-		return nil, err
-	}
-	r.plan = &Plan{Source: st.Source, Program: prog, Input: st.Input, Hash: st.Hash}
+	r.plan.Program = prog
 	return r, nil
 }
 
@@ -140,6 +155,10 @@ func (r *Run) Plan() *Plan { return r.plan }
 
 // Settings returns what the run was started with.
 func (r *Run) Settings() Settings { return r.settings }
+
+// Streamed reports whether the run's plan arrives as a stream: it is run
+// by ExecuteStream.
+func (r *Run) Streamed() bool { return r.settings.Stream }
 
 // Journaled reports whether the run has a journal.
 func (r *Run) Journaled() bool { return r.jr != nil }
@@ -204,12 +223,25 @@ type ExecOptions struct {
 // whose end could not be recorded; a run that fails returns a result of
 // status failed.
 func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
+	if r.settings.Stream {
+		return nil, errors.New("the run's plan arrives as a stream: run it with ExecuteStream")
+	}
+	opts, err := r.options(o)
+	if err != nil {
+		return nil, err
+	}
+	opts.Check = r.plan.check(r.settings.Limits)
+	res, err := vm.Run(ctx, r.plan.Program, r.plan.Input, opts)
+	return r.finish(res, err)
+}
+
+// options are the interpreter's options of an execution.
+func (r *Run) options(o ExecOptions) (vm.Options, error) {
 	set := r.settings
 	opts := vm.Options{
 		Tools: o.Tools, Observer: o.Observer, Replanner: o.Replanner, Evaluator: o.Evaluator,
 		MaxParallel: set.MaxParallel, StepTimeout: set.StepTimeout, RunTimeout: set.RunTimeout,
-		MaxOutputBytes: set.MaxOutputBytes, CostLimit: set.CostLimit,
-		Check: r.plan.check(), RunID: r.ID,
+		MaxOutputBytes: set.MaxOutputBytes, CostLimit: set.CostLimit, RunID: r.ID,
 	}
 	if o.RunTimeout > 0 {
 		opts.RunTimeout = o.RunTimeout
@@ -219,22 +251,27 @@ func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
 		approver = planApproved{next: approver, note: "approved as planfile " + r.plan.Hash, waits: r.jr != nil}
 	}
 	opts.Approver = approver
-	if r.jr != nil && o.Mocks != nil {
+	if r.jr == nil {
+		return opts, nil
+	}
+	if o.Mocks != nil {
 		calls, err := r.jr.MockCalls()
 		if err != nil {
-			return nil, err
+			return opts, err
 		}
 		o.Mocks.SetCalls(calls)
 		o.Mocks.OnAnswer(r.jr.RecordMockCall)
 	}
-	if r.jr != nil {
-		opts.Journal, opts.Restore = r.jr, r.jr.Restore
-		opts.Approver = r.jr.Approver(approver, set.Approval)
-		if rp := r.jr.Replanner(opts.Replanner); rp != nil {
-			opts.Replanner = rp
-		}
+	opts.Journal, opts.Restore = r.jr, r.jr.Restore
+	opts.Approver = r.jr.Approver(approver, set.Approval)
+	if rp := r.jr.Replanner(opts.Replanner); rp != nil {
+		opts.Replanner = rp
 	}
-	res, err := vm.Run(ctx, r.plan.Program, r.plan.Input, opts)
+	return opts, nil
+}
+
+// finish records how an execution went.
+func (r *Run) finish(res *vm.Result, err error) (*vm.Result, error) {
 	if err != nil {
 		if r.jr != nil {
 			err = errors.Join(err, r.jr.Finish(&vm.Result{Status: vm.RunFailed, Err: err}))

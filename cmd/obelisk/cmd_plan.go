@@ -178,7 +178,7 @@ func applyCommand() *command {
 				}
 				rf.files = ts.Files
 				rf.grants = gf
-				tools, problems, err := ts.tools(rf, plan.Program, pf.Source.WorkDir)
+				tools, problems, err := ts.tools(rf, plan, pf.Source.WorkDir)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -201,7 +201,7 @@ func applyCommand() *command {
 				if store != nil {
 					defer store.Close()
 				}
-				return xf.execute(ctx, e, r, tools)
+				return xf.execute(ctx, e, r, tools, nil)
 			}
 		},
 	}

@@ -362,3 +362,64 @@ func TestKillMockSequence(t *testing.T) {
 		t.Errorf("output %s, want the sequence's first and second answers", r.stdout)
 	}
 }
+
+// TestKillEagerStream kills, with SIGKILL, a run whose plan is streamed
+// on standard input in eager mode, while its second step runs and before
+// the rest of the plan has arrived, and resumes it: the journal holds the
+// text that arrived, the first step is restored, the second runs again,
+// and the plan ends where its text did.
+func TestKillEagerStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	srv := newGateServer(t)
+	srv.hold("b")
+	first := obelisk(t, dir, "run", "--mode", "eager", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "r", "--input", `{"base": "`+srv.URL+`"}`, "-")
+	stdin, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(stdin, "input {\n  base: string\n}\n\na: http.get(url: †input.base + \"/a\") -> †state.a\n")
+	// The output's line ends b's statement, and the stream stays open:
+	// the output may go on, and more may come.
+	fmt.Fprint(stdin, "b: http.get(url: †input.base + \"/b?from=\" + †state.a.body.value) -> †state.b\n\noutput †state.b.body.value\n")
+	if got := <-srv.arrived; got != "b" {
+		t.Fatalf("held at %s", got)
+	}
+	if err := first.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	first.Wait()
+	if calls := srv.counts(); calls["a"] != 1 || calls["b"] != 1 {
+		t.Fatalf("calls before the kill: %v", calls)
+	}
+
+	srv.hold("")
+	r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "r")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if diff := cmp.Diff(map[string]int{"b": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls of the resumed run (-want +got):\n%s", diff)
+	}
+	if strings.TrimSpace(r.stdout) != `"b(a())"` || !strings.Contains(r.stderr, "run r completed") {
+		t.Errorf("resume:\n%s\n%s", r.stdout, r.stderr)
+	}
+	_, evs := journalLines(t, filepath.Join(dir, "st"), "r")
+	var restored []string
+	for _, ev := range evs {
+		if ev.Type == vm.StepRestored {
+			restored = append(restored, ev.Step)
+		}
+	}
+	if diff := cmp.Diff([]string{"a"}, restored); diff != "" {
+		t.Errorf("restored (-want +got):\n%s", diff)
+	}
+	if again := runObelisk(t, dir, "resume", "--state-dir", "st", "r"); again.code != exitInput || !strings.Contains(again.stderr, "has ended (completed)") {
+		t.Errorf("resuming again: exit %d\n%s", again.code, again.stderr)
+	}
+}

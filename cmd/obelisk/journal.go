@@ -238,12 +238,21 @@ func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFla
 // say how to call, and the mocks. workDir is the directory the tools
 // files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *toolSettings) tools(rf *runFlags, prog *compiler.Program, workDir string) (runtime.Chain, []string, error) {
+func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (runtime.Chain, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
 		return runtime.Chain{}, nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), workDir, rf.grants.httpOptions())
+	prog := plan.Program
+	var decls []*compiler.Tool
+	if prog != nil {
+		decls = sortedTools(prog.Info)
+	} else {
+		// A streamed plan: the tools its tools files bind.
+		cfg, _ := plan.Source.Config()
+		decls = boundDecls(cfg.Tools)
+	}
+	bound, diags := bindTools(decls, workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
 		return runtime.Chain{}, nil, diags
 	}
@@ -257,8 +266,12 @@ func (s *toolSettings) tools(rf *runFlags, prog *compiler.Program, workDir strin
 			return runtime.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
 		}
 	}
+	chain := runtime.Chain{Mocks: mocks, Registry: reg}
+	if prog == nil {
+		return chain, nil, nil // which tools a stream calls is known only as it runs
+	}
 	p := &prepared{checked: &checked{bound: bound}, prog: prog, mocks: mocks, commandsOff: len(off) > 0, netOff: rf.grants.grants().net.Off()}
-	return runtime.Chain{Mocks: mocks, Registry: reg}, p.preflight(), nil
+	return chain, p.preflight(), nil
 }
 
 // create records a new run of a plan in the journal, or makes one that is
@@ -287,8 +300,9 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 
 // execute runs a run with its tools, as the flags say (--record or
 // --replay, --events, --approve or --yes, --run-timeout), and reports how
-// it went.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain) int {
+// it went. The plan of a streamed run is read from text as it arrives;
+// nil reads it from the journal, for a resumed run.
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain, text io.Reader) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
@@ -312,9 +326,23 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 			e.errorf("%v", err)
 		}
 	}()
-	progress := newProgress(e, len(r.Plan().Program.Steps))
+	total := 0
+	if p := r.Plan().Program; p != nil {
+		total = len(p.Steps)
+	}
+	progress := newProgress(e, total)
 	observer := vm.Observers(vm.LogEvents(e.log.Named(e.cmd)), showReplans(e), events, progress.observe)
-	res, err := r.Execute(ctx, durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout})
+	o := durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout}
+	var res *vm.Result
+	var rejected lang.Diagnostics
+	if r.Streamed() {
+		res, rejected, err = r.ExecuteStream(ctx, text, o)
+		if len(rejected) > 0 {
+			lang.WriteText(e.stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
+		}
+	} else {
+		res, err = r.Execute(ctx, o)
+	}
 	progress.stop()
 	if err != nil {
 		e.errorf("%v", err)
@@ -329,7 +357,11 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	if r.Journaled() {
 		runID = r.ID
 	}
-	return report(e, res, runID)
+	status := report(e, res, runID)
+	if rejected.HasErrors() {
+		status = exitInput
+	}
+	return status
 }
 
 // showReplans prints the diff of each replan on stderr.
@@ -407,7 +439,7 @@ func resumeCommand() *command {
 				}
 				defer stop()
 				rf.grants = gf
-				tools, problems, err := ts.tools(rf, r.Plan().Program, r.Plan().Source.WorkDir)
+				tools, problems, err := ts.tools(rf, r.Plan(), r.Plan().Source.WorkDir)
 				if err != nil {
 					err = fmt.Errorf("run %s: %w", id, err)
 					r.Fail(err)
@@ -422,7 +454,7 @@ func resumeCommand() *command {
 					r.Leave(errors.New("its tools may not run: " + problems[0]))
 					return exitUsage
 				}
-				return xf.execute(ctx, e, r, tools)
+				return xf.execute(ctx, e, r, tools, nil)
 			}
 		},
 	}
