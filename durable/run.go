@@ -33,6 +33,9 @@ type Settings struct {
 	// Stream is set by Create for a plan that arrives as a stream: its
 	// text is in the journal, not in its source.
 	Stream bool `json:"stream,omitempty"`
+	// Goal, for the run of a goal a model pursues, is the goal (see
+	// Run.Pursue).
+	Goal *GoalSpec `json:"goal,omitempty"`
 	// Tools is the caller's own record of how the run's tools are built
 	// (its mocks, directories, servers), a JSON value kept as it is and
 	// given back by Resume. It holds no grants and no secrets: those are
@@ -80,7 +83,7 @@ type Run struct {
 // Create records a new run of a plan and makes this process its owner.
 // id names it; "" gives it a random name.
 func (s *Store) Create(p *Plan, id string, set Settings) (*Run, error) {
-	set.Stream = p.Program == nil
+	set.Stream = p.Program == nil && set.Goal == nil
 	b, err := json.Marshal(set)
 	if err != nil {
 		return nil, fmt.Errorf("recording the settings: %w", err)
@@ -97,7 +100,7 @@ func (s *Store) Create(p *Plan, id string, set Settings) (*Run, error) {
 // of its own all the same, which makes the idempotency keys of its tool
 // calls differ from every other run's.
 func Transient(p *Plan, set Settings) *Run {
-	set.Stream = p.Program == nil
+	set.Stream = p.Program == nil && set.Goal == nil
 	return &Run{ID: vm.NewRunID(), plan: p, settings: set}
 }
 
@@ -119,8 +122,8 @@ func (s *Store) Resume(id string, force bool) (*Run, error) {
 		return nil, err
 	}
 	r.plan = &Plan{Source: st.Source, Input: st.Input, Hash: st.Hash}
-	if r.settings.Stream {
-		return r, nil // its text is read again by ExecuteStream
+	if r.settings.Stream || r.settings.Goal != nil {
+		return r, nil // its text is read again by ExecuteStream, or Pursue
 	}
 	prog, diags, err := st.Source.Compile()
 	if err != nil {
@@ -223,7 +226,10 @@ type ExecOptions struct {
 // whose end could not be recorded; a run that fails returns a result of
 // status failed.
 func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
-	if r.settings.Stream {
+	switch {
+	case r.settings.Goal != nil:
+		return nil, errors.New("the run is a goal's: pursue it with Pursue")
+	case r.settings.Stream:
 		return nil, errors.New("the run's plan arrives as a stream: run it with ExecuteStream")
 	}
 	opts, err := r.options(o)

@@ -38,7 +38,7 @@ const (
 // It returns the diagnostics of the statements the run rejected.
 func (r *Run) ExecuteStream(ctx context.Context, text io.Reader, o ExecOptions) (*vm.Result, lang.Diagnostics, error) {
 	if !r.settings.Stream {
-		return nil, nil, errors.New("the run's plan is compiled: run it with Execute")
+		return nil, nil, errors.New("the run's plan does not arrive as a stream: run it with Execute, or a goal's with Pursue")
 	}
 	opts, err := r.options(o)
 	if err != nil {

@@ -316,7 +316,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 	plan := prog.Plan
 	r.event(Event{Type: PlanStarted, Message: fmt.Sprintf("%d steps, mode %s", len(prog.Steps), plan.RunMode())})
 	if plan.Approve {
-		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)})
+		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)}, nil)
 		if errors.Is(err, ErrWaiting) {
 			return r.waitingPlan(prog, "the plan waits for approval"), nil
 		}
@@ -386,7 +386,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 				Plan:    planText(next),
 				Diff:    changed.diff,
 				Changed: changed.ids,
-			})
+			}, nil)
 			if errors.Is(err, ErrWaiting) {
 				e.awaiting = "the new plan waits for approval of its changed steps"
 				return r.conclude(ctx, e, all, replans), nil
@@ -706,6 +706,20 @@ func (r *runner) restored(e *engine, i int) (outcome, bool) {
 	return out, true
 }
 
+// judging returns what an earlier process of the run recorded of a step
+// whose result waits for a person's judgment (a hitl verdict): its result
+// and the verdicts given so far. Nil for any other step.
+func (r *runner) judging(e *engine, id string) *StepResult {
+	if r.opts.Restore == nil {
+		return nil
+	}
+	sr, ok := r.opts.Restore(e.round, id)
+	if !ok || sr == nil || sr.Status != StatusWaiting || !hasHITL(sr.Verdicts) {
+		return nil
+	}
+	return sr
+}
+
 // restoredElement returns the result an earlier process of the run
 // recorded for an element of a for each (elem is the step's ID with the
 // element's index), and the calls it took, if the element returned there.
@@ -895,7 +909,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args})
+		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args}, nil)
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
@@ -916,8 +930,14 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	if err := r.journalFailed(); err != nil {
 		return fail(codeJournal, err.Error())
 	}
+	if sr := r.judging(e, id); sr != nil {
+		// It returned in an earlier process, and waits for a person to
+		// judge its result: it is not run again, and only what was not
+		// judged there is.
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: sr.Result, attempts: sr.Attempts, retries: sr.Retries, start: start}, sr.Verdicts)
+	}
 	if spec.hasKnown {
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start}, nil)
 	}
 	if s.Each == nil {
 		var fb map[string]any
@@ -928,7 +948,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start}, nil)
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -989,7 +1009,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	if waiting && firstErr == nil {
 		return outcome{waiting: true, start: start}
 	}
-	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
+	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}, nil)
 }
 
 // attempts calls a step's tool with its retries and backoff, then its
@@ -1252,8 +1272,11 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Too
 	return out, nil
 }
 
-// approve asks the approver, with the request's events around it.
-func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+// approve asks the approver, with the request's events around it. A step
+// that waits for the decision is recorded as waiting (with its result
+// and verdicts so far, for one that waits for a person's judgment of its
+// result).
+func (r *runner) approve(ctx context.Context, req ApprovalRequest, waiting *StepResult) (Decision, error) {
 	r.event(Event{Type: ApprovalRequested, Step: req.Step, Tool: req.Tool, Message: req.Message})
 	if r.opts.Approver == nil {
 		err := errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
@@ -1262,7 +1285,9 @@ func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, er
 	}
 	dec, err := r.opts.Approver.Approve(ctx, req)
 	if errors.Is(err, ErrWaiting) {
-		r.event(Event{Type: StepWaiting, Step: req.Step, Tool: req.Tool, Message: req.Message})
+		ev := Event{Type: StepWaiting, Step: req.Step, Tool: req.Tool, Message: req.Message}
+		ev.Time, ev.Elapsed = r.clock()
+		r.emit(ev, waiting)
 		return dec, err
 	}
 	verdict := "rejected"

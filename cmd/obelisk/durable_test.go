@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -421,5 +423,121 @@ func TestKillEagerStream(t *testing.T) {
 	}
 	if again := runObelisk(t, dir, "resume", "--state-dir", "st", "r"); again.code != exitInput || !strings.Contains(again.stderr, "has ended (completed)") {
 		t.Errorf("resuming again: exit %d\n%s", again.code, again.stderr)
+	}
+}
+
+// modelEnv points a process of obelisk at a fake model server.
+func modelEnv(cmd *exec.Cmd, srv *llmtest.Server) *exec.Cmd {
+	cmd.Env = append(cmd.Env, "OPENAI_API_KEY=test", "OPENAI_BASE_URL="+srv.URL+"/v1", "OBELISK_MODEL=planner", "OBELISK_EVAL_MODEL=judge")
+	return cmd
+}
+
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// TestKillAgentGoal kills, with SIGKILL, a goal's process while a step of
+// its second turn runs, and resumes the goal in another process: the
+// model is not asked again for either turn's answer, the step that had
+// completed is not run again, and the goal completes.
+func TestKillAgentGoal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	srv := newGateServer(t)
+	model := llmtest.NewOpenAI(llmtest.Script(
+		llmtest.Text("a: http.get(url: \""+srv.URL+"/a\") -> †state.a\n", llm.Usage{Input: 100, Output: 10}),
+		llmtest.Text("b: http.get(url: \""+srv.URL+"/b?from=\" + †state.a.body.value) -> †state.b\noutput †state.b.body.value\n", llm.Usage{Input: 200, Output: 20}),
+	))
+	defer model.Close()
+	srv.hold("b")
+	first := modelEnv(obelisk(t, dir, "agent", "--goal", "Fetch a, then b.", "--evaluate=false", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "g"), model)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-srv.arrived; got != "b" {
+		t.Fatalf("held at %s", got)
+	}
+	if err := first.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	first.Wait()
+	if n := len(model.Requests()); n != 2 {
+		t.Fatalf("%d model requests before the kill", n)
+	}
+
+	srv.hold("")
+	r := runCmd(t, modelEnv(obelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "g"), model))
+	if r.code != 0 || !strings.Contains(r.stdout, `"status": "completed"`) || !strings.Contains(r.stdout, `"output": "b(a())"`) {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times in all, want 2: the resumed goal asked again", n)
+	}
+	if diff := cmp.Diff(map[string]int{"b": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls of the resumed goal (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.stderr, "completed after 2 turns (eager mode): 2 steps run") {
+		t.Errorf("summary:\n%s", r.stderr)
+	}
+	show := runObelisk(t, dir, "show", "--state-dir", "st", "g")
+	if !strings.Contains(show.stdout, "run g: completed") || !strings.Contains(show.stdout, "processes: 2") {
+		t.Errorf("show:\n%s", show.stdout)
+	}
+}
+
+// TestAgentHITLAcrossProcesses: the evaluator cannot judge a step's
+// result and says hitl; with nobody to ask, the goal waits and its process
+// exits; a person's decision is recorded by another process, and a third
+// resumes the goal: the step is not run again, the evaluator and the
+// planner are not asked again, and the goal completes.
+func TestAgentHITLAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	srv := newGateServer(t)
+	srv.hold("")
+	model := llmtest.NewOpenAI(llmtest.ByModel(map[string]func(*llmtest.Request) llmtest.Reply{
+		"planner": llmtest.Script(llmtest.Text("fetch: http.get(url: \""+srv.URL+"/a\") -> †state.a\n  expect \"a real answer\"\nnext: http.get(url: \""+srv.URL+"/b?from=\" + †state.a.body.value) -> †state.b\noutput †state.b.body.value\n", llm.Usage{Input: 100, Output: 10})),
+		"judge":   llmtest.Script(llmtest.Text(`{"verdict": "hitl", "note": "a may be a placeholder", "facts": {"first": "a()"}}`, llm.Usage{Input: 50, Output: 5})),
+	}))
+	defer model.Close()
+	first := runCmd(t, modelEnv(obelisk(t, dir, "agent", "--goal", "Fetch a, then b.", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "h"), model))
+	if first.code != exitWaiting || !strings.Contains(first.stdout, `"status": "waiting"`) ||
+		!strings.Contains(first.stderr, "waiting for approval of step fetch (http.get) \"a person must judge whether the result meets: a real answer (a may be a placeholder)\"") ||
+		!strings.Contains(first.stderr, "obelisk approve --state-dir st h") {
+		t.Fatalf("agent: exit %d\n%s\n%s", first.code, first.stdout, first.stderr)
+	}
+	if diff := cmp.Diff(map[string]int{"a": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls before the decision (-want +got):\n%s", diff)
+	}
+	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "--note", "it is real", "h", "fetch"); r.code != 0 {
+		t.Fatalf("approve: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runCmd(t, modelEnv(obelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "h"), model))
+	if r.code != 0 || !strings.Contains(r.stdout, `"output": "b(a())"`) || !strings.Contains(r.stdout, `"key": "first"`) {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if n := len(model.Requests()); n != 2 {
+		t.Errorf("the models were asked %d times, want 2 (the planner once, the evaluator once)", n)
+	}
+	show := runObelisk(t, dir, "show", "--state-dir", "st", "h")
+	if !strings.Contains(show.stdout, "run h: completed") || !strings.Contains(show.stdout, "approved by obelisk approve: it is real") {
+		t.Errorf("show:\n%s", show.stdout)
 	}
 }

@@ -96,7 +96,6 @@ type execFlags struct {
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
-	xf.stateFlags.register(fs)
 	fs.BoolVar(&xf.approve, "approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
 	fs.BoolVar(&xf.yes, "yes", false, "approve every approval gate without asking")
 	fs.StringVar(&xf.events, "events", "", "write the run's events to this file, one JSON object per line")
@@ -104,11 +103,20 @@ func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
 	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
 	fs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest the run may take in this process (e.g. 30m), approvals asked on the terminal included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit, and a resumed run takes the limit it was started with")
 	if starts {
-		fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
-		fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
-		fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
-		fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
+		xf.registerJournal(fs)
+	} else {
+		xf.stateFlags.register(fs)
 	}
+}
+
+// registerJournal adds the flags that say where and how a new run is
+// journaled.
+func (xf *execFlags) registerJournal(fs *flag.FlagSet) {
+	xf.stateFlags.register(fs)
+	fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
+	fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
+	fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
+	fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
 }
 
 func (xf *execFlags) policy() (journal.ApprovalPolicy, error) {
@@ -403,6 +411,8 @@ func resumeCommand() *command {
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the journal's
+			var mf modelFlags
+			mf.register(fs) // so are the models' address and key, for a goal's run
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
@@ -424,6 +434,9 @@ func resumeCommand() *command {
 					}
 					e.errorf("%v", err)
 					return exitInput
+				}
+				if r.Goal() != nil {
+					return resumeGoal(ctx, e, r, &xf, gf, &mf)
 				}
 				var ts toolSettings
 				if err := json.Unmarshal(r.Settings().Tools, &ts); err != nil {

@@ -568,11 +568,22 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 		return nil, nil, err
 	}
 	for _, s := range steps {
-		if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed {
+		if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed || s.Status == vm.StatusWaiting && judging(s.Verdicts) {
 			r.restore[restoreKey(s.Round, s.ID)] = s
 		}
 	}
 	return r, st, nil
+}
+
+// judging reports whether a waiting step waits for a person's judgment of
+// its result (a hitl verdict): it is restored with its result.
+func judging(verdicts []vm.Verdict) bool {
+	for _, v := range verdicts {
+		if v.Verdict == vm.VerdictHITL {
+			return true
+		}
+	}
+	return false
 }
 
 // Stored returns what a run was started from.
@@ -615,6 +626,18 @@ type Run struct {
 	seq     int64
 	round   int
 	restore map[string]*vm.StepResult
+	// goal is set for the run of a goal, whose turns each run a plan:
+	// the end of a turn's plan is not the end of the run.
+	goal bool
+}
+
+// Turn makes what is recorded from now on that of turn n of a goal (see
+// package vm/agent): its steps are recorded under round n, and the end of
+// the turn's plan does not end the run, which Finish ends.
+func (r *Run) Turn(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.round, r.goal = n, true
 }
 
 // Record writes an event, and the state of the step it decides, in one
@@ -657,6 +680,10 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 			if ev.Step == "" {
 				return nil
 			}
+			if step != nil {
+				// It waits with its result, for a person's judgment.
+				return r.writeStep(tx, ev.Step, step, now)
+			}
 			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
 				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`, r.ID, r.round, ev.Step, ev.Tool)
 			return err
@@ -668,6 +695,9 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 		case vm.ElementCompleted:
 			return r.writeElement(tx, ev, now)
 		case vm.PlanFinished:
+			if r.goal {
+				return nil // a turn's plan: the goal goes on
+			}
 			finished := now
 			if ev.Verdict == string(vm.RunWaiting) {
 				finished = 0
@@ -687,7 +717,7 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) error {
 	var result, serr, verdicts []byte
 	var err error
-	if s.Status == vm.StatusCompleted {
+	if s.Status == vm.StatusCompleted || s.Status == vm.StatusWaiting {
 		if result, err = json.Marshal(s.Result); err != nil {
 			return fmt.Errorf("encoding the result of %s: %w", id, err)
 		}
