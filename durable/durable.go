@@ -10,7 +10,7 @@
 // `apply`, `resume`, `approve`, `runs` and `show` each call one or two of
 // its functions, and a Go program that embeds Obelisk calls the same ones.
 // What the package does not do is choose the tools: the caller gives a run
-// its tools (a vm.Caller), and records with the run, in Settings.Tools,
+// its tools (a vm.Caller), and records with the run, in Settings.Caller,
 // what it needs to build them again when the run is resumed. The grants
 // of a resumed run's tools (network, environment, programs) are the
 // resuming program's, never the journal's.

@@ -8,8 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/agent"
 )
 
 // callerFunc adapts a function to vm.Caller.
@@ -113,5 +119,67 @@ func TestStreamImportsRecorded(t *testing.T) {
 	}
 	if string(r.Text()) != text {
 		t.Errorf("the text read again: %q", r.Text())
+	}
+}
+
+// TestGoalWaitsAndResumes: a journaled goal with nobody to ask waits at a
+// step's gate; the decision is recorded, and the goal resumed from the
+// journal completes without asking the planner again or running the step
+// that completed before the gate.
+func TestGoalWaitsAndResumes(t *testing.T) {
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text("a: lookup(id: \"c-1\") -> †state.who\nb: notify(name: †state.who) -> †state.sent\n  approve \"Tell them?\"\noutput †state.sent\n", llm.Usage{Input: 100, Output: 20})))
+	defer srv.Close()
+	planner := openai.New(srv.Settings("planner", "judge"), nil)
+	tools := "tool lookup(id: string) -> string pure\ntool notify(name: string) -> string idempotent\n"
+	src := &planfile.Source{Name: "tools.plan", Text: tools}
+	f, diags := lang.Parse(src.Name, []byte(tools))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	c := agent.ContextOf(f)
+	calls := map[string]int{}
+	caller := callerFunc(func(_ context.Context, name string, args map[string]any) (any, error) {
+		calls[name]++
+		if name == "lookup" {
+			return "Ada", nil
+		}
+		return "told " + args["name"].(string), nil
+	})
+	opts := agent.Options{Context: c, Planner: planner, Check: compiler.Config{Tools: c.Tools}, Tools: caller}
+
+	st := openStore(t)
+	r, err := st.Create(&Plan{Source: src}, "g", Settings{Goal: &GoalSpec{Goal: "Tell c-1."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Pursue(context.Background(), opts, nil)
+	if err != nil || res.Status != agent.GoalWaiting {
+		t.Fatalf("pursued: %v %v", res, err)
+	}
+	if sum, _ := st.Runs(); sum[0].Status != vm.RunWaiting {
+		t.Errorf("recorded as %s", sum[0].Status)
+	}
+	ap, err := st.Choose("g", "b")
+	if err == nil {
+		err = st.Decide("g", ap, Decision{Approved: true})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = st.Resume("g", false); err != nil {
+		t.Fatal(err)
+	}
+	if r.Goal() == nil || r.Goal().Goal != "Tell c-1." {
+		t.Fatalf("the resumed run's goal: %+v", r.Goal())
+	}
+	res, err = r.Pursue(context.Background(), opts, nil)
+	if err != nil || res.Status != agent.GoalCompleted || res.Output != "told Ada" {
+		t.Fatalf("resumed: %v %v", res, err)
+	}
+	if n := len(srv.Requests()); n != 1 || calls["lookup"] != 1 || calls["notify"] != 1 {
+		t.Errorf("%d planner requests, calls %v", n, calls)
+	}
+	if u := res.GoalExecution.Tokens["planner"]; u.Input != 100 {
+		t.Errorf("the tokens of the recorded answer: %+v", u)
 	}
 }

@@ -36,15 +36,16 @@ type Settings struct {
 	// Goal, for the run of a goal a model pursues, is the goal (see
 	// Run.Pursue).
 	Goal *GoalSpec `json:"goal,omitempty"`
-	// Tools is the caller's own record of how the run's tools are built
-	// (its mocks, directories, servers), a JSON value kept as it is and
-	// given back by Resume. It holds no grants and no secrets: those are
-	// the resuming program's.
-	Tools json.RawMessage `json:"tools,omitempty"`
+	// Caller is the caller's own record of what it needs to build the
+	// run's tools again (its mocks, directories, servers), and a goal's
+	// context and models: a JSON value kept as it is and given back by
+	// Resume. It holds no grants and no secrets: those are the resuming
+	// program's.
+	Caller json.RawMessage `json:"caller,omitempty"`
 }
 
 // decodeSettings reads recorded settings. A run recorded before the
-// settings had Tools kept the caller's fields beside the others: the
+// settings had Caller kept the caller's fields beside the others: the
 // whole object is then the caller's.
 func decodeSettings(raw []byte) (Settings, error) {
 	var s Settings
@@ -54,8 +55,8 @@ func decodeSettings(raw []byte) (Settings, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return s, err
 	}
-	if s.Tools == nil {
-		s.Tools = json.RawMessage(raw)
+	if s.Caller == nil {
+		s.Caller = json.RawMessage(raw)
 	}
 	return s, nil
 }

@@ -356,7 +356,7 @@ func agentCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				set := durable.Settings{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0), Approval: policy, Tools: b,
+				set := durable.Settings{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0), Approval: policy, Caller: b,
 					Goal: &durable.GoalSpec{Goal: gf.goal, Mode: *mode, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs}}
 				r, store, status := xf.create(e, &durable.Plan{Source: ps, Input: c.Input}, set)
 				if r == nil {

@@ -62,6 +62,9 @@ func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Di
 		return nil, nil, nil, err
 	}
 	ps := &planfile.Source{Name: src.name, JSON: src.json, Text: string(src.text), Tools: gf.read.tools, Strict: gf.strict}
+	if ps.Name == "" {
+		ps.Name = "<goal>" // no context document
+	}
 	if src.path != "" {
 		ps.Dir = filepath.Dir(src.path)
 	}
@@ -236,7 +239,7 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 // environment (the models the goal began with, unless they name others).
 func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf grantFlags, mf *modelFlags) int {
 	var gs goalSettings
-	if err := json.Unmarshal(r.Settings().Tools, &gs); err != nil {
+	if err := json.Unmarshal(r.Settings().Caller, &gs); err != nil {
 		err = fmt.Errorf("run %s: the recorded settings: %w", r.ID, err)
 		r.Fail(err)
 		e.errorf("%v", err)

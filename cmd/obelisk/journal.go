@@ -190,7 +190,7 @@ func mocksFile(given string, off bool, base string) string {
 }
 
 // toolSettings are what a journaled run records of its tools, to build
-// them again when it is resumed (durable.Settings.Tools): the mocks, the
+// them again when it is resumed (durable.Settings.Caller): the mocks, the
 // directory of the file tools, the MCP servers, whether command tools
 // run. The grants are not among them: they are the resuming command's.
 type toolSettings struct {
@@ -209,7 +209,7 @@ func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (d
 		return durable.Settings{}, err
 	}
 	return durable.Settings{MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout,
-		MaxOutputBytes: opts.MaxOutputBytes, CostLimit: opts.CostLimit, Approval: policy, Tools: b}, nil
+		MaxOutputBytes: opts.MaxOutputBytes, CostLimit: opts.CostLimit, Approval: policy, Caller: b}, nil
 }
 
 // source returns what a checked plan was compiled from.
@@ -439,7 +439,7 @@ func resumeCommand() *command {
 					return resumeGoal(ctx, e, r, &xf, gf, &mf)
 				}
 				var ts toolSettings
-				if err := json.Unmarshal(r.Settings().Tools, &ts); err != nil {
+				if err := json.Unmarshal(r.Settings().Caller, &ts); err != nil {
 					err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
 					r.Fail(err)
 					e.errorf("%v", err)
