@@ -90,9 +90,32 @@ func (s *Store) Lookup(id string) (string, error) { return s.db.Lookup(id) }
 // Runs lists the runs, the newest first.
 func (s *Store) Runs() ([]*journal.Summary, error) { return s.db.Runs() }
 
+// Detail is everything the journal holds of a run, and its goal when it
+// is the run of a goal.
+type Detail struct {
+	*journal.Detail
+	// Goal is the goal a model pursues, or nil for the run of a plan.
+	// The steps' rounds are then the goal's turns.
+	Goal *GoalSpec `json:"goal,omitempty"`
+}
+
 // Show returns everything the journal holds of a run: its status, steps,
-// approvals, replans and output.
-func (s *Store) Show(id string) (*journal.Detail, error) { return s.db.Show(id) }
+// approvals, replans and output, and its goal.
+func (s *Store) Show(id string) (*Detail, error) {
+	det, err := s.db.Show(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.db.Stored(id)
+	if err != nil {
+		return nil, err
+	}
+	set, err := decodeSettings(st.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
+	}
+	return &Detail{Detail: det, Goal: set.Goal}, nil
+}
 
 // Events returns a run's event log, in order.
 func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
@@ -105,7 +128,7 @@ func (s *Store) Pending(id string) ([]*journal.Approval, error) { return s.db.Pe
 func Describe(a *journal.Approval) string {
 	var what string
 	switch {
-	case a.Step == "" && a.Round > 0:
+	case a.Step == "" && a.Round > 0 && a.Diff != "":
 		what = fmt.Sprintf("the steps replan %d changes", a.Round)
 	case a.Step == "":
 		what = "the plan"

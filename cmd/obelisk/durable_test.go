@@ -492,7 +492,8 @@ func TestKillAgentGoal(t *testing.T) {
 		t.Errorf("summary:\n%s", r.stderr)
 	}
 	show := runObelisk(t, dir, "show", "--state-dir", "st", "g")
-	if !strings.Contains(show.stdout, "run g: completed") || !strings.Contains(show.stdout, "processes: 2") {
+	if !strings.Contains(show.stdout, "run g: completed") || !strings.Contains(show.stdout, "processes: 2") ||
+		!strings.Contains(show.stdout, "goal:      Fetch a, then b. (eager mode)") || !strings.Contains(show.stdout, "  b (turn 2)") {
 		t.Errorf("show:\n%s", show.stdout)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/runtime/replay"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
@@ -742,9 +744,14 @@ func eventText(ev vm.Event) string {
 }
 
 // writeRun prints a run for people.
-func writeRun(w io.Writer, det *journal.Detail, also string) {
+func writeRun(w io.Writer, det *durable.Detail, also string) {
 	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
-	fmt.Fprintf(w, "plan:      %s\n", det.Plan)
+	if det.Goal != nil {
+		fmt.Fprintf(w, "goal:      %s (%s mode)\n", det.Goal.Goal, cmp.Or(det.Goal.Mode, agent.Eager))
+		fmt.Fprintf(w, "context:   %s\n", det.Plan)
+	} else {
+		fmt.Fprintf(w, "plan:      %s\n", det.Plan)
+	}
 	if det.Hash != "" {
 		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
 	}
@@ -762,7 +769,10 @@ func writeRun(w io.Writer, det *journal.Detail, also string) {
 	tw.row("  STEP", "STATUS", "ATTEMPTS", "DURATION", "RESULT")
 	for _, s := range det.Steps {
 		id := s.ID
-		if s.Round > 0 {
+		switch {
+		case det.Goal != nil:
+			id = fmt.Sprintf("%s (turn %d)", id, s.Round)
+		case s.Round > 0:
 			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
 		}
 		what := ""
