@@ -160,7 +160,11 @@ type Options struct {
 // Journal makes a run durable. Run calls Record with every event, one at
 // a time and before the Observer; the events that decide a step
 // (StepCompleted, StepFailed, StepSkipped, StepRestored) come with the
-// step's result. A step counts as finished, and the steps that wait for
+// step's result, and so does the StepWaiting of a step whose result waits
+// for a person's judgment (a hitl verdict), with the verdicts so far.
+// ElementCompleted carries an element's result: a journal that records it
+// and gives it back through Options.Restore, under the element's ID,
+// keeps the element from running again. A step counts as finished, and the steps that wait for
 // it may start, only once Record has returned, and a tool is called only
 // once the StepStarted event of its step is recorded. When Record fails
 // the run stops, since what it does next could not be recorded.
