@@ -34,9 +34,15 @@ const (
 	// StepWaiting: the step waits for a decision (an approval) that is to
 	// be recorded in the journal; the run stops as waiting when nothing
 	// else can run.
-	StepWaiting  EventType = "step-waiting"
-	Replanned    EventType = "replanned"
-	PlanFinished EventType = "plan-finished"
+	StepWaiting EventType = "step-waiting"
+	// ElementCompleted: an element of a for each returned its result
+	// (Step is the step's ID and the element's index, "fetch[2]"). A
+	// journaled run records it, so that a resumed run restores the
+	// element (StepRestored, with the element's ID) instead of running it
+	// again, though the step had not finished.
+	ElementCompleted EventType = "element-completed"
+	Replanned        EventType = "replanned"
+	PlanFinished     EventType = "plan-finished"
 )
 
 // Event is one thing that happened in a run.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -29,7 +30,7 @@ func runCommand() *command {
 			rf.register(fs)
 			var xf execFlags
 			xf.register(fs, true)
-			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
+			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream, journaled as it arrives); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
 			return func(ctx context.Context, args []string) int {
@@ -50,7 +51,7 @@ func runCommand() *command {
 				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
-					return runEager(ctx, e, &rf, &xf, args[0], opts)
+					return runEager(ctx, e, &rf, &xf, args[0], opts, policy)
 				}
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
@@ -70,11 +71,21 @@ func runCommand() *command {
 					}
 					return exitUsage
 				}
-				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy}
-				if status := x.start(e, p.source, p.settings(&rf, opts, policy), ""); status != exitOK {
+				set, err := p.toolSettings(&rf).record(opts, policy)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				set.Limits = rf.limits
+				plan := &durable.Plan{Source: p.source, Program: p.prog, Input: p.input, Check: p.cfg}
+				r, store, status := xf.create(e, plan, set)
+				if r == nil {
 					return status
 				}
-				return x.run(ctx, e)
+				if store != nil {
+					defer store.Close()
+				}
+				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg}, nil)
 			}
 		},
 	}

@@ -21,6 +21,7 @@ import (
 // the exit status, stdout and stderr.
 func withEnv(t *testing.T, environ map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	t.Setenv("OBELISK_STATE_DIR", t.TempDir()) // goals are journaled
 	var stdout, stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return environ[k] }}
 	code := run(context.Background(), args, e)

@@ -88,6 +88,11 @@ type Options struct {
 	// vm.Options.RunTimeout says, and the goal ends canceled with an error
 	// of code limit-exceeded.
 	RunTimeout time.Duration
+	// Journal, when set, makes the goal durable: see Journal. A goal with
+	// a journal and no Approver waits at an approval gate or a hitl
+	// verdict: it ends with status GoalWaiting, to be run again with the
+	// same journal once the decision is recorded.
+	Journal Journal
 }
 
 // The statuses of a goal.
@@ -96,6 +101,10 @@ const (
 	GoalFailed    = "failed"    // the replans or repairs ran out, or the planner failed
 	GoalStepLimit = "step-limit"
 	GoalCanceled  = "canceled"
+	// GoalWaiting: a step of the goal's journaled run waits for a
+	// decision another process records (an approval, a person's judgment
+	// of a result).
+	GoalWaiting = "waiting"
 )
 
 // Turn is one answer of the planner and what became of it.
@@ -124,6 +133,8 @@ type Turn struct {
 	Rejection string `json:"rejection,omitempty"`
 
 	output any
+	// waiting says why the turn's run waits for a decision, if it does.
+	waiting string
 }
 
 // Summary is seed 000's goal execution summary.
@@ -182,6 +193,10 @@ type goal struct {
 	repairs  int
 	form     *answerForm
 	emitMu   sync.Mutex
+	// answers is the journaled planner, or nil; journalErr the journal's
+	// first error, which ends the goal.
+	answers    *answers
+	journalErr error
 }
 
 // Run pursues a goal until the model gives its output, or a limit is
@@ -213,6 +228,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
 		types: map[string]*compiler.Type{}, start: time.Now()}
+	if opts.Journal != nil {
+		g.answers = &answers{model: opts.Planner, journal: opts.Journal}
+		g.planner = llm.Metered(g.answers)
+		facts, err := opts.Journal.Facts()
+		if err != nil {
+			return nil, fmt.Errorf("reading the goal's journal: %w", err)
+		}
+		for _, f := range facts {
+			g.facts.add(f.Key, f.Value, f.Step)
+		}
+		g.facts.journal = opts.Journal
+	}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
 	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
@@ -246,14 +273,33 @@ func stopped(ctx context.Context) error {
 }
 
 func (g *goal) event(e vm.Event) {
-	if g.opts.Observer == nil {
+	if g.opts.Observer == nil && g.opts.Journal == nil {
 		return
 	}
 	e.Time = time.Now()
 	e.Elapsed = e.Time.Sub(g.start)
 	g.emitMu.Lock()
 	defer g.emitMu.Unlock()
-	g.opts.Observer(e)
+	if g.opts.Journal != nil && g.journalErr == nil {
+		if err := g.opts.Journal.Record(e); err != nil {
+			g.journalErr = fmt.Errorf("the journal cannot be written: %w", err)
+		}
+	}
+	if g.opts.Observer != nil {
+		g.opts.Observer(e)
+	}
+}
+
+// journalFailed returns the first error of the journal: of the loop's
+// events, or of the facts.
+func (g *goal) journalFailed() error {
+	g.emitMu.Lock()
+	err := g.journalErr
+	g.emitMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return g.facts.failed()
 }
 
 func (g *goal) run(ctx context.Context) *Result {
@@ -293,8 +339,14 @@ func (g *goal) run(ctx context.Context) *Result {
 		}
 		g.stepsRun += ran
 		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %s ran, %d rejected, output %v; prompt %d tokens", n, plural(ran, "step"), rejectedStatements(t.Answer, t.Rejected), t.Output, t.PromptTokens)})
+		if err == nil {
+			err = g.journalFailed()
+		}
 		if err != nil {
 			return g.finish(GoalFailed, nil, err)
+		}
+		if t.waiting != "" {
+			return g.finish(GoalWaiting, nil, errors.New(t.waiting))
 		}
 		if ctx.Err() != nil {
 			return g.finish(GoalCanceled, nil, stopped(ctx))
@@ -407,15 +459,34 @@ func (g *goal) finish(status string, output any, err error) *Result {
 	return res
 }
 
-// vmOptions are the options of a turn's run.
-func (g *goal) vmOptions(remaining int) vm.Options {
+// vmOptions are the options of the run of turn n.
+func (g *goal) vmOptions(n, remaining int) vm.Options {
 	o := vm.Options{Tools: g.opts.Tools, Approver: g.opts.Approver, Observer: g.opts.Observer,
 		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check}
 	o.Check.Limits.MaxSteps = remaining
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
 	}
+	if g.opts.Journal != nil {
+		o = g.opts.Journal.Turn(n, o)
+	}
 	return o
+}
+
+// ask sends the planner request k of turn n.
+func (g *goal) ask(ctx context.Context, n, k int, req *llm.Request) (llm.Stream, error) {
+	if g.answers != nil {
+		g.answers.at(n, k)
+	}
+	return g.planner.Stream(ctx, req)
+}
+
+// waits says why a turn's run waits for a decision, or "".
+func waits(res *vm.Result) string {
+	if res.Status != vm.RunWaiting {
+		return ""
+	}
+	return res.Error()
 }
 
 // settings are the plan settings the agent chooses: a failed step stops
@@ -521,10 +592,10 @@ func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
 func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
 	t := &Turn{N: n}
 	req := g.request(info)
-	stream, err := g.planner.Stream(ctx, req)
+	stream, err := g.ask(ctx, n, 0, req)
 	if g.refused(err) {
 		req = g.request(info)
-		stream, err = g.planner.Stream(ctx, req)
+		stream, err = g.ask(ctx, n, 0, req)
 	}
 	t.Form = g.form.form
 	if err != nil {
@@ -549,7 +620,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	}
 	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
-	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
+	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(n, remaining))
 	stream.Close()
 	t.Usage = stream.Usage()
 	t.PromptTokens = promptTokens(t.Usage.Input, req)
@@ -563,7 +634,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if rerr := src.error(); rerr != nil {
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", rerr)
 	}
-	t.Steps = res.Steps
+	t.Steps, t.waiting = res.Steps, waits(res)
 	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
 	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
@@ -584,6 +655,9 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	req := g.request(info)
 	for {
+		if g.answers != nil {
+			g.answers.at(n, t.Repairs)
+		}
 		text, usage, err := llm.Collect(ctx, g.planner, req)
 		if g.refused(err) {
 			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form), g.form.request(req)
@@ -609,11 +683,11 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 					t.Output = true
 				}
 			}
-			res, err := vm.Run(ctx, prog, g.opts.Context.Input, g.vmOptions(remaining))
+			res, err := vm.Run(ctx, prog, g.opts.Context.Input, g.vmOptions(n, remaining))
 			if err != nil {
 				return t, nil, fmt.Errorf("running the plan: %w", err)
 			}
-			t.Steps, t.Rejected = res.Steps, nil
+			t.Steps, t.Rejected, t.waiting = res.Steps, nil, waits(res)
 			if res.Status == vm.RunRejected {
 				t.Rejection = res.Error()
 			}

@@ -46,7 +46,7 @@ func (d *DB) Runs() ([]*Summary, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	counts, err := d.db.Query(`SELECT run, status, count(*) FROM steps WHERE instr(id, '/') = 0 GROUP BY run, status`)
+	counts, err := d.db.Query(`SELECT run, status, count(*) FROM steps WHERE instr(id, '/') = 0 AND instr(id, '[') = 0 GROUP BY run, status`)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (d *DB) Show(id string) (*Detail, error) {
 	}
 	det.Steps = steps
 	for _, s := range steps {
-		if !strings.Contains(s.ID, "/") {
+		if !strings.ContainsAny(s.ID, "/[") {
 			det.Summary.Steps[s.Status]++
 		}
 	}
