@@ -44,7 +44,7 @@ type nodeView struct {
 	Critical bool
 	Gate     bool
 	// Anchor is the ID of the step's row on the page.
-	Anchor string
+	Anchor                 string
 	TextX                  int
 	TextY1, TextY2, TextY3 int
 }

@@ -40,13 +40,13 @@ type page struct {
 	CSRF string
 	// Watch is the run the page watches for changes ("" for the journal),
 	// and Live is set when it watches at all.
-	Watch   string
-	Live    bool
+	Watch string
+	Live  bool
 	// WatchURL is the address of the stream the page watches.
 	WatchURL string
-	Pending int
-	Flash   string
-	Data    any
+	Pending  int
+	Flash    string
+	Data     any
 }
 
 // render writes a page. The text is escaped twice over: html/template
@@ -336,13 +336,17 @@ func parsePages() (*template.Template, error) {
 		},
 		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 		"dur": func(d time.Duration) string { return roundDuration(d).String() },
-		"ms":  func(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms" },
+		"ms": func(d time.Duration) string {
+			return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms"
+		},
 		"status": func(s string) string {
 			return statusClass(s)
 		},
 		"icon": statusIcon,
 		"plus": func(a, b int) int { return a + b },
-		"card": func(a *approvalView, csrf, from string) approvalCard { return approvalCard{A: a, CSRF: csrf, From: from} },
+		"card": func(a *approvalView, csrf, from string) approvalCard {
+			return approvalCard{A: a, CSRF: csrf, From: from}
+		},
 		"join": strings.Join,
 		"base": path.Base,
 	}
