@@ -172,7 +172,11 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 			v.Waiting = append(v.Waiting, s.approvalView(a, run.Plan, prog))
 		}
 	}
-	s.render(w, r, http.StatusOK, "approvals.html", &page{Title: "Approvals", Nav: "approvals", Live: true, Data: v})
+	p := &page{Title: "Approvals", Nav: "approvals", Live: true, Data: v}
+	if r.URL.Query().Get("decided") != "" {
+		p.Flash = "Your decision is recorded. The run goes on when it is resumed: obelisk resume --state-dir " + s.store.Dir() + " RUN"
+	}
+	s.render(w, r, http.StatusOK, "approvals.html", p)
 }
 
 // decisionView is the page of a decision that was not recorded.

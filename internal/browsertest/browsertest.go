@@ -104,18 +104,21 @@ func (b *Browser) Open(url string) {
 }
 
 // WaitFor waits until a JavaScript expression is true in the page, as
-// often as the page changes, through navigations.
+// often as the page changes, through navigations. It gives up after a
+// minute and a half, to fail a test that would hang, not to measure it.
 func (b *Browser) WaitFor(what, expr string) {
 	b.t.Helper()
+	give := time.Now().Add(90 * time.Second)
 	for {
-		_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(0)))
+		_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(2*time.Second)))
 		if err == nil {
 			return
 		}
-		if b.ctx.Err() != nil {
+		if b.ctx.Err() != nil || time.Now().After(give) {
 			b.t.Fatalf("waiting until %s: %v\nthe page's text:\n%s", what, err, b.text())
 		}
-		// A navigation ends a poll: poll the new page.
+		// A navigation ends a poll, and so does its own timeout: poll
+		// again, the new page if there is one.
 		time.Sleep(25 * time.Millisecond)
 	}
 }
