@@ -117,7 +117,11 @@ func layout(prog *compiler.Program, states func(i int) stepState, path []int32, 
 		if st.Status == "" {
 			st.Status = "pending"
 		}
-		nv := &nodeView{X: x(i), Y: y(i), Index: i, ID: s.ID, Label: cut(s.ID, 21), Tool: cut(s.ToolName(), 23),
+		tool := cut(s.ToolName(), 23)
+		if s.Approve {
+			tool = cut(s.ToolName(), 13) // and " · approve"
+		}
+		nv := &nodeView{X: x(i), Y: y(i), Index: i, ID: s.ID, Label: cut(s.ID, 21), Tool: tool,
 			Status: statusClass(st.Status), Note: st.Note, Critical: crit[int32(i)], Gate: s.Approve, Anchor: anchor(i)}
 		nv.TextX, nv.TextY1, nv.TextY2, nv.TextY3 = nv.X+12, nv.Y+19, nv.Y+35, nv.Y+51
 		g.Nodes = append(g.Nodes, nv)
