@@ -216,3 +216,17 @@ func TestBrowserRefusals(t *testing.T) {
 	b.Open(away + "/runs/r?token=" + srv.Token())
 	b.WaitFor("the page opens with the token", `location.search === '' && `+node("b", "waiting"))
 }
+
+// TestBrowserPlanPage: a plan pasted on the plan page is checked, drawn,
+// estimated and dry-run, in the page.
+func TestBrowserPlanPage(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1280, 900)
+	b.Open(base + "/plan")
+	b.Do("pasting a plan and checking it",
+		chromedp.SetValue(`#plan-text`, chain),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the plan is drawn and dry-run", node("c", "pending")+` && document.body.innerText.includes('The plan checks clean') && document.body.innerText.includes('Schedule')`)
+	b.Screenshot("plan")
+}
