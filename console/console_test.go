@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -507,13 +509,21 @@ func TestEditAndApprove(t *testing.T) {
 	if len(pending(t, st, "p")) != 1 || len(pending(t, st, "s")) != 1 {
 		t.Fatal("a refused edit recorded a decision")
 	}
-	edited := strings.Replace(planGate, "fetch(n: 1)", "fetch(n: 2)", 1)
+	edited := strings.Replace(planGate, "b: send", "c: fetch(n: 3) -> †state.c\nb: send", 1)
 	if code, body := edit("p", "", edited); code != http.StatusSeeOther {
 		t.Fatalf("a plan that checks: %d\n%s", code, body)
 	}
 	det, _ := st.Show("p")
 	if a := det.Approvals[0]; !a.Approved || a.Edit != edited {
 		t.Errorf("recorded %+v", a)
+	}
+	// The run's page draws the plan the run runs: the edited one.
+	if res := resumeRun(t, st, "p", gateTools); res.Status != vm.RunCompleted {
+		t.Fatalf("resumed: %s %v", res.Status, res.Err)
+	}
+	_, page := c.get("/runs/p")
+	if !strings.Contains(page, `data-step="c" data-status="completed"`) || !strings.Contains(page, "The plan as a person edited and approved it") {
+		t.Errorf("the run's page does not show the edited plan")
 	}
 }
 
@@ -583,5 +593,23 @@ func TestPlanPage(t *testing.T) {
 	}
 	if code, body := c.post("/plan", url.Values{"plan": {gatePlan}}, nil); code != http.StatusForbidden {
 		t.Errorf("without the form's token: %d\n%s", code, body)
+	}
+	if code, body := c.post("/plan", url.Values{"csrf": {csrf}, "plan": {strings.Repeat("#", maxBody)}}, nil); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "refused: the form is larger than 8 MiB") {
+		t.Errorf("a form too large: %d\n%.300s", code, body)
+	}
+	// A plan file opened in the page comes as a multipart form.
+	var mp bytes.Buffer
+	w := multipart.NewWriter(&mp)
+	w.WriteField("csrf", csrf)
+	w.WriteField("plan", "")
+	fw, _ := w.CreateFormFile("file", "mine.plan")
+	fw.Write([]byte("a: nothere(n: 1) -> †state.a\n"))
+	w.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+"/plan", &mp)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Origin", base)
+	code, _, body = c.do(req)
+	if code != http.StatusOK || !strings.Contains(body, "mine.plan:1:4: error: unknown tool") {
+		t.Errorf("a plan file: %d\n%s", code, body)
 	}
 }

@@ -2,6 +2,8 @@ package console
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm/journal"
@@ -167,7 +170,12 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 		if len(pending) == 0 {
 			continue
 		}
-		prog, _ := s.program(run.ID)
+		det, err := s.store.Show(run.ID)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		prog, _ := s.program(run.ID, edited(det.Approvals))
 		for _, a := range pending {
 			v.Waiting = append(v.Waiting, s.approvalView(a, run.Plan, prog))
 		}
@@ -255,9 +263,6 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.mu.Lock()
-	delete(s.programs, id)
-	s.mu.Unlock()
 	http.Redirect(w, r, back+"?decided=1", http.StatusSeeOther)
 }
 
@@ -296,11 +301,13 @@ type compiled struct {
 // maxPrograms bounds the programs kept compiled.
 const maxPrograms = 64
 
-// program returns the program of a run, compiled from its recorded
-// source (once: a run's source does not change).
-func (s *Server) program(id string) (*compiler.Program, error) {
+// program returns the program a run runs: its recorded plan, or the
+// plan a person approved in its place (edit, "" for none), compiled once.
+func (s *Server) program(id, edit string) (*compiler.Program, error) {
+	sum := sha256.Sum256([]byte(edit))
+	key := id + "\x00" + hex.EncodeToString(sum[:])
 	s.mu.Lock()
-	c := s.programs[id]
+	c := s.programs[key]
 	s.mu.Unlock()
 	if c != nil {
 		return c.prog, c.err
@@ -310,7 +317,11 @@ func (s *Server) program(id string) (*compiler.Program, error) {
 		return nil, err
 	}
 	c = &compiled{}
-	c.prog, _, c.err = st.Source.Compile()
+	if edit == "" {
+		c.prog, _, c.err = st.Source.Compile()
+	} else {
+		c.prog, c.err = compileEdit(st.Source, edit)
+	}
 	if c.err != nil {
 		c.err = fmt.Errorf("the run's plan does not compile here: %w", c.err)
 	}
@@ -318,9 +329,36 @@ func (s *Server) program(id string) (*compiler.Program, error) {
 	if len(s.programs) >= maxPrograms {
 		clear(s.programs)
 	}
-	s.programs[id] = c
+	s.programs[key] = c
 	s.mu.Unlock()
 	return c.prog, c.err
+}
+
+// compileEdit compiles a plan approved in place of a run's, as the run
+// does: checked with the tools its source was checked with.
+func compileEdit(src *planfile.Source, edit string) (*compiler.Program, error) {
+	cfg, diags := src.Config()
+	f, pd := lang.Parse("edited.plan", []byte(edit))
+	diags = append(diags, pd...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	info, cd := compiler.Check(f, cfg)
+	diags = append(diags, cd...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return compiler.Compile(info, diags, compiler.Options{MaxParallel: src.MaxParallel})
+}
+
+// edited returns the plan a person approved in place of a run's, or "".
+func edited(approvals []*journal.Approval) string {
+	for _, a := range approvals {
+		if a.Round == 0 && a.Step == "" && a.Decided() && a.Approved {
+			return a.Edit
+		}
+	}
+	return ""
 }
 
 // parsePages parses the pages' templates.

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -59,6 +61,14 @@ func (s *Server) protect(next http.Handler) http.Handler {
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			if err := parseForm(r); err != nil {
+				if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+					refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("refused: the form is larger than %d MiB: send a smaller plan", maxBody>>20))
+					return
+				}
+				refuse(w, http.StatusBadRequest, "refused: the form cannot be read: send it from the console's page")
+				return
+			}
 			if !s.validCSRF(r) {
 				refuse(w, http.StatusForbidden, "refused: the form carries no valid session token (the page is older than the console, or came from elsewhere): reload the page and send it again")
 				return
@@ -152,18 +162,19 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) string {
 	return s.sign("csrf\x00" + id)
 }
 
+// parseForm reads the form of a POST, a multipart one (a plan file) too.
+func parseForm(r *http.Request) error {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		return r.ParseMultipartForm(maxBody)
+	}
+	return r.ParseForm()
+}
+
 // validCSRF reports whether a POST carries the CSRF token of its
 // session's cookie in its form.
 func (s *Server) validCSRF(r *http.Request) bool {
 	c, err := r.Cookie(s.sessionCookie())
 	if err != nil || c.Value == "" {
-		return false
-	}
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
-		if err := r.ParseMultipartForm(maxBody); err != nil {
-			return false
-		}
-	} else if err := r.ParseForm(); err != nil {
 		return false
 	}
 	got := r.PostForm.Get("csrf")

@@ -203,12 +203,15 @@ type runView struct {
 	Observed  pathView
 	Steps     []*stepView
 	// Other are steps the program does not have (of replans).
-	Other     []*stepView
-	Waiting   []*approvalView
-	Decided   []*approvalView
-	Events    []eventView
-	Earlier   int
-	PlanText  string
+	Other    []*stepView
+	Waiting  []*approvalView
+	Decided  []*approvalView
+	Events   []eventView
+	Earlier  int
+	PlanText string
+	// Edited is set when PlanText is a plan a person approved in place of
+	// the run's.
+	Edited    bool
 	PlanError string
 	StateDir  string
 	Diags     string
@@ -260,12 +263,15 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 			}
 		}
 	}
-	prog, perr := s.program(id)
+	prog, perr := s.program(id, edited(det.Approvals))
 	if perr != nil {
 		v.PlanError = perr.Error()
 	}
 	if st, err := s.store.Stored(id); err == nil {
 		v.PlanText = st.Source.Text
+	}
+	if e := edited(det.Approvals); e != "" {
+		v.PlanText, v.Edited = e, true
 	}
 	byID := map[string]*journal.Step{}
 	for _, st := range det.Steps {
