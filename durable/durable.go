@@ -120,6 +120,14 @@ func (s *Store) Show(id string) (*Detail, error) {
 // Events returns a run's event log, in order.
 func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
 
+// Stored returns what a run was started from: its plan's source, input
+// and settings.
+func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
+
+// Mark returns a token that changes whenever something of run id is
+// recorded, by any process; with id "", of any run (see journal.DB.Mark).
+func (s *Store) Mark(id string) (string, error) { return s.db.Mark(id) }
+
 // Pending returns the approvals a run waits for.
 func (s *Store) Pending(id string) ([]*journal.Approval, error) { return s.db.Pending(id) }
 

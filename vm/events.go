@@ -64,6 +64,10 @@ type Event struct {
 	// Error is a failed step's error; Result a completed step's result.
 	Error  *StepError `json:"error,omitempty"`
 	Result any        `json:"result,omitempty"`
+	// Args are the arguments a started step calls its tool with, as
+	// evaluated (StepStarted; not for a for each, whose elements each
+	// have their own).
+	Args map[string]any `json:"args,omitempty"`
 	// Verdict is pass, fail, partial, hitl or unjudged for StepVerdict,
 	// approved or rejected for ApprovalDecided, completed or failed for
 	// StepRestored, and the run's status for PlanFinished.

@@ -854,7 +854,7 @@ func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
 	id := d.e.prefix + s.ID
-	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
+	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start, Args: spec.args})
 	if err := r.journalFailed(); err != nil {
 		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
@@ -930,7 +930,11 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			return fail(runtime.CodeRejected, msg)
 		}
 	}
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	started := Event{Type: StepStarted, Step: id, Tool: tool}
+	if s.Each == nil {
+		started.Args = spec.args
+	}
+	r.event(started)
 	if err := r.journalFailed(); err != nil {
 		return fail(codeJournal, err.Error())
 	}
