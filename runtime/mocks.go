@@ -26,6 +26,41 @@ type Mocks struct {
 	mu    sync.Mutex
 	tools map[string]*Mock
 	calls map[string]int
+	// onAnswer, when set, hears of each call before it is answered.
+	onAnswer func(tool string, calls int) error
+}
+
+// Calls returns how many calls of each tool the mocks have answered: the
+// position of a sequence, or of a list of results.
+func (m *Mocks) Calls() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.calls))
+	for k, v := range m.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// SetCalls sets how many calls of each tool were answered before, so that
+// a sequence or a list of results goes on where it was: in a run resumed
+// by another process, for instance.
+func (m *Mocks) SetCalls(calls map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, v := range calls {
+		m.calls[k] = v
+	}
+}
+
+// OnAnswer sets f to hear of each call the mocks answer, before its
+// answer is given: the tool, and how many of its calls have been answered,
+// this one included. When f fails, so does the call. A journal records
+// the positions of sequences so. Set it before the mocks answer calls.
+func (m *Mocks) OnAnswer(f func(tool string, calls int) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onAnswer = f
 }
 
 // Mock is the canned behaviour of one tool: the first case whose args all
@@ -178,7 +213,13 @@ func (m *Mocks) Answer(name string, args map[string]any) (result any, ok bool, e
 	m.mu.Lock()
 	n := m.calls[name]
 	m.calls[name]++
+	hear := m.onAnswer
 	m.mu.Unlock()
+	if hear != nil {
+		if err := hear(name, n+1); err != nil {
+			return nil, true, fmt.Errorf("recording the call of the mock of %s: %w", name, err)
+		}
+	}
 	for _, c := range mk.Cases {
 		if matches(c.Args, args) {
 			if c.Error != nil {

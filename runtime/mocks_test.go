@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -38,5 +41,32 @@ func TestMocksUnknownKey(t *testing.T) {
 	slices.Sort(listed)
 	if !slices.Equal(keys, listed) {
 		t.Errorf("mockKeys lists %v; Mock has %v", listed, keys)
+	}
+}
+
+// TestMocksPositions: a sequence goes on from the calls set, each call is
+// heard before it is answered, and a call fails when its hearer does.
+func TestMocksPositions(t *testing.T) {
+	m, err := ParseMocks([]byte(`{"book": {"sequence": [{"result": "a"}, {"result": "b"}, {"result": "c"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetCalls(map[string]int{"book": 1})
+	var heard []int
+	m.OnAnswer(func(tool string, calls int) error {
+		heard = append(heard, calls)
+		if calls > 2 {
+			return errors.New("full")
+		}
+		return nil
+	})
+	if v, err := m.Call(context.Background(), "book", nil); v != "b" || err != nil {
+		t.Errorf("the second answer: %v %v", v, err)
+	}
+	if _, err := m.Call(context.Background(), "book", nil); err == nil || !strings.Contains(err.Error(), "recording the call of the mock of book: full") {
+		t.Errorf("a call whose hearer fails: %v", err)
+	}
+	if fmt.Sprint(heard) != "[2 3]" || m.Calls()["book"] != 3 {
+		t.Errorf("heard %v, calls %v", heard, m.Calls())
 	}
 }

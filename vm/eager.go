@@ -91,6 +91,11 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
+				if out, ok := r.restored(s.e, i); ok {
+					// It finished in an earlier process of the run.
+					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, out)))
+					continue
+				}
 				ectx, cancel := r.evalContext(ctx, s.e.prog.Steps[i])
 				spec, serr := s.e.prepare(ectx, i)
 				cancel()
@@ -114,6 +119,12 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		select {
 		case c := <-done:
 			running--
+			if c.out.waiting {
+				// It waits for a decision another process records.
+				s.e.res[c.i].Status = StatusWaiting
+				s.e.waiting++
+				continue
+			}
 			ready = mergeSorted(ready, s.e.settle(s.e.finish(c.i, c.out)))
 		case p, ok := <-itemsCh:
 			if !ok {
@@ -155,8 +166,10 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		s.diags.Sort()
 		return res, s.diags, nil
 	}
-	for _, i := range s.e.undecided() {
-		s.e.skip(i, "the run stopped")
+	if s.e.waiting == 0 || s.e.stop != nil || ctx.Err() != nil {
+		for _, i := range s.e.undecided() {
+			s.e.skip(i, "the run stopped")
+		}
 	}
 	res := r.conclude(ctx, s.e, s.e.result().Steps, 0)
 	s.diags.Sort()

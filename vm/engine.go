@@ -348,18 +348,20 @@ type callSpec struct {
 	fallback []map[string]any // per element, or one for a plain call
 	known    any
 	hasKnown bool
+	// subs and round are the engine's sub-plans and replanning round
+	// when the step was prepared, which the step's worker reads: an
+	// eager run may extend the engine's program meanwhile.
+	subs  map[string]*compiler.Program
+	round int
 	// call is the context of the call of a plain step, made with the
 	// spec to save an allocation.
 	call callCtx
-	// subs are the sub-plans of the program the step was prepared in:
-	// in eager mode, the engine moves to a new program while a step runs.
-	subs map[string]*compiler.Program
 }
 
 // prepare evaluates a ready step's arguments under ctx.
 func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
-	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub}
+	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
 	}

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -46,16 +47,30 @@ const NoEvaluator = "no evaluator is configured: only an evaluator model judges 
 // a result. A hitl verdict asks the approver; an approval makes it a pass
 // and a rejection a fail, with the person's note. An evaluator error
 // fails the step: there is no default verdict.
-func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id string, args map[string]any, value any) ([]Verdict, *StepError) {
-	if r.opts.Evaluator == nil || len(s.Criteria) == 0 {
-		return nil, nil
+//
+// prior are the verdicts an earlier process of the run recorded for the
+// step while it waited for a person: a criterion judged there is not
+// judged again, and one judged hitl goes to the approver, which gives the
+// decision recorded since. When the approver says the decision is to be
+// recorded by another process (ErrWaiting), evaluate returns the verdicts
+// so far and waits set: the step waits, its result and those verdicts
+// recorded with it.
+func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id string, args map[string]any, value any, prior []Verdict) (out []Verdict, waits bool, serr *StepError) {
+	if r.opts.Evaluator == nil && len(prior) == 0 || len(s.Criteria) == 0 {
+		return nil, false, nil
 	}
 	tool := s.ToolName()
-	var out []Verdict
 	for _, c := range s.Criteria {
-		v, err := r.opts.Evaluator.Evaluate(ctx, EvaluationRequest{Step: id, Tool: tool, Criterion: c, Args: args, Result: value})
-		if err != nil {
-			return nil, &StepError{Code: "evaluation-failed", Message: fmt.Sprintf("judging %q: %v", c, err), Tool: tool, Step: s.ID, final: true}
+		v, judged := priorVerdict(prior, c)
+		if !judged {
+			if r.opts.Evaluator == nil {
+				return nil, false, &StepError{Code: "evaluation-failed", Message: fmt.Sprintf("judging %q: no evaluator is configured", c), Tool: tool, Step: s.ID, final: true}
+			}
+			var err error
+			v, err = r.opts.Evaluator.Evaluate(ctx, EvaluationRequest{Step: id, Tool: tool, Criterion: c, Args: args, Result: value})
+			if err != nil {
+				return nil, false, &StepError{Code: "evaluation-failed", Message: fmt.Sprintf("judging %q: %v", c, err), Tool: tool, Step: s.ID, final: true}
+			}
 		}
 		v.Criterion = c
 		switch v.Verdict {
@@ -65,21 +80,44 @@ func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id s
 			if v.Note != "" {
 				msg += " (" + v.Note + ")"
 			}
-			dec, err := r.approve(ctx, ApprovalRequest{Round: round, Step: id, Tool: tool, Message: msg, Args: map[string]any{"result": value}})
+			waiting := &StepResult{ID: id, Tool: tool, Status: StatusWaiting, Result: value, Verdicts: append(append([]Verdict(nil), out...), v), Round: round}
+			dec, err := r.approve(ctx, ApprovalRequest{Round: round, Step: id, Tool: tool, Message: msg, Args: map[string]any{"result": value}}, waiting)
 			switch {
+			case errors.Is(err, ErrWaiting):
+				return out, true, nil
 			case err != nil:
-				return nil, &StepError{Code: runtime.CodeRejected, Message: fmt.Sprintf("%s: %v", msg, err), Tool: tool, Step: s.ID, final: true}
+				return nil, false, &StepError{Code: runtime.CodeRejected, Message: fmt.Sprintf("%s: %v", msg, err), Tool: tool, Step: s.ID, final: true}
 			case dec.Approved:
 				v.Verdict, v.Note = VerdictPass, joinNote("a person approved the result", dec.Note)
 			default:
 				v.Verdict, v.Note = VerdictFail, joinNote("a person rejected the result", dec.Note)
 			}
 		default:
-			return nil, &StepError{Code: "evaluation-failed", Message: fmt.Sprintf("judging %q: unknown verdict %q", c, v.Verdict), Tool: tool, Step: s.ID, final: true}
+			return nil, false, &StepError{Code: "evaluation-failed", Message: fmt.Sprintf("judging %q: unknown verdict %q", c, v.Verdict), Tool: tool, Step: s.ID, final: true}
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out, false, nil
+}
+
+// priorVerdict returns the verdict recorded before for a criterion.
+func priorVerdict(prior []Verdict, criterion string) (Verdict, bool) {
+	for _, v := range prior {
+		if v.Criterion == criterion {
+			return v, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// hasHITL reports whether verdicts hold one that waits for a person.
+func hasHITL(verdicts []Verdict) bool {
+	for _, v := range verdicts {
+		if v.Verdict == VerdictHITL {
+			return true
+		}
+	}
+	return false
 }
 
 func joinNote(a, b string) string {
@@ -90,14 +128,18 @@ func joinNote(a, b string) string {
 }
 
 // judged adds the evaluator's verdicts to the outcome of a step that
-// returned a result.
-func (r *runner) judged(ctx context.Context, e *engine, s *compiler.Step, id string, args map[string]any, out outcome) outcome {
+// returned a result; prior are the verdicts recorded while it waited for
+// a person (see evaluate).
+func (r *runner) judged(ctx context.Context, e *engine, s *compiler.Step, id string, args map[string]any, out outcome, prior []Verdict) outcome {
 	if out.err != nil {
 		return out
 	}
-	verdicts, serr := r.evaluate(ctx, e.round, s, id, args, out.value)
+	verdicts, waits, serr := r.evaluate(ctx, e.round, s, id, args, out.value, prior)
 	if serr != nil {
 		out.err = serr
+	}
+	if waits {
+		return outcome{waiting: true, start: out.start}
 	}
 	out.verdicts = verdicts
 	out.duration = r.elapsed() - out.start

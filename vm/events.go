@@ -40,9 +40,15 @@ const (
 	// Verdict accepted: Result is the answer as the run uses it, and the
 	// journal keeps it, so that a resumed run does not ask again; Verdict
 	// rejected: the answer did not fit (Reason says why) and was not used.
-	StepFilled   EventType = "step-filled"
-	Replanned    EventType = "replanned"
-	PlanFinished EventType = "plan-finished"
+	StepFilled EventType = "step-filled"
+	// ElementCompleted: an element of a for each returned its result
+	// (Step is the step's ID and the element's index, "fetch[2]"). A
+	// journaled run records it, so that a resumed run restores the
+	// element (StepRestored, with the element's ID) instead of running it
+	// again, though the step had not finished.
+	ElementCompleted EventType = "element-completed"
+	Replanned        EventType = "replanned"
+	PlanFinished     EventType = "plan-finished"
 )
 
 // Event is one thing that happened in a run.
@@ -64,6 +70,10 @@ type Event struct {
 	// Error is a failed step's error; Result a completed step's result.
 	Error  *StepError `json:"error,omitempty"`
 	Result any        `json:"result,omitempty"`
+	// Args are the arguments a started step calls its tool with, as
+	// evaluated (StepStarted; not for a for each, whose elements each
+	// have their own).
+	Args map[string]any `json:"args,omitempty"`
 	// Verdict is pass, fail, partial, hitl or unjudged for StepVerdict,
 	// approved or rejected for ApprovalDecided, completed or failed for
 	// StepRestored, and the run's status for PlanFinished.

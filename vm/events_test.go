@@ -56,3 +56,31 @@ func TestEventsJSONLAndLog(t *testing.T) {
 		}
 	}
 }
+
+// TestStartedArgs: a started step's event carries the arguments its tool
+// is called with, as evaluated, whether the step is called plainly or
+// with retries; a for each's does not, its elements having their own.
+func TestStartedArgs(t *testing.T) {
+	prog := compile(t, "tool add(x: int, y: int) -> int idempotent\na: add(x: 1, y: 2) -> †state.a\nb: add(x: †state.a, y: 10) -> †state.b\n  retry 2\nc: for each n in [1, 2]: add(x: †n, y: †state.b) -> †state.c\noutput †state.c\n")
+	tools := newFakeTools().on("add", func(ctx context.Context, args map[string]any) (any, error) {
+		return args["x"].(int64) + args["y"].(int64), nil
+	})
+	o := opts(tools, nil)
+	got := map[string]map[string]any{}
+	o.Observer = func(e Event) {
+		if e.Type == StepStarted {
+			got[e.Step] = e.Args
+		}
+	}
+	if _, err := Run(context.Background(), prog, nil, o); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]any{
+		"a": {"x": int64(1), "y": int64(2)},
+		"b": {"x": int64(3), "y": int64(10)},
+		"c": nil,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("arguments of the started steps (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"strings"
@@ -184,7 +185,11 @@ type Options struct {
 // Journal makes a run durable. Run calls Record with every event, one at
 // a time and before the Observer; the events that decide a step
 // (StepCompleted, StepFailed, StepSkipped, StepRestored) come with the
-// step's result. A step counts as finished, and the steps that wait for
+// step's result, and so does the StepWaiting of a step whose result waits
+// for a person's judgment (a hitl verdict), with the verdicts so far.
+// ElementCompleted carries an element's result: a journal that records it
+// and gives it back through Options.Restore, under the element's ID,
+// keeps the element from running again. A step counts as finished, and the steps that wait for
 // it may start, only once Record has returned, and a tool is called only
 // once the StepStarted event of its step is recorded. When Record fails
 // the run stops, since what it does next could not be recorded.
@@ -345,7 +350,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 	plan := prog.Plan
 	r.event(Event{Type: PlanStarted, Message: fmt.Sprintf("%d steps, mode %s", len(prog.Steps), plan.RunMode())})
 	if plan.Approve {
-		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)})
+		dec, err := r.approve(ctx, ApprovalRequest{Message: plan.ApproveMessage, Plan: planText(prog)}, nil)
 		if errors.Is(err, ErrWaiting) {
 			return r.waitingPlan(prog, "the plan waits for approval"), nil
 		}
@@ -416,7 +421,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 				Plan:    planText(next),
 				Diff:    changed.diff,
 				Changed: changed.ids,
-			})
+			}, nil)
 			if errors.Is(err, ErrWaiting) {
 				e.awaiting = "the new plan waits for approval of its changed steps"
 				return r.conclude(ctx, e, all, replans), nil
@@ -471,8 +476,10 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 	if e.plan.Output != nil {
 		out, err = e.output()
 	}
+	var outputErr error
 	if err != nil {
-		res.Err = fmt.Errorf("evaluating the output: %w", err)
+		outputErr = fmt.Errorf("evaluating the output: %w", err)
+		res.Err = outputErr
 	}
 	res.Output = out
 	var waiting []string
@@ -491,6 +498,9 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 		res.Err = e.stop
 	case len(waiting) > 0:
 		res.Status, res.Err = RunWaiting, fmt.Errorf("waiting for approval of %s", strings.Join(waiting, ", "))
+	case outputErr != nil:
+		// Every step ran, but the run has no output to give.
+		res.Status = RunFailed
 	case res.Failed > 0:
 		res.Status = RunPartial
 		res.Err = fmt.Errorf("%d step(s) failed", res.Failed)
@@ -731,6 +741,35 @@ func (r *runner) restored(e *engine, i int) (outcome, bool) {
 	return out, true
 }
 
+// judging returns what an earlier process of the run recorded of a step
+// whose result waits for a person's judgment (a hitl verdict): its result
+// and the verdicts given so far. Nil for any other step.
+func (r *runner) judging(e *engine, id string) *StepResult {
+	if r.opts.Restore == nil {
+		return nil
+	}
+	sr, ok := r.opts.Restore(e.round, id)
+	if !ok || sr == nil || sr.Status != StatusWaiting || !hasHITL(sr.Verdicts) {
+		return nil
+	}
+	return sr
+}
+
+// restoredElement returns the result an earlier process of the run
+// recorded for an element of a for each (elem is the step's ID with the
+// element's index), and the calls it took, if the element returned there.
+func (r *runner) restoredElement(e *engine, elem, tool string) (any, int, bool) {
+	if r.opts.Restore == nil {
+		return nil, 0, false
+	}
+	sr, ok := r.opts.Restore(e.round, elem)
+	if !ok || sr == nil || sr.Status != StatusCompleted {
+		return nil, 0, false
+	}
+	r.event(Event{Type: StepRestored, Step: elem, Tool: tool, Verdict: string(StatusCompleted), Attempt: sr.Attempts})
+	return sr.Result, sr.Attempts, true
+}
+
 // checkJournal stops the run when the journal cannot be written.
 func (r *runner) checkJournal(e *engine) {
 	if err := r.journalFailed(); err != nil && e.stop == nil {
@@ -811,11 +850,18 @@ func (r *runner) work(g *callGroup, e *engine, spec *callSpec) outcome {
 	return r.limitOutput(spec, r.runStep(g, e, spec))
 }
 
-// limitOutput fails a step whose result is over the size limit.
+// limitOutput fails a step whose result is over the size limit, or
+// holds a number JSON cannot hold, which neither the journal nor the
+// plan's readers could take.
 func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 	if out.err == nil && !out.waiting {
-		if n, over := jsonSize(out.value, r.opts.MaxOutputBytes); over {
-			s := spec.step
+		n, over, nonFinite := jsonSize(out.value, r.opts.MaxOutputBytes)
+		s := spec.step
+		switch {
+		case nonFinite:
+			out.value, out.err = nil, &StepError{Code: runtime.CodeInvalidOutput, Tool: s.ToolName(), Step: s.ID,
+				Message: fmt.Sprintf("the result of %s holds a number JSON cannot hold (NaN or an infinity): the tool must return finite numbers", s.ID)}
+		case over:
 			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.ToolName(), Step: s.ID,
 				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (--max-output)", s.ID, r.opts.MaxOutputBytes, n)}
 		}
@@ -839,7 +885,7 @@ func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
 	id := d.e.prefix + s.ID
-	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
+	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start, Args: spec.args})
 	if err := r.journalFailed(); err != nil {
 		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
@@ -904,7 +950,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start, tool: chosen}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Round: e.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args, Filled: filledArgs(s, spec.args)})
+		dec, err := r.approve(ctx, ApprovalRequest{Round: spec.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args, Filled: filledArgs(s, spec.args)}, nil)
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
@@ -921,23 +967,33 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			return fail(runtime.CodeRejected, msg)
 		}
 	}
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	started := Event{Type: StepStarted, Step: id, Tool: tool}
+	if s.Each == nil {
+		started.Args = spec.args
+	}
+	r.event(started)
 	if err := r.journalFailed(); err != nil {
 		return fail(codeJournal, err.Error())
 	}
+	if sr := r.judging(e, id); sr != nil {
+		// It returned in an earlier process, and waits for a person to
+		// judge its result: it is not run again, and only what was not
+		// judged there is.
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: sr.Result, attempts: sr.Attempts, retries: sr.Retries, start: start}, sr.Verdicts)
+	}
 	if spec.hasKnown {
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: spec.known, start: start, duration: r.elapsed() - start}, nil)
 	}
 	if s.Each == nil {
 		var fb map[string]any
 		if len(spec.fallback) > 0 {
 			fb = spec.fallback[0]
 		}
-		v, attempts, retries, serr := r.attempts(g, e, s, spec.tool, spec.subs, id, spec.args, fb)
+		v, attempts, retries, serr := r.attempts(g, e, spec, id, spec.args, fb)
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start, tool: chosen})
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start, tool: chosen}, nil)
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -954,6 +1010,13 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	sem := make(chan struct{}, max(1, min(r.opts.MaxParallel, n)))
 	var wg sync.WaitGroup
 	for k := range n {
+		elem := fmt.Sprintf("%s[%d]", id, k)
+		if v, attempts, ok := r.restoredElement(e, elem, tool); ok {
+			// It returned in an earlier process of the run.
+			results[k] = v
+			total += attempts
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -963,7 +1026,13 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			if k < len(spec.fallback) {
 				fb = spec.fallback[k]
 			}
-			v, attempts, retries, serr := r.attempts(eg, e, s, s.Tool, spec.subs, fmt.Sprintf("%s[%d]", id, k), spec.elems[k], fb)
+			v, attempts, retries, serr := r.attempts(eg, e, spec, elem, spec.elems[k], fb)
+			if serr == nil && (r.opts.Journal != nil || r.opts.Observer != nil) {
+				if _, _, nonFinite := jsonSize(v, math.MaxInt); !nonFinite {
+					// (One that is not finite fails the step.)
+					r.event(Event{Type: ElementCompleted, Step: elem, Tool: tool, Attempt: attempts, Result: v})
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			total += attempts
@@ -985,7 +1054,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	if waiting && firstErr == nil {
 		return outcome{waiting: true, start: start}
 	}
-	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start})
+	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}, nil)
 }
 
 // filledArgs names the arguments of a step that a model filled in.
@@ -1004,7 +1073,9 @@ func filledArgs(s *compiler.Step, args map[string]any) []string {
 // retries and backoff, then its fallback. It returns the value, the number
 // of calls made, how many of them were retries, and the error of the last
 // call when all failed.
-func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, subs map[string]*compiler.Program, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
+	s := spec.step
+	tool := spec.tool
 	ctx := g.ctx
 	calls, retries := 0, 0
 	var last *StepError
@@ -1018,7 +1089,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compi
 			retries++
 		}
 		calls++
-		v, serr := r.call(g, e, s, tool, subs, args, id, calls)
+		v, serr := r.call(g, e, spec, tool, args, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -1030,7 +1101,7 @@ func (r *runner) attempts(g *callGroup, e *engine, s *compiler.Step, tool *compi
 	if s.Fallback != nil && s.Fallback.Tool != nil && ctx.Err() == nil && last.Code != codeWaiting {
 		calls++
 		r.event(Event{Type: StepRetried, Step: id, Tool: s.Fallback.Tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; calling the fallback %s", strings.TrimSuffix(last.Message, "."), s.Fallback.Tool.Name)})
-		v, serr := r.call(g, e, s, s.Fallback.Tool, subs, fbArgs, id, calls)
+		v, serr := r.call(g, e, spec, s.Fallback.Tool, fbArgs, id, calls)
 		if serr == nil {
 			return v, calls, retries, nil
 		}
@@ -1078,7 +1149,8 @@ func (r *runner) backoff(base time.Duration, attempt int) time.Duration {
 // call makes one call of a tool (or runs a sub-plan) with the step's
 // timeout. A tool that panics or does not return in time fails; one that
 // ignores its context keeps running in the background until it returns.
-func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.Tool, subs map[string]*compiler.Program, args map[string]any, id string, attempt int) (any, *StepError) {
+func (r *runner) call(g *callGroup, e *engine, spec *callSpec, tool *compiler.Tool, args map[string]any, id string, attempt int) (any, *StepError) {
+	s := spec.step
 	cctx := new(callCtx)
 	r.newCall(cctx, g, s, tool, id, attempt)
 	r.calls.watch(cctx, time.Now())
@@ -1092,7 +1164,7 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 	go func() {
 		v, err := r.callTool(tool.Name, func() (any, error) {
 			if tool.Plan != nil {
-				return r.subPlan(cctx, e, subs, tool, args, id)
+				return r.subPlan(cctx, spec, tool, args, id)
 			}
 			return r.opts.Tools.Call(cctx, tool.Name, args)
 		})
@@ -1230,8 +1302,8 @@ func indexByte(s string, b byte) int {
 
 // subPlan runs a sub-plan as a step: its arguments are its input, its
 // output the step's result.
-func (r *runner) subPlan(ctx context.Context, parent *engine, subs map[string]*compiler.Program, tool *compiler.Tool, args map[string]any, id string) (any, error) {
-	sub := subs[tool.Name]
+func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Tool, args map[string]any, id string) (any, error) {
+	sub := spec.subs[tool.Name]
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
@@ -1241,7 +1313,7 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, subs map[string]*c
 	}
 	e.fills = modelFiller{r}
 	e.prefix = id + "/"
-	e.round = parent.round
+	e.round = spec.round
 	r.drive(ctx, e)
 	if e.stop != nil {
 		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
@@ -1265,8 +1337,11 @@ func (r *runner) subPlan(ctx context.Context, parent *engine, subs map[string]*c
 	return out, nil
 }
 
-// approve asks the approver, with the request's events around it.
-func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, error) {
+// approve asks the approver, with the request's events around it. A step
+// that waits for the decision is recorded as waiting (with its result
+// and verdicts so far, for one that waits for a person's judgment of its
+// result).
+func (r *runner) approve(ctx context.Context, req ApprovalRequest, waiting *StepResult) (Decision, error) {
 	r.event(Event{Type: ApprovalRequested, Step: req.Step, Tool: req.Tool, Message: req.Message})
 	if r.opts.Approver == nil {
 		err := errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
@@ -1275,7 +1350,9 @@ func (r *runner) approve(ctx context.Context, req ApprovalRequest) (Decision, er
 	}
 	dec, err := r.opts.Approver.Approve(ctx, req)
 	if errors.Is(err, ErrWaiting) {
-		r.event(Event{Type: StepWaiting, Step: req.Step, Tool: req.Tool, Message: req.Message})
+		ev := Event{Type: StepWaiting, Step: req.Step, Tool: req.Tool, Message: req.Message}
+		ev.Time, ev.Elapsed = r.clock()
+		r.emit(ev, waiting)
 		return dec, err
 	}
 	verdict := "rejected"

@@ -435,10 +435,10 @@ func sortedKeys(m map[string]any) []string {
 }
 
 // jsonSize measures v as compact JSON, roughly (strings without their
-// escapes), and stops as soon as it passes limit: it returns the size
-// measured so far and whether it is over the limit.
-func jsonSize(v any, limit int) (int, bool) {
-	n := 0
+// escapes), and stops as soon as it passes limit or meets a number JSON
+// cannot hold (NaN, an infinity): it returns the size measured so far,
+// whether it is over the limit, and whether it met such a number.
+func jsonSize(v any, limit int) (n int, over, nonFinite bool) {
 	var walk func(v any) bool
 	walk = func(v any) bool {
 		switch v := v.(type) {
@@ -463,11 +463,17 @@ func jsonSize(v any, limit int) (int, bool) {
 					return false
 				}
 			}
+		case float64:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				nonFinite = true
+				return false
+			}
+			n += 8
 		default:
 			n += 8 // a number, or a value of another type
 		}
 		return n <= limit
 	}
 	walk(v)
-	return n, n > limit
+	return n, n > limit, nonFinite
 }

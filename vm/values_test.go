@@ -338,10 +338,16 @@ func TestValuesFromJournal(t *testing.T) {
 	// The first process stops once get has completed.
 	ctx, cancel := context.WithCancel(context.Background())
 	first := router{"get": callerFunc(func(context.Context, string, map[string]any) (any, error) {
-		defer cancel()
 		return decode(t, reading), nil
 	})}
-	res, err := vm.Run(ctx, prog, nil, vm.Options{Tools: first, MaxParallel: 1, Journal: r, RunID: r.ID, Restore: r.Restore})
+	// Canceled once get's outcome is recorded, not from inside the call,
+	// which could cancel the call itself.
+	stop := func(e vm.Event) {
+		if e.Type == vm.StepCompleted && e.Step == "get" {
+			cancel()
+		}
+	}
+	res, err := vm.Run(ctx, prog, nil, vm.Options{Tools: first, MaxParallel: 1, Journal: r, RunID: r.ID, Restore: r.Restore, Observer: stop})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,7 @@ func commands() []*command {
 		resumeCommand(),
 		approveCommand(),
 		runsCommand(),
+		serveCommand(),
 		showCommand(),
 		planCommand(),
 		applyCommand(),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/runtime/llm"
@@ -21,7 +22,6 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
-	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // modelFlags choose the model provider and the models of both tiers.
@@ -62,6 +62,7 @@ type goalFlags struct {
 	input    string
 	context  string
 	builtins bool
+	form     string
 }
 
 func (gf *goalFlags) register(fs *flag.FlagSet) {
@@ -70,6 +71,7 @@ func (gf *goalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&gf.input, "input", "", "the plan's input: a JSON object, or @FILE")
 	fs.StringVar(&gf.context, "context", "", "a context document (the JSON form: tool, input, state and plan messages) or a .plan file: its tools, input, state and steps are given to the model")
 	fs.BoolVar(&gf.builtins, "builtins", false, "also offer the built-in tools (echo, json.select, text.format, http.get, …) to the model; they are offered anyway when no tools are given")
+	fs.StringVar(&gf.form, "answer-form", agent.FormText, "how the model answers: text (.plan text) or json (the JSON form, held to a JSON Schema of a plan of the offered tools where the provider has constrained output; text again, with a warning, where the server refuses the schema)")
 }
 
 // load starts the MCP servers and builds the context and the checker's
@@ -94,58 +96,22 @@ func (gf *goalFlags) load(ctx context.Context, e *env, cmd string) (c agent.Cont
 
 // goalContext builds the context and the checker's configuration.
 func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Config, int) {
-	var c agent.Context
-	src := &source{}
-	if gf.context != "" {
-		s, err := readSource(e, gf.context)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
-			return c, compiler.Config{}, exitUsage
-		}
-		src = s
-	}
-	cfg, srcs, diags, err := gf.config(src)
+	ps, srcs, diags, err := gf.goalSource(e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
-		return c, cfg, exitUsage
+		return agent.Context{}, compiler.Config{}, exitUsage
 	}
-	if gf.context != "" {
-		f, d := src.parse()
-		srcs[src.name] = src.text
-		diags = append(diags, d...)
-		c = agent.ContextOf(f)
+	var input map[string]any
+	if gf.input != "" {
+		if input, err = readJSONObject(gf.input); err != nil {
+			fmt.Fprintf(e.stderr, "obelisk %s: the input: %v\n", cmd, err)
+			return agent.Context{}, compiler.Config{}, exitUsage
+		}
 	}
-	if diags.HasErrors() {
+	c, cfg, cd := contextOf(ps, gf.tools, gf.builtins, input)
+	if diags = append(diags, cd...); diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
-	}
-	c.Hints = cfg.Hints
-	for _, path := range gf.tools {
-		b, _ := os.ReadFile(path)
-		decls, _ := lang.ParseTools(path, b)
-		c.Tools = append(c.Tools, decls...)
-	}
-	c.Tools = append(c.Tools, gf.mcpDecls()...)
-	cfg.Tools = append(cfg.Tools, c.Tools...)
-	if len(c.Tools) == 0 || gf.builtins {
-		for _, d := range builtinSignatures() {
-			if !strings.HasPrefix(d.Name.Name, "file.") {
-				c.Tools = append(c.Tools, d)
-			}
-		}
-	}
-	if gf.input != "" {
-		in, err := readJSONObject(gf.input)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: the input: %v\n", cmd, err)
-			return c, cfg, exitUsage
-		}
-		if c.Input == nil {
-			c.Input = map[string]any{}
-		}
-		for k, v := range in {
-			c.Input[k] = v
-		}
 	}
 	return c, cfg, exitOK
 }
@@ -207,11 +173,14 @@ func generateCommand() *command {
 				if repairs <= 0 {
 					repairs = -1 // none: Generate reads 0 as its default
 				}
-				e.log.Info("asking for a plan", "model", planner.Name(), "provider", settings.String())
+				e.log.Info("asking for a plan", "model", planner.Name(), "provider", settings.String(), "form", gf.form)
 				g, err := agent.Generate(ctx, agent.GenerateOptions{Goal: gf.goal, Context: c, Model: planner, Check: cfg,
-					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps,
-					Round: func(n int, _ string, diags lang.Diagnostics) {
-						e.log.Info("round", "n", n, "errors", diags.Count(lang.SeverityError))
+					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps, Form: gf.form,
+					Round: func(r agent.Round) {
+						if r.Fallback != "" {
+							fmt.Fprintf(e.stderr, "obelisk generate: warning: %s\n", r.Fallback)
+						}
+						e.log.Info("round", "n", r.N, "form", r.Form, "errors", r.Diagnostics.Count(lang.SeverityError), "prompt_tokens", r.Usage.Input)
 					}})
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
@@ -249,7 +218,8 @@ func generateCommand() *command {
 }
 
 func roundsLine(g *agent.Generated) string {
-	return fmt.Sprintf("%s (%s); tokens: %s", plural(g.Rounds, "round"), plural(g.Rounds-1, "repair"), usageText(g.Usage))
+	return fmt.Sprintf("%s (%s, %s answers); prompt %d tokens; tokens: %s", plural(g.Rounds, "round"), plural(g.Rounds-1, "repair"), g.Form,
+		g.PromptTokens, usageText(g.Usage))
 }
 
 func usageText(u llm.Usage) string {
@@ -315,6 +285,8 @@ func agentCommand() *command {
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			runTimeout := fs.Duration("run-timeout", 0, "the longest the goal may take (e.g. 30m), its model calls, runs and approvals included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit")
 			events := fs.String("events", "", "write the events (turns, steps, verdicts) to this file, one JSON object per line")
+			var xf execFlags
+			xf.registerJournal(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) > 0 {
 					return usageError(e, "agent", "unexpected arguments %q: the goal goes in --goal", args)
@@ -322,102 +294,92 @@ func agentCommand() *command {
 				if *mode != agent.Eager && *mode != agent.Lazy {
 					return usageError(e, "agent", "unknown mode %q: use eager or lazy", *mode)
 				}
-				c, cfg, stop, status := gf.load(ctx, e, "agent")
-				defer stop()
-				if status != exitOK {
-					return status
+				if strings.TrimSpace(gf.goal) == "" {
+					return usageError(e, "agent", "no goal: give --goal \"what the plan must achieve\"")
+				}
+				policy, err := xf.policy()
+				if err != nil {
+					return usageError(e, "agent", "%v", err)
 				}
 				limits, err := goalLimits(e, *maxGoalSteps, *maxReplans)
 				if err != nil {
 					return usageError(e, "agent", "%v", err)
 				}
-				rf := &runFlags{checkFlags: gf.checkFlags, files: *files, allowCommands: *allowCommands}
-				reg, err := rf.registry()
-				if err == nil {
-					err = bindContextTools(rf, reg, c.Tools)
+				stop, status := gf.connect(ctx, e, "agent")
+				if status != exitOK {
+					return status
 				}
+				defer stop()
+				ps, srcs, diags, err := gf.goalSource(e)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
-				var mk *runtime.Mocks
-				if *mocks != "" {
-					b, err := os.ReadFile(*mocks)
-					if err == nil {
-						mk, err = runtime.ParseMocks(b)
-					}
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk agent: mocks: %v\n", err)
+				var input map[string]any
+				if gf.input != "" {
+					if input, err = readJSONObject(gf.input); err != nil {
+						e.errorf("the input: %v", err)
 						return exitUsage
 					}
 				}
-				var missing []string
-				for _, t := range c.Tools {
-					if !reg.Has(t.Name.Name) && !mk.Has(t.Name.Name) {
-						missing = append(missing, t.Name.Name)
+				c, cfg, cd := contextOf(ps, gf.tools, gf.builtins, input)
+				if diags = append(diags, cd...); diags.HasErrors() {
+					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+					return exitInput
+				}
+				gs := goalSettings{toolSettings: toolSettings{MCP: gf.mcp, AllowCommands: *allowCommands}, ToolFiles: gf.tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate}
+				if *mocks != "" {
+					b, err := os.ReadFile(*mocks)
+					if err != nil {
+						e.errorf("mocks: %v", err)
+						return exitUsage
+					}
+					gs.Mocks, gs.MocksFile = string(b), *mocks
+				}
+				if *files != "" {
+					if gs.Files, err = filepath.Abs(*files); err != nil {
+						e.errorf("%v", err)
+						return exitUsage
 					}
 				}
-				if len(missing) > 0 {
-					fmt.Fprintf(e.stderr, "obelisk agent: no implementation for %s: answer them in a mocks file (--mocks)\n", strings.Join(missing, ", "))
+				rf := &runFlags{checkFlags: gf.checkFlags, files: gs.Files, allowCommands: *allowCommands}
+				tools, err := goalTools(rf, c, gs.Mocks)
+				if err != nil {
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				planner, evaluator, settings, err := mf.models(e)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				if !*evaluate {
 					evaluator = nil
 				}
-				e.log.Info("pursuing the goal", "provider", settings.String(), "mode", *mode)
-				observers := []vm.Observer{vm.LogEvents(e.log.Named("agent")), turnLines(e)}
-				if *events != "" {
-					f, err := os.Create(*events)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
-						return exitUsage
-					}
-					obs, werr := vm.JSONLEvents(f)
-					observers = append(observers, obs)
-					defer func() {
-						if err := errors.Join(werr(), f.Close()); err != nil {
-							fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
-						}
-					}()
+				gs.Models = goalModels{Provider: settings.Provider, Model: settings.Model, EvalModel: settings.EvalModel, MaxTokens: settings.MaxTokens, Timeout: settings.Timeout}
+				b, err := json.Marshal(gs)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
 				}
-				opts := agent.Options{Goal: gf.goal, Context: c, Mode: *mode, Planner: planner, Evaluator: evaluator, Check: cfg,
-					Tools: runtime.Chain{Mocks: mk, Registry: reg}, Observer: vm.Observers(observers...),
-					MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
-					MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout,
-					Filler: &fill.Model{Model: planner}}
+				set := durable.Settings{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0), Approval: policy, Caller: b,
+					Goal: &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs}}
+				r, store, status := xf.create(e, &durable.Plan{Source: ps, Input: c.Input}, set)
+				if r == nil {
+					return status
+				}
+				if store != nil {
+					defer store.Close()
+				}
+				e.log.Info("pursuing the goal", "provider", settings.String(), "mode", *mode, "run", r.ID)
+				gx := &goalExec{planner: planner, evaluator: evaluator, events: *events, runTimeout: *runTimeout, also: xf.also()}
 				switch {
 				case *yes:
-					opts.Approver = approveAll{}
+					gx.approver = approveAll{}
 				case *approve:
-					opts.Approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+					gx.approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
 				}
-				res, err := agent.Run(ctx, opts)
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk agent: %v\n", err)
-					return exitUsage
-				}
-				envelope := struct {
-					Status        string        `json:"status"`
-					Output        any           `json:"output"`
-					Error         string        `json:"error,omitempty"`
-					GoalExecution agent.Summary `json:"goalExecution"`
-				}{res.Status, res.Output, res.Error(), res.GoalExecution}
-				b, err := json.MarshalIndent(envelope, "", "  ")
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk agent: encoding the result: %v\n", err)
-					return exitUsage
-				}
-				e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
-				fmt.Fprintln(e.stderr, goalSummary(res))
-				if res.Status != agent.GoalCompleted {
-					return exitInput
-				}
-				return exitOK
+				return gx.pursue(ctx, e, r, c, cfg, tools)
 			}
 		},
 	}
@@ -466,6 +428,8 @@ func turnLines(e *env) vm.Observer {
 		switch ev.Type {
 		case agent.TurnFinished:
 			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
+		case agent.FormFallback:
+			fmt.Fprintf(e.stderr, "obelisk agent: warning: %s\n", ev.Message)
 		case vm.StepFailed:
 			if ev.Error != nil {
 				fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
@@ -477,7 +441,7 @@ func turnLines(e *env) vm.Observer {
 func goalSummary(res *agent.Result) string {
 	s := res.GoalExecution
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s after %s (%s mode): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, plural(s.StepsRun, "step"),
+	fmt.Fprintf(&b, "%s after %s (%s mode, %s answers): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, s.Form, plural(s.StepsRun, "step"),
 		plural(s.Replans, "replan"), plural(s.Repairs, "repair"), plural(len(s.Facts), "fact"))
 	fmt.Fprintf(&b, "tokens: planner %s", usageText(s.Tokens["planner"]))
 	if u, ok := s.Tokens["evaluator"]; ok {

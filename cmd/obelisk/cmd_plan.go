@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -137,11 +138,11 @@ func applyCommand() *command {
 				}
 				fill, err := ff.settings("")
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
-				s := settings{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), Approval: policy, MCP: mcpSpecs, AllowCommands: *allowCommands, Fill: fill}
-				rf, stop, status := s.connect(ctx, e, "apply")
+				ts := &toolSettings{MCP: mcpSpecs, AllowCommands: *allowCommands, Fill: fill}
+				rf, stop, status := ts.connect(ctx, e, "apply")
 				if rf == nil {
 					return status
 				}
@@ -154,22 +155,22 @@ func applyCommand() *command {
 					err = pf.Stale(now)
 				}
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					e.errorf("%s: %v", args[0], err)
 					var stale *planfile.StaleError
 					if errors.As(err, &stale) {
 						fmt.Fprintf(e.stderr, "The plan was made against other tools: check it, and make it again with obelisk plan.\n")
 					}
 					return exitInput
 				}
-				prog, diags, err := pf.Compile()
+				plan, diags, err := durable.FromPlanfile(pf)
 				if err != nil {
 					lang.WriteText(e.stderr, sourcesOf(&pf.Source), diags, e.textOptions())
-					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					e.errorf("%s: %v", args[0], err)
 					return exitInput
 				}
 				if *files != "" {
-					if s.Files, err = filepath.Abs(*files); err != nil {
-						fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					if ts.Files, err = filepath.Abs(*files); err != nil {
+						e.errorf("%v", err)
 						return exitUsage
 					}
 				}
@@ -177,32 +178,37 @@ func applyCommand() *command {
 				if mocksPath != "" {
 					b, err := os.ReadFile(mocksPath)
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk apply: reading mocks: %v\n", err)
+						e.errorf("reading mocks: %v", err)
 						return exitUsage
 					}
-					s.Mocks, s.MocksFile = string(b), mocksPath
+					ts.Mocks, ts.MocksFile = string(b), mocksPath
 				}
-				rf.files = s.Files
+				rf.files = ts.Files
 				rf.grants = gf
-				tools, problems, err := s.tools(rf, prog, pf.Source.WorkDir)
+				tools, problems, err := ts.tools(rf, plan, pf.Source.WorkDir)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				if len(problems) > 0 && xf.replay == "" {
 					for _, pr := range problems {
-						fmt.Fprintf(e.stderr, "obelisk apply: %s\n", pr)
+						e.errorf("%s", pr)
 					}
 					return exitUsage
 				}
-				check, _ := pf.Source.Config()
-				x := &execution{cmd: "apply", flags: &xf, prog: prog, input: pf.Input, tools: tools, check: check, policy: policy, fill: fill,
-					opts:       vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout},
-					approvedAs: "approved as planfile " + pf.Hash}
-				if status := x.start(e, &pf.Source, s, pf.Hash); status != exitOK {
+				set, err := ts.record(vm.Options{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0)}, policy)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				r, store, status := xf.create(e, plan, set)
+				if r == nil {
 					return status
 				}
-				return x.run(ctx, e)
+				if store != nil {
+					defer store.Close()
+				}
+				return xf.execute(ctx, e, r, tools, nil, fill)
 			}
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -31,7 +32,7 @@ func runCommand() *command {
 			xf.register(fs, true)
 			var ff fillFlags
 			ff.register(fs)
-			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream; not journaled); default: the plan's mode")
+			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream, journaled as it arrives); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
 			return func(ctx context.Context, args []string) int {
@@ -57,14 +58,11 @@ func runCommand() *command {
 						base = strings.TrimSuffix(strings.TrimSuffix(args[0], ".plan"), ".json")
 					}
 					fill, err := ff.settings(base)
-					if err == nil {
-						opts.Filler, err = fill.streamFiller(e)
-					}
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+						e.errorf("%v", err)
 						return exitUsage
 					}
-					return runEager(ctx, e, &rf, &xf, args[0], opts)
+					return runEager(ctx, e, &rf, &xf, args[0], opts, policy, fill)
 				}
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
@@ -86,19 +84,31 @@ func runCommand() *command {
 				}
 				fill, err := ff.settings(p.base())
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
-				x := &execution{cmd: "run", flags: &xf, prog: p.prog, input: p.input, tools: runtime.Chain{Mocks: p.mocks, Registry: p.reg}, check: p.cfg, opts: opts, policy: policy, fill: fill}
 				if _, err := fill.filler(e, p.prog); err != nil && xf.replay == "" {
 					// Refused before the run starts, as missing tools are.
-					fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
-				if status := x.start(e, p.source, p.settings(&rf, opts, policy, fill), ""); status != exitOK {
+				ts := p.toolSettings(&rf)
+				ts.Fill = fill
+				set, err := ts.record(opts, policy)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				set.Limits = rf.limits
+				plan := &durable.Plan{Source: p.source, Program: p.prog, Input: p.input, Check: p.cfg}
+				r, store, status := xf.create(e, plan, set)
+				if r == nil {
 					return status
 				}
-				return x.run(ctx, e)
+				if store != nil {
+					defer store.Close()
+				}
+				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg}, nil, fill)
 			}
 		},
 	}

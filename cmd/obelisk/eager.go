@@ -2,38 +2,30 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // runEager runs a plan in eager mode: statements are read from the file
 // (or from standard input, as they arrive) and each step runs as soon as
-// it is complete and checked.
-func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options) int {
-	opts.Approver = xf.approver(e)
-	events, closeEvents, err := xf.eventsFile()
-	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-		return exitUsage
-	}
-	defer func() {
-		if err := closeEvents(); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-		}
-	}()
-	observers := []vm.Observer{vm.LogEvents(e.log.Named("run")), events}
+// it is complete and checked. The run is journaled as its text arrives,
+// unless --no-journal.
+func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy journal.ApprovalPolicy, fs fillSettings) int {
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {
 		f, err := os.Open(arg)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+			e.errorf("%v", err)
 			return exitUsage
 		}
 		defer f.Close()
@@ -41,7 +33,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	}
 	reg, err := rf.registry()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	src := &source{name: name, path: arg}
@@ -50,35 +42,30 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	}
 	cfg, srcs, diags, err := rf.config(src)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	// Tools files given with --tools may bind tools; a streamed plan's
 	// imports are read as it arrives, too late to bind theirs.
-	var fromFiles []*compiler.Tool
-	for _, d := range cfg.Tools {
-		if d.Binding != nil {
-			fromFiles = append(fromFiles, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
-		}
-	}
-	bound, bd := bindTools(fromFiles, "", rf.grants.httpOptions())
+	bound, bd := bindTools(boundDecls(cfg.Tools), "", rf.grants.httpOptions())
 	diags = append(diags, bd...)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return exitInput
 	}
 	if _, err := rf.registerBound(reg, bound); err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	var input map[string]any
 	if rf.input != "" {
 		c := &checked{src: src, file: &lang.File{}}
 		if input, err = rf.readInput(c, ""); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+			e.errorf("%v", err)
 			return exitUsage
 		}
 	}
+	ts := &toolSettings{MCP: rf.mcp, AllowCommands: rf.allowCommands, Fill: fs}
 	var mocks *runtime.Mocks
 	if rf.mocks != "" {
 		b, err := os.ReadFile(rf.mocks)
@@ -86,39 +73,50 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 			mocks, err = runtime.ParseMocks(b)
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: mocks: %v\n", err)
+			e.errorf("mocks: %v", err)
+			return exitUsage
+		}
+		ts.Mocks, ts.MocksFile = string(b), rf.mocks
+	}
+	if rf.files != "" {
+		if ts.Files, err = filepath.Abs(rf.files); err != nil {
+			e.errorf("%v", err)
 			return exitUsage
 		}
 	}
-	tools, closeTools, err := xf.wrapTools(runtime.Chain{Mocks: mocks, Registry: reg})
+	set, err := ts.record(opts, policy)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer func() {
-		if err := closeTools(); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
+	set.Limits = rf.limits
+	// The plan's source holds what its checking reads; its text is
+	// journaled as it arrives.
+	ps := &planfile.Source{Name: name, Tools: rf.read.tools, Hints: rf.read.hints, Strict: rf.strict, MaxParallel: rf.maxParallel}
+	if src.path != "" {
+		ps.Dir = filepath.Dir(src.path)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		ps.WorkDir = wd
+	}
+	run, store, status := xf.create(e, &durable.Plan{Source: ps, Input: input, Check: cfg}, set)
+	if run == nil {
+		return status
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	return xf.execute(ctx, e, run, runtime.Chain{Mocks: mocks, Registry: reg}, r, fs)
+}
+
+// boundDecls returns, as the checker's tools, the declarations of tools
+// files that say how a tool is called (an http or command block).
+func boundDecls(decls []*lang.ToolDecl) []*compiler.Tool {
+	var out []*compiler.Tool
+	for _, d := range decls {
+		if d.Binding != nil {
+			out = append(out, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
 		}
-	}()
-	opts.Tools = tools
-	opts.Filler = xf.wrapFiller(opts.Filler)
-	opts.Check = cfg
-	progress := newProgress(e, 0)
-	opts.Observer = vm.Observers(append(observers, progress.observe)...)
-	sp := lang.NewStreamParser(name, r)
-	res, rejected, err := vm.RunStream(ctx, sp, input, opts)
-	progress.stop()
-	if len(rejected) > 0 {
-		srcs[name] = sp.Source()
-		lang.WriteText(e.stderr, srcs, rejected, e.textOptions())
 	}
-	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: %v\n", err)
-		return exitInput
-	}
-	status := report(e, res, "")
-	if rejected.HasErrors() {
-		status = exitInput
-	}
-	return status
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/runtime/replay"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -44,17 +47,17 @@ func (sf *stateFlags) register(fs *flag.FlagSet) {
 }
 
 // open opens the journal, creating it if needed: for a run to start.
-func (sf *stateFlags) open() (*journal.DB, error) {
-	return journal.Open(sf.dir, journal.Options{})
+func (sf *stateFlags) open() (*durable.Store, error) {
+	return durable.Open(sf.dir, durable.Options{})
 }
 
 // openRun opens the journal that holds the run named id, creating
 // nothing: for the commands that read or decide on a journaled run. It
 // reports the error itself and returns nil and the exit status: 1 when
 // there is no journal, so no such run.
-func (sf *stateFlags) openRun(e *env, id string) (*journal.DB, int) {
-	db, err := journal.OpenExisting(sf.dir, journal.Options{})
-	if errors.Is(err, journal.ErrNoJournal) {
+func (sf *stateFlags) openRun(e *env, id string) (*durable.Store, int) {
+	db, err := durable.OpenExisting(sf.dir, durable.Options{})
+	if errors.Is(err, durable.ErrNoJournal) {
 		e.errorf("no run %s: %v", id, err)
 		return nil, exitInput
 	}
@@ -100,7 +103,6 @@ type execFlags struct {
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
-	xf.stateFlags.register(fs)
 	fs.BoolVar(&xf.approve, "approve", false, "ask on the terminal before each approval gate (the plan, steps marked approve)")
 	fs.BoolVar(&xf.yes, "yes", false, "approve every approval gate without asking")
 	fs.StringVar(&xf.events, "events", "", "write the run's events to this file, one JSON object per line")
@@ -108,11 +110,20 @@ func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
 	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
 	fs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest the run may take in this process (e.g. 30m), approvals asked on the terminal included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit, and a resumed run takes the limit it was started with")
 	if starts {
-		fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
-		fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
-		fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
-		fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
+		xf.registerJournal(fs)
+	} else {
+		xf.stateFlags.register(fs)
 	}
+}
+
+// registerJournal adds the flags that say where and how a new run is
+// journaled.
+func (xf *execFlags) registerJournal(fs *flag.FlagSet) {
+	xf.stateFlags.register(fs)
+	fs.BoolVar(&xf.noJournal, "no-journal", false, "do not journal the run: it cannot be resumed, and an approval gate without --approve or --yes rejects")
+	fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
+	fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
+	fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
 }
 
 func (xf *execFlags) policy() (journal.ApprovalPolicy, error) {
@@ -199,19 +210,29 @@ func mocksFile(given string, off bool, base string) string {
 	return ""
 }
 
-// settings are what a journaled run records to be resumed with: its
-// tools and its approval policy.
-type settings struct {
-	Mocks         string                 `json:"mocks,omitempty"`
-	MocksFile     string                 `json:"mocksFile,omitempty"`
-	Files         string                 `json:"files,omitempty"`
-	MCP           []string               `json:"mcp,omitempty"`
-	AllowCommands bool                   `json:"allowCommands,omitempty"`
-	MaxParallel   int                    `json:"maxParallel,omitempty"`
-	StepTimeout   time.Duration          `json:"stepTimeout,omitempty"`
-	RunTimeout    time.Duration          `json:"runTimeout,omitempty"`
-	Approval      journal.ApprovalPolicy `json:"approval"`
-	Fill          fillSettings           `json:"fill,omitzero"`
+// toolSettings are what a journaled run records of its tools, to build
+// them again when it is resumed (durable.Settings.Caller): the mocks, the
+// directory of the file tools, the MCP servers, whether command tools
+// run. The grants are not among them: they are the resuming command's.
+type toolSettings struct {
+	Mocks         string   `json:"mocks,omitempty"`
+	MocksFile     string   `json:"mocksFile,omitempty"`
+	Files         string   `json:"files,omitempty"`
+	MCP           []string `json:"mcp,omitempty"`
+	AllowCommands bool     `json:"allowCommands,omitempty"`
+	// Fill says what completes the plan's holes and tasks.
+	Fill fillSettings `json:"fill,omitzero"`
+}
+
+// record returns the settings a run records: its limits and approval
+// policy, and the tool settings.
+func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (durable.Settings, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return durable.Settings{}, err
+	}
+	return durable.Settings{MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout,
+		MaxOutputBytes: opts.MaxOutputBytes, CostLimit: opts.CostLimit, Approval: policy, Caller: b}, nil
 }
 
 // source returns what a checked plan was compiled from.
@@ -233,7 +254,7 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 // connect starts the MCP servers of the settings. It returns the flags
 // that hold them and the function that stops them, or nil and the exit
 // status.
-func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
+func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
 	rf := &runFlags{files: s.Files, allowCommands: s.AllowCommands}
 	rf.mcp = stringList(s.MCP)
 	stop, status := rf.connect(ctx, e, cmd)
@@ -248,162 +269,145 @@ func (s *settings) connect(ctx context.Context, e *env, cmd string) (*runFlags, 
 // say how to call, and the mocks. workDir is the directory the tools
 // files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *settings) tools(rf *runFlags, prog *compiler.Program, workDir string) (vm.Caller, []string, error) {
+func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (runtime.Chain, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
-		return nil, nil, err
+		return runtime.Chain{}, nil, err
 	}
-	bound, diags := bindTools(sortedTools(prog.Info), workDir, rf.grants.httpOptions())
+	prog := plan.Program
+	var decls []*compiler.Tool
+	if prog != nil {
+		decls = sortedTools(prog.Info)
+	} else {
+		// A streamed plan: the tools its tools files bind.
+		cfg, _ := plan.Source.Config()
+		decls = boundDecls(cfg.Tools)
+	}
+	bound, diags := bindTools(decls, workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
-		return nil, nil, diags
+		return runtime.Chain{}, nil, diags
 	}
 	off, err := rf.registerBound(reg, bound)
 	if err != nil {
-		return nil, nil, err
+		return runtime.Chain{}, nil, err
 	}
 	var mocks *runtime.Mocks
 	if s.Mocks != "" {
 		if mocks, err = runtime.ParseMocks([]byte(s.Mocks)); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
+			return runtime.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
 		}
 	}
+	chain := runtime.Chain{Mocks: mocks, Registry: reg}
+	if prog == nil {
+		return chain, nil, nil // which tools a stream calls is known only as it runs
+	}
 	p := &prepared{checked: &checked{bound: bound}, prog: prog, mocks: mocks, commandsOff: len(off) > 0, netOff: rf.grants.grants().net.Off()}
-	return runtime.Chain{Mocks: mocks, Registry: reg}, p.preflight(), nil
+	return chain, p.preflight(), nil
 }
 
-// execution is a run about to start or resume.
-type execution struct {
-	cmd   string
-	flags *execFlags
-	prog  *compiler.Program
-	input map[string]any
-	tools vm.Caller
-	check compiler.Config
-	opts  vm.Options
-	// db and jr are the journal and the run's record; nil when the run
-	// is not journaled.
-	db     *journal.DB
-	jr     *journal.Run
-	policy journal.ApprovalPolicy
-	// approvedAs grants the plan's own approval: the plan was approved
-	// as a planfile.
-	approvedAs string
-	// fill says what completes the plan's holes and tasks.
-	fill fillSettings
+// create records a new run of a plan in the journal, or makes one that is
+// not journaled with --no-journal. It reports problems itself and returns
+// nil and the exit status when it cannot.
+func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*durable.Run, *durable.Store, int) {
+	if xf.noJournal {
+		r := durable.Transient(p, set)
+		e.log.Info("running without a journal", "run", r.ID)
+		return r, nil, exitOK
+	}
+	st, err := xf.open()
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, nil, exitUsage
+	}
+	r, err := st.Create(p, xf.runID, set)
+	if err != nil {
+		st.Close()
+		e.errorf("%v", err)
+		return nil, nil, exitUsage
+	}
+	e.log.Info("journaling the run", "run", r.ID, "journal", st.Path())
+	return r, st, exitOK
 }
 
-// start journals a new run of a prepared plan, unless --no-journal.
-func (x *execution) start(e *env, src *planfile.Source, s settings, hash string) int {
-	if x.flags.noJournal {
-		// A run ID of its own all the same: it makes the run's
-		// idempotency keys differ from every other run's.
-		x.opts.RunID = vm.NewRunID()
-		e.log.Info("running without a journal", "run", x.opts.RunID)
-		return exitOK
+// execute runs a run with its tools, and with what fs says fills its
+// holes and tasks, as the flags say (--record or --replay, --events,
+// --approve or --yes, --run-timeout), and reports how it went. The plan
+// of a streamed run is read from text as it arrives; nil reads it from
+// the journal, for a resumed run.
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain, text io.Reader, fs fillSettings) int {
+	if xf.runTimeout < 0 {
+		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
-	db, err := x.flags.open()
+	tools, closeTools, err := xf.wrapTools(chain)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-		return exitUsage
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		db.Close()
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-		return exitUsage
-	}
-	jr, err := db.Create(journal.NewRun{ID: x.flags.runID, Source: src, Input: x.input, Settings: b, Hash: hash})
-	if err != nil {
-		db.Close()
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-		return exitUsage
-	}
-	x.db, x.jr = db, jr
-	e.log.Info("journaling the run", "run", jr.ID, "journal", db.Path())
-	return exitOK
-}
-
-// run runs the program and reports how it went.
-func (x *execution) run(ctx context.Context, e *env) int {
-	if x.db != nil {
-		defer x.db.Close()
-	}
-	opts := x.opts
-	opts.Check = x.check
-	if x.flags.runTimeout < 0 {
-		return usageError(e, x.cmd, "--run-timeout must not be negative")
-	}
-	if x.flags.runTimeout > 0 {
-		opts.RunTimeout = x.flags.runTimeout
-	}
-	tools, closeTools, err := x.flags.wrapTools(x.tools)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	defer func() {
 		if err := closeTools(); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+			e.errorf("%v", err)
 		}
 	}()
-	opts.Tools = tools
-	if x.flags.replay == "" {
-		if opts.Filler, err = x.fill.filler(e, x.prog); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-			return exitUsage
-		}
-	}
-	opts.Filler = x.flags.wrapFiller(opts.Filler)
-	opts.MaxFills = x.fill.MaxFills
-	events, closeEvents, err := x.flags.eventsFile()
+	events, closeEvents, err := xf.eventsFile()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		e.errorf("%v", err)
 		return exitUsage
 	}
 	defer func() {
 		if err := closeEvents(); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+			e.errorf("%v", err)
 		}
 	}()
-	observers := []vm.Observer{vm.LogEvents(e.log.Named(x.cmd)), showReplans(e), events}
-	approver := x.flags.approver(e)
-	if x.approvedAs != "" {
-		// Nobody to ask: a journaled run waits at a step's gate, as
-		// run does, and a run without a journal rejects it.
-		approver = planApproved{next: approver, note: x.approvedAs, waits: x.jr != nil}
+	total := 0
+	if p := r.Plan().Program; p != nil {
+		total = len(p.Steps)
 	}
-	opts.Approver = approver
-	if x.jr != nil {
-		opts.Journal, opts.RunID, opts.Restore, opts.RestoreFill = x.jr, x.jr.ID, x.jr.Restore, x.jr.RestoreFill
-		opts.Approver = x.jr.Approver(approver, x.policy)
-		if rp := x.jr.Replanner(opts.Replanner); rp != nil {
-			opts.Replanner = rp
+	progress := newProgress(e, total)
+	observer := vm.Observers(vm.LogEvents(e.log.Named(e.cmd)), showReplans(e), events, progress.observe)
+	var filler vm.Filler
+	switch {
+	case xf.replay != "":
+	case r.Plan().Program == nil:
+		filler, err = fs.streamFiller(e)
+	default:
+		filler, err = fs.filler(e, r.Plan().Program)
+	}
+	if err != nil {
+		progress.stop()
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	o := durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
+		Filler: xf.wrapFiller(filler), MaxFills: fs.MaxFills}
+	var res *vm.Result
+	var rejected lang.Diagnostics
+	if r.Streamed() {
+		res, rejected, err = r.ExecuteStream(ctx, text, o)
+		if len(rejected) > 0 {
+			lang.WriteText(e.stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
 		}
+	} else {
+		res, err = r.Execute(ctx, o)
 	}
-	progress := newProgress(e, len(x.prog.Steps))
-	opts.Observer = vm.Observers(append(observers, progress.observe)...)
-	res, err := vm.Run(ctx, x.prog, x.input, opts)
 	progress.stop()
 	if err != nil {
-		if x.jr != nil {
-			x.jr.Finish(&vm.Result{Status: vm.RunFailed, Err: err})
-		}
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
-		return exitInput
-	}
-	if x.jr != nil {
-		if err := x.jr.Finish(res); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		e.errorf("%v", err)
+		if res == nil {
+			return exitInput
 		}
 	}
-	if res.Status == vm.RunWaiting && x.jr != nil {
-		return x.waiting(e, res)
+	if res.Status == vm.RunWaiting && r.Journaled() {
+		return xf.waiting(e, r, res)
 	}
 	runID := ""
-	if x.jr != nil {
-		runID = x.jr.ID
+	if r.Journaled() {
+		runID = r.ID
 	}
-	return report(e, res, runID)
+	status := report(e, res, runID)
+	if rejected.HasErrors() {
+		status = exitInput
+	}
+	return status
 }
 
 // showReplans prints the diff of each replan on stderr.
@@ -416,60 +420,21 @@ func showReplans(e *env) vm.Observer {
 }
 
 // waiting tells the user what to run next for a run that waits.
-func (x *execution) waiting(e *env, res *vm.Result) int {
+func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 	fmt.Fprintln(e.stderr, summary(res))
-	pending, err := x.db.Pending(x.jr.ID)
+	pending, err := r.Pending()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", x.cmd, err)
+		e.errorf("%v", err)
 	}
 	for _, p := range pending {
-		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", describeApproval(p))
+		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", durable.Describe(p))
 	}
-	id, also := x.jr.ID, x.flags.also()
+	id, also := r.ID, xf.also()
 	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the run with\n  obelisk resume%s %s\n", id, also, id, also, id)
-	if x.policy.Timeout > 0 {
-		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", x.policy.Timeout, x.policy)
+	if policy := r.Settings().Approval; policy.Timeout > 0 {
+		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
 	}
 	return exitWaiting
-}
-
-func describeApproval(a *journal.Approval) string {
-	var b strings.Builder
-	switch {
-	case a.Step == "" && a.Round > 0:
-		fmt.Fprintf(&b, "the steps replan %d changes", a.Round)
-	case a.Step == "":
-		b.WriteString("the plan")
-	default:
-		fmt.Fprintf(&b, "step %s (%s)", a.Step, a.Tool)
-	}
-	if a.Message != "" {
-		fmt.Fprintf(&b, " %q", a.Message)
-	}
-	return b.String()
-}
-
-// planApproved grants the plan-level approval of a plan applied from a
-// planfile, and asks next for the rest. Without next, the rest waits for
-// a decision (vm.ErrWaiting) when waits is set, and is rejected
-// otherwise.
-type planApproved struct {
-	next  vm.Approver
-	note  string
-	waits bool
-}
-
-func (p planApproved) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
-	if req.Step == "" && req.Round == 0 {
-		return vm.Decision{Approved: true, Note: p.note}, nil
-	}
-	if p.next == nil && p.waits {
-		return vm.Decision{}, vm.ErrWaiting
-	}
-	if p.next == nil {
-		return vm.Decision{}, errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
-	}
-	return p.next.Approve(ctx, req)
 }
 
 func resumeCommand() *command {
@@ -484,74 +449,63 @@ func resumeCommand() *command {
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the journal's
+			var mf modelFlags
+			mf.register(fs) // so are the models' address and key, for a goal's run
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
 				}
-				db, status := xf.openRun(e, args[0])
-				if db == nil {
+				st, status := xf.openRun(e, args[0])
+				if st == nil {
 					return status
 				}
-				id, err := db.Lookup(args[0])
+				defer st.Close()
+				id, err := st.Lookup(args[0])
 				if err != nil {
-					db.Close()
-					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
+					e.errorf("%v", err)
 					return exitInput
 				}
-				jr, st, err := db.Resume(id, *force)
+				r, err := st.Resume(id, *force)
 				if err != nil {
-					db.Close()
-					fmt.Fprintf(e.stderr, "obelisk resume: %v\n", err)
+					if ce := (*durable.CompileError)(nil); errors.As(err, &ce) {
+						lang.WriteText(e.stderr, sourcesOf(ce.Source), ce.Diagnostics, e.textOptions())
+					}
+					e.errorf("%v", err)
 					return exitInput
 				}
-				x := &execution{cmd: "resume", flags: &xf, input: st.Input, db: db, jr: jr}
-				fail := func(format string, args ...any) int {
-					jr.Finish(&vm.Result{Status: vm.RunFailed, Err: fmt.Errorf(format, args...)})
-					db.Close()
-					fmt.Fprintf(e.stderr, "obelisk resume: "+format+"\n", args...)
+				if r.Goal() != nil {
+					return resumeGoal(ctx, e, r, &xf, gf, &mf)
+				}
+				var ts toolSettings
+				if err := json.Unmarshal(r.Settings().Caller, &ts); err != nil {
+					err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
+					r.Fail(err)
+					e.errorf("%v", err)
 					return exitInput
 				}
-				prog, diags, err := st.Source.Compile()
-				if err != nil {
-					lang.WriteText(e.stderr, sourcesOf(st.Source), diags, e.textOptions())
-					return fail("run %s: the recorded plan does not compile: %v", id, err)
-				}
-				var s settings
-				if err := json.Unmarshal(st.Settings, &s); err != nil {
-					return fail("run %s: the recorded settings: %v", id, err)
-				}
-				rf, stop, status := s.connect(ctx, e, "resume")
+				rf, stop, status := ts.connect(ctx, e, "resume")
 				if rf == nil {
-					jr.Finish(&vm.Result{Status: vm.RunCanceled, Err: errors.New("its tools could not be started")})
-					db.Close()
+					r.Leave(errors.New("its tools could not be started"))
 					return status
 				}
 				defer stop()
 				rf.grants = gf
-				var problems []string
-				if x.tools, problems, err = s.tools(rf, prog, st.Source.WorkDir); err != nil {
-					return fail("run %s: %v", id, err)
+				tools, problems, err := ts.tools(rf, r.Plan(), r.Plan().Source.WorkDir)
+				if err != nil {
+					err = fmt.Errorf("run %s: %w", id, err)
+					r.Fail(err)
+					e.errorf("%v", err)
+					return exitInput
 				}
 				if len(problems) > 0 && xf.replay == "" {
 					for _, pr := range problems {
-						fmt.Fprintf(e.stderr, "obelisk resume: %s\n", pr)
+						e.errorf("%s", pr)
 					}
 					// The run is left to be resumed with the grants it needs.
-					left := &vm.Result{Status: vm.RunCanceled, Err: errors.New("its tools may not run: " + problems[0])}
-					if st.Status == vm.RunWaiting {
-						left = &vm.Result{Status: vm.RunWaiting}
-					}
-					jr.Finish(left)
-					db.Close()
+					r.Leave(errors.New("its tools may not run: " + problems[0]))
 					return exitUsage
 				}
-				x.prog, x.policy, x.fill = prog, s.Approval, s.Fill
-				x.check, _ = st.Source.Config()
-				x.opts = vm.Options{MaxParallel: s.MaxParallel, StepTimeout: s.StepTimeout, RunTimeout: s.RunTimeout}
-				if st.Hash != "" {
-					x.approvedAs = "approved as planfile " + st.Hash
-				}
-				return x.run(ctx, e)
+				return xf.execute(ctx, e, r, tools, nil, ts.Fill)
 			}
 		},
 	}
@@ -587,68 +541,42 @@ func approveCommand() *command {
 				if *edit != "" && *reject {
 					return usageError(e, "approve", "--edit approves an edited plan; it cannot go with --reject")
 				}
-				db, status := sf.openRun(e, args[0])
-				if db == nil {
+				st, status := sf.openRun(e, args[0])
+				if st == nil {
 					return status
 				}
-				defer db.Close()
-				id, err := db.Lookup(args[0])
+				defer st.Close()
+				id, err := st.Lookup(args[0])
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					e.errorf("%v", err)
 					return exitInput
 				}
-				pending, err := db.Pending(id)
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
-					return exitUsage
+				step := ""
+				if len(args) == 2 {
+					step = args[1]
 				}
-				var chosen []*journal.Approval
-				for _, p := range pending {
-					if len(args) == 1 || p.Step == args[1] || (args[1] == "plan" && p.Step == "") {
-						chosen = append(chosen, p)
+				ap, err := st.Choose(id, step)
+				if ce := (*durable.ChoiceError)(nil); errors.As(err, &ce) {
+					e.errorf("%v", err)
+					listPending(e, ce.Waiting)
+					if len(ce.Waiting) > 1 && ce.Step == "" {
+						return exitUsage
 					}
-				}
-				switch {
-				case len(chosen) == 0 && len(args) == 2:
-					fmt.Fprintf(e.stderr, "obelisk approve: run %s has no approval of %s waiting for a decision\n", id, args[1])
-					listPending(e, pending)
 					return exitInput
-				case len(chosen) == 0:
-					fmt.Fprintf(e.stderr, "obelisk approve: run %s waits for no decision\n", id)
-					return exitInput
-				case len(chosen) > 1:
-					fmt.Fprintf(e.stderr, "obelisk approve: run %s waits for %d decisions: name the step\n", id, len(chosen))
-					listPending(e, chosen)
+				} else if err != nil {
+					e.errorf("%v", err)
 					return exitUsage
 				}
-				ap := chosen[0]
-				dec := journal.Decision{Approved: !*reject, Note: *note, By: "obelisk approve"}
+				dec := durable.Decision{Approved: !*reject, Note: *note, By: "obelisk approve"}
 				if *edit != "" {
 					if ap.Step != "" || ap.Round != 0 {
 						return usageError(e, "approve", "--edit replaces the whole plan: it applies to an approval of the plan, and %s is a step", ap.Step)
 					}
-					text, err := os.ReadFile(*edit)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+					if dec.Plan, err = os.ReadFile(*edit); err != nil {
+						e.errorf("%v", err)
 						return exitUsage
 					}
-					st, err := db.Stored(id)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
-						return exitUsage
-					}
-					cfg, _ := st.Source.Config()
-					f, diags := lang.Parse(*edit, text)
-					if !diags.HasErrors() {
-						_, cd := compiler.Check(f, cfg)
-						diags = append(diags, cd...)
-					}
-					if diags.HasErrors() {
-						lang.WriteText(e.stderr, lang.Sources{*edit: text}, diags, e.textOptions())
-						fmt.Fprintf(e.stderr, "obelisk approve: the edited plan does not check; nothing was recorded\n")
-						return exitInput
-					}
-					dec.Plan = text
+					dec.PlanName = *edit
 				}
 				if dec.Note == "" {
 					dec.Note = "approved with obelisk approve"
@@ -656,15 +584,20 @@ func approveCommand() *command {
 						dec.Note = "rejected with obelisk approve"
 					}
 				}
-				if err := db.Decide(id, ap.Round, ap.Step, dec); err != nil {
-					fmt.Fprintf(e.stderr, "obelisk approve: %v\n", err)
+				if err := st.Decide(id, ap, dec); err != nil {
+					if diags := lang.Diagnostics(nil); errors.As(err, &diags) {
+						lang.WriteText(e.stderr, lang.Sources{*edit: dec.Plan}, diags, e.textOptions())
+						e.errorf("the edited plan does not check; nothing was recorded")
+						return exitInput
+					}
+					e.errorf("%v", err)
 					return exitInput
 				}
 				verb := "approved"
 				if *reject {
 					verb = "rejected"
 				}
-				fmt.Fprintf(escapingWriter{e.stdout}, "%s %s of run %s\n", verb, describeApproval(ap), id)
+				fmt.Fprintf(escapingWriter{e.stdout}, "%s %s of run %s\n", verb, durable.Describe(ap), id)
 				fmt.Fprintf(e.stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
 				return exitOK
 			}
@@ -678,7 +611,7 @@ func listPending(e *env, list []*journal.Approval) {
 		if step == "" {
 			step = "plan"
 		}
-		fmt.Fprintf(e.stderr, "  %-20s %s\n", step, describeApproval(p))
+		fmt.Fprintf(e.stderr, "  %-20s %s\n", step, durable.Describe(p))
 	}
 }
 
@@ -699,9 +632,9 @@ func runsCommand() *command {
 					return usageError(e, "runs", "unknown format %q: use text or json", *format)
 				}
 				var runs []*journal.Summary
-				db, err := journal.OpenExisting(sf.dir, journal.Options{})
+				db, err := durable.OpenExisting(sf.dir, durable.Options{})
 				switch {
-				case errors.Is(err, journal.ErrNoJournal):
+				case errors.Is(err, durable.ErrNoJournal):
 					// No journal, no runs: and none is made.
 				case err != nil:
 					e.errorf("%v", err)
@@ -847,9 +780,14 @@ func eventText(ev vm.Event) string {
 }
 
 // writeRun prints a run for people.
-func writeRun(w io.Writer, det *journal.Detail, also string) {
+func writeRun(w io.Writer, det *durable.Detail, also string) {
 	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
-	fmt.Fprintf(w, "plan:      %s\n", det.Plan)
+	if det.Goal != nil {
+		fmt.Fprintf(w, "goal:      %s (%s mode)\n", det.Goal.Goal, cmp.Or(det.Goal.Mode, agent.Eager))
+		fmt.Fprintf(w, "context:   %s\n", det.Plan)
+	} else {
+		fmt.Fprintf(w, "plan:      %s\n", det.Plan)
+	}
 	if det.Hash != "" {
 		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
 	}
@@ -867,7 +805,10 @@ func writeRun(w io.Writer, det *journal.Detail, also string) {
 	tw.row("  STEP", "STATUS", "ATTEMPTS", "DURATION", "RESULT")
 	for _, s := range det.Steps {
 		id := s.ID
-		if s.Round > 0 {
+		switch {
+		case det.Goal != nil:
+			id = fmt.Sprintf("%s (turn %d)", id, s.Round)
+		case s.Round > 0:
 			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
 		}
 		what := ""
@@ -905,7 +846,7 @@ func writeRun(w io.Writer, det *journal.Detail, also string) {
 					state += ": " + a.Note
 				}
 			}
-			fmt.Fprintf(w, "  %s: %s\n", describeApproval(a), state)
+			fmt.Fprintf(w, "  %s: %s\n", durable.Describe(a), state)
 			if !a.Decided() && a.Args != nil {
 				fmt.Fprintf(w, "    arguments: %s\n", oneLine(a.Args, 200))
 			}
@@ -961,11 +902,10 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() { t.tw.Flush() }
 
-// settings returns what a run of the prepared plan records to be resumed
-// with.
-func (p *prepared) settings(rf *runFlags, opts vm.Options, policy journal.ApprovalPolicy, fs fillSettings) settings {
-	s := settings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands,
-		MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout, Approval: policy, Fill: fs}
+// toolSettings returns what a run of the prepared plan records of its
+// tools.
+func (p *prepared) toolSettings(rf *runFlags) *toolSettings {
+	s := &toolSettings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands}
 	if rf.files != "" {
 		if abs, err := filepath.Abs(rf.files); err == nil {
 			s.Files = abs

@@ -21,6 +21,7 @@ import (
 // the exit status, stdout and stderr.
 func withEnv(t *testing.T, environ map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	t.Setenv("OBELISK_STATE_DIR", t.TempDir()) // goals are journaled
 	var stdout, stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return environ[k] }}
 	code := run(context.Background(), args, e)
@@ -84,7 +85,7 @@ func TestGenerateCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if stdout != "" || !strings.Contains(stderr, "wrote "+out) || !strings.Contains(stderr, "2 rounds (1 repair); tokens: 1600 in, 105 out, 2 requests") {
+	if stdout != "" || !strings.Contains(stderr, "wrote "+out) || !strings.Contains(stderr, "2 rounds (1 repair, text answers); prompt 700 tokens; tokens: 1600 in, 105 out, 2 requests") {
 		t.Errorf("stdout %q, stderr:\n%s", stdout, stderr)
 	}
 	if reqs := srv.Requests(); len(reqs) != 2 || reqs[0].Model != "planner" {
@@ -173,7 +174,7 @@ input {
 		g.Tokens["planner"].Input != 500 || g.Tokens["evaluator"].Output != 9 {
 		t.Errorf("result %+v", got)
 	}
-	if !strings.Contains(stderr, "completed after 1 turn (eager mode): 2 steps run, 0 replans, 0 repairs, 1 fact") {
+	if !strings.Contains(stderr, "completed after 1 turn (eager mode, text answers): 2 steps run, 0 replans, 0 repairs, 1 fact") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	b, _ := os.ReadFile(events)

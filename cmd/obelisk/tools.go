@@ -138,6 +138,28 @@ func (cf *checkFlags) mcpDecls() []*lang.ToolDecl {
 	return cf.servers.decls
 }
 
+// offeredMCPDecls returns the signatures of the MCP servers' tools as a
+// model is offered them: each tool once, by its bare name unless another
+// server or a built-in tool has that name, then as SERVER.TOOL.
+func (cf *checkFlags) offeredMCPDecls() []*lang.ToolDecl {
+	if cf.servers == nil {
+		return nil
+	}
+	bare := map[string]bool{} // server.tool, for the tools bound by their bare name
+	for _, b := range cf.servers.bindings {
+		if b.Definition.Name == b.Tool {
+			bare[b.Server.Name()+"."+b.Tool] = true
+		}
+	}
+	var out []*lang.ToolDecl
+	for _, d := range cf.servers.decls {
+		if !bare[d.Name.Name] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // boundTool is a tool a tools file says how to call.
 type boundTool struct {
 	def  runtime.Definition

@@ -14,12 +14,10 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +42,9 @@ const (
 	TurnStarted  vm.EventType = "turn-started"
 	TurnFinished vm.EventType = "turn-finished"
 	GoalFinished vm.EventType = "goal-finished"
+	// FormFallback: the server refused the schema of a plan, and the
+	// model answers in plan text from then on; Message says why.
+	FormFallback vm.EventType = "form-fallback"
 )
 
 // Options configure Run.
@@ -52,16 +53,24 @@ type Options struct {
 	Context Context
 	// Mode is Eager (the default) or Lazy.
 	Mode string
+	// Form is how the model answers: FormText (.plan text, the default)
+	// or FormJSON (the JSON form, held to PlanSchema where the provider
+	// has constrained output). Eager mode runs a statement, or a call, as
+	// soon as it is complete. Where the server refuses the schema, the
+	// goal goes on in text.
+	Form string
 	// Planner writes the plans; Evaluator, the cheaper tier, judges the
 	// criteria stated in words and extracts facts. Without an evaluator
 	// those criteria stay unjudged.
 	Planner, Evaluator llm.Model
-	// Check configures the checker; its Tools must include the context's
-	// tools.
+	// Check configures the checker. The checker knows only the context's
+	// tools, each as Check.Tools defines it where it does (the operator's
+	// definition), else as the context declares it; Check's other tools
+	// (the built-in ones) are not offered, and a plan cannot call them.
 	Check compiler.Config
-	// Tools calls the tools; Approver decides approval gates and the
-	// evaluator's hitl verdicts; Observer receives the runs' events and
-	// the loop's own.
+	// Tools calls the tools (only the context's: a call of another tool
+	// fails); Approver decides approval gates and the evaluator's hitl
+	// verdicts; Observer receives the runs' events and the loop's own.
 	Tools    vm.Caller
 	Approver vm.Approver
 	Observer vm.Observer
@@ -82,6 +91,11 @@ type Options struct {
 	// Filler completes the holes and tasks of the plans the model writes
 	// (see vm.Options.Filler), usually on the planner (vm/fill.Model).
 	Filler vm.Filler
+	// Journal, when set, makes the goal durable: see Journal. A goal with
+	// a journal and no Approver waits at an approval gate or a hitl
+	// verdict: it ends with status GoalWaiting, to be run again with the
+	// same journal once the decision is recorded.
+	Journal Journal
 }
 
 // The statuses of a goal.
@@ -90,6 +104,10 @@ const (
 	GoalFailed    = "failed"    // the replans or repairs ran out, or the planner failed
 	GoalStepLimit = "step-limit"
 	GoalCanceled  = "canceled"
+	// GoalWaiting: a step of the goal's journaled run waits for a
+	// decision another process records (an approval, a person's judgment
+	// of a result).
+	GoalWaiting = "waiting"
 )
 
 // Turn is one answer of the planner and what became of it.
@@ -107,12 +125,19 @@ type Turn struct {
 	// Output reports that the answer gave the goal's output.
 	Output bool      `json:"output"`
 	Usage  llm.Usage `json:"usage"`
+	// Form is the form the answer was asked in; PromptTokens the size of
+	// the turn's prompt in tokens, as the provider counted it, or
+	// estimated (promptTokens) when it did not.
+	Form         string `json:"form"`
+	PromptTokens int64  `json:"promptTokens"`
 	// Repairs counts the corrected answers of a lazy turn.
 	Repairs int `json:"repairs,omitempty"`
 	// Rejection is a person's rejection of the whole plan (lazy mode).
 	Rejection string `json:"rejection,omitempty"`
 
 	output any
+	// waiting says why the turn's run waits for a decision, if it does.
+	waiting string
 }
 
 // Summary is seed 000's goal execution summary.
@@ -124,6 +149,10 @@ type Summary struct {
 	StepsRun int    `json:"stepsRun"`
 	Replans  int    `json:"replans"`
 	Repairs  int    `json:"repairs"`
+	// Form is the form the last answer was asked in; Fallback says why it
+	// is text when FormJSON was asked for.
+	Form     string `json:"form"`
+	Fallback string `json:"fallback,omitempty"`
 	Facts    []Fact `json:"facts"`
 	// Tokens are counted per model tier: planner and evaluator.
 	Tokens  map[string]llm.Usage `json:"tokens"`
@@ -158,12 +187,19 @@ type goal struct {
 	evaluator *llm.Meter
 	facts     *truthStore
 	state     map[string]any
-	start     time.Time
-	turns     []*Turn
-	stepsRun  int
-	replans   int
-	repairs   int
-	emitMu    sync.Mutex
+	// types are the types the writers of the state's slots declare.
+	types    map[string]*compiler.Type
+	start    time.Time
+	turns    []*Turn
+	stepsRun int
+	replans  int
+	repairs  int
+	form     *answerForm
+	emitMu   sync.Mutex
+	// answers is the journaled planner, or nil; journalErr the journal's
+	// first error, which ends the goal.
+	answers    *answers
+	journalErr error
 }
 
 // Run pursues a goal until the model gives its output, or a limit is
@@ -193,8 +229,28 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.MaxRepairs <= 0 {
 		opts.MaxRepairs = DefaultMaxRepairs
 	}
-	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{}, start: time.Now()}
+	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
+		types: map[string]*compiler.Type{}, start: time.Now()}
+	if opts.Journal != nil {
+		g.answers = &answers{model: opts.Planner, journal: opts.Journal}
+		g.planner = llm.Metered(g.answers)
+		facts, err := opts.Journal.Facts()
+		if err != nil {
+			return nil, fmt.Errorf("reading the goal's journal: %w", err)
+		}
+		for _, f := range facts {
+			g.facts.add(f.Key, f.Value, f.Step)
+		}
+		g.facts.journal = opts.Journal
+	}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
+	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
+	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
+	form, err := newAnswerForm(opts.Form, &g.ctx, g.opts.Check)
+	if err != nil {
+		return nil, err
+	}
+	g.form = form
 	if opts.Evaluator != nil {
 		g.evaluator = llm.Metered(opts.Evaluator)
 		// The model's plans are checked knowing that their criteria in
@@ -220,18 +276,37 @@ func stopped(ctx context.Context) error {
 }
 
 func (g *goal) event(e vm.Event) {
-	if g.opts.Observer == nil {
+	if g.opts.Observer == nil && g.opts.Journal == nil {
 		return
 	}
 	e.Time = time.Now()
 	e.Elapsed = e.Time.Sub(g.start)
 	g.emitMu.Lock()
 	defer g.emitMu.Unlock()
-	g.opts.Observer(e)
+	if g.opts.Journal != nil && g.journalErr == nil {
+		if err := g.opts.Journal.Record(e); err != nil {
+			g.journalErr = fmt.Errorf("the journal cannot be written: %w", err)
+		}
+	}
+	if g.opts.Observer != nil {
+		g.opts.Observer(e)
+	}
+}
+
+// journalFailed returns the first error of the journal: of the loop's
+// events, or of the facts.
+func (g *goal) journalFailed() error {
+	g.emitMu.Lock()
+	err := g.journalErr
+	g.emitMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return g.facts.failed()
 }
 
 func (g *goal) run(ctx context.Context) *Result {
-	info := &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state}
+	info := &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, types: g.types}
 	if len(g.ctx.Plan) > 0 {
 		info.plan = annotate(g.ctx.Plan, nil)
 	}
@@ -266,14 +341,20 @@ func (g *goal) run(ctx context.Context) *Result {
 			}
 		}
 		g.stepsRun += ran
-		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %d steps ran, %d rejected, output %v", n, ran, len(t.Rejected), t.Output)})
+		g.event(vm.Event{Type: TurnFinished, Message: fmt.Sprintf("turn %d: %s ran, %d rejected, output %v; prompt %d tokens", n, plural(ran, "step"), rejectedStatements(t.Answer, t.Rejected), t.Output, t.PromptTokens)})
+		if err == nil {
+			err = g.journalFailed()
+		}
 		if err != nil {
 			return g.finish(GoalFailed, nil, err)
+		}
+		if t.waiting != "" {
+			return g.finish(GoalWaiting, nil, errors.New(t.waiting))
 		}
 		if ctx.Err() != nil {
 			return g.finish(GoalCanceled, nil, stopped(ctx))
 		}
-		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, plan: annotate(items, results)}
+		info = &turnInfo{goal: g.opts.Goal, facts: g.facts, state: g.state, types: g.types, plan: annotate(items, results)}
 		if t.Rejected.HasErrors() {
 			info.rejected = report(t.name(), t.Answer, t.Rejected)
 		}
@@ -318,6 +399,39 @@ func (g *goal) run(ctx context.Context) *Result {
 	}
 }
 
+// rejectedStatements counts the statements of an answer that did not
+// check: the items its errors fall in, and the lines of those that fall
+// in none (text that is no statement).
+func rejectedStatements(answer string, diags lang.Diagnostics) int {
+	f, _, _ := parseAnswer("answer", answer)
+	seen := map[int]bool{}
+	for _, d := range diags {
+		if d.Severity != lang.SeverityError {
+			continue
+		}
+		key := -d.Span.Start.Line - 1 // by line, for an error in no item
+		for i, it := range f.Items {
+			if d.Span.Start.Line == 0 {
+				break // on the context
+			}
+			if r := it.Range(); r.Start.Offset <= d.Span.Start.Offset && d.Span.Start.Offset < max(r.End.Offset, r.Start.Offset+1) {
+				key = i
+				break
+			}
+		}
+		seen[key] = true
+	}
+	return len(seen)
+}
+
+// plural writes a count with its noun: 1 step, 2 steps.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // firstFailure returns the first step that failed without an error slot
 // to catch it.
 func firstFailure(steps []*vm.StepResult) *vm.StepResult {
@@ -333,7 +447,7 @@ func (g *goal) finish(status string, output any, err error) *Result {
 	res := &Result{Status: status, Output: output, State: g.state, Turns: g.turns, Err: err}
 	res.GoalExecution = Summary{
 		Goal: g.opts.Goal, Mode: g.opts.Mode, Status: status, Turns: len(g.turns), StepsRun: g.stepsRun,
-		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(),
+		Replans: g.replans, Repairs: g.repairs, Facts: g.facts.list(), Form: g.form.form, Fallback: g.form.fallback,
 		Tokens:  map[string]llm.Usage{"planner": g.planner.Usage()},
 		Elapsed: time.Since(g.start),
 	}
@@ -348,15 +462,34 @@ func (g *goal) finish(status string, output any, err error) *Result {
 	return res
 }
 
-// vmOptions are the options of a turn's run.
-func (g *goal) vmOptions(remaining int) vm.Options {
+// vmOptions are the options of the run of turn n.
+func (g *goal) vmOptions(n, remaining int) vm.Options {
 	o := vm.Options{Tools: g.opts.Tools, Approver: g.opts.Approver, Observer: g.opts.Observer,
 		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check, Filler: g.opts.Filler}
 	o.Check.Limits.MaxSteps = remaining
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
 	}
+	if g.opts.Journal != nil {
+		o = g.opts.Journal.Turn(n, o)
+	}
 	return o
+}
+
+// ask sends the planner request k of turn n.
+func (g *goal) ask(ctx context.Context, n, k int, req *llm.Request) (llm.Stream, error) {
+	if g.answers != nil {
+		g.answers.at(n, k)
+	}
+	return g.planner.Stream(ctx, req)
+}
+
+// waits says why a turn's run waits for a decision, or "".
+func waits(res *vm.Result) string {
+	if res.Status != vm.RunWaiting {
+		return ""
+	}
+	return res.Error()
 }
 
 // settings are the plan settings the agent chooses: a failed step stops
@@ -370,22 +503,50 @@ func (g *goal) settings() []string {
 	return []string{"mode eager", "on failure replan"}
 }
 
-// request is the planner's request for a turn.
+// request is the planner's request for a turn, in the answer form asked
+// for: with the schema of a plan of what the context offers now.
 func (g *goal) request(info *turnInfo) *llm.Request {
-	return &llm.Request{System: systemPrompt(g.opts.Mode, 0, 0), Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}}
+	g.form.refresh(&g.ctx, g.opts.Check)
+	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form),
+		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}})
 }
 
-// keep records the state after a turn and the declarations the model
-// made, which later turns keep: each type and sub-plan that checks with
-// the context (one that was rejected is not kept).
-func (g *goal) keep(state map[string]any, items []lang.Item) {
-	maps.Copy(g.state, state)
+// refused reports whether err is the server's refusal of a request's
+// schema; the goal then goes on in plan text, and says so.
+func (g *goal) refused(err error) bool {
+	if !g.form.refused(err) {
+		return false
+	}
+	g.event(vm.Event{Type: FormFallback, Message: g.form.fallback})
+	return true
+}
+
+// keep records the state after a turn, each slot the turn wrote with the
+// type its writer declares (never a type read off its value), and the
+// declarations the model made, which later turns keep: each type and
+// sub-plan that checks with the context (one that was rejected is not
+// kept). info is the check of the turn's prelude and answer when the
+// whole answer checked (lazy mode); otherwise the prelude is checked
+// again with the steps that ran.
+func (g *goal) keep(prelude string, state map[string]any, items []lang.Item, steps []*vm.StepResult, info *compiler.Info) {
+	if info == nil {
+		info = g.checkRan(prelude, items, steps)
+	}
+	for k, v := range state {
+		g.state[k] = v
+		if info == nil || info.Main == nil {
+			continue
+		}
+		if slot := info.Main.Slots[k]; slot != nil && slot.Type != nil && len(slot.Writers)+len(slot.ErrorWriters) > 0 {
+			g.types[k] = slot.Type
+		}
+	}
 	for _, it := range items {
 		switch it.(type) {
 		case *lang.TypeDecl, *lang.PlanDecl:
 			decls := g.ctx.Decls
 			g.ctx.Decls = append(decls, it)
-			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state)))
+			f, diags := lang.Parse("context.plan", []byte(g.ctx.prelude(g.state, g.types)))
 			if !diags.HasErrors() {
 				// The declarations are checked alone: that they make no
 				// plan (empty-plan) is no fault of theirs.
@@ -399,6 +560,33 @@ func (g *goal) keep(state map[string]any, items []lang.Item) {
 	}
 }
 
+// checkRan checks a turn's prelude with the declarations of its answer and
+// the steps of it that ran or were decided (not those rejected), for the
+// types of the slots they wrote.
+func (g *goal) checkRan(prelude string, items []lang.Item, steps []*vm.StepResult) *compiler.Info {
+	pf, diags := lang.Parse("context.plan", []byte(prelude))
+	if diags.HasErrors() {
+		return nil
+	}
+	ran := map[string]bool{}
+	for _, s := range steps {
+		ran[s.ID] = true
+	}
+	f := &lang.File{Name: pf.Name, InputValues: g.opts.Context.Input, Items: pf.Items}
+	for _, it := range items {
+		switch d := it.(type) {
+		case *lang.TypeDecl, *lang.PlanDecl:
+			f.Items = append(f.Items, it)
+		case *lang.Step:
+			if d.Label != nil && ran[d.Label.Name] {
+				f.Items = append(f.Items, it)
+			}
+		}
+	}
+	info, _ := compiler.Check(f, g.opts.Check)
+	return info
+}
+
 // name is the file name of the turn's answer in its diagnostics.
 func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
 
@@ -406,37 +594,42 @@ func (t *Turn) name() string { return fmt.Sprintf("turn%d.plan", t.N) }
 // dispatched as soon as it is complete and checked.
 func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
 	t := &Turn{N: n}
-	stream, err := g.planner.Stream(ctx, g.request(info))
+	req := g.request(info)
+	stream, err := g.ask(ctx, n, 0, req)
+	if g.refused(err) {
+		req = g.request(info)
+		stream, err = g.ask(ctx, n, 0, req)
+	}
+	t.Form = g.form.form
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
-	body := bufio.NewReader(newUnfenceReader(llm.Reader(stream)))
+	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
 	src := &recordingReader{r: body}
+	var js *jsonStatements
 	if isJSON, err := startsJSON(body); err != nil {
 		stream.Close()
 		t.Usage = stream.Usage()
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
 	} else if isJSON {
-		// The JSON form cannot be read statement by statement: it runs
-		// once it is whole, as the .plan text it stands for.
-		all, err := io.ReadAll(body)
-		stream.Close()
-		t.Usage = stream.Usage()
-		if err != nil {
-			return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
+		// The JSON form runs call by call, each as the plan text it
+		// stands for once its JSON is complete.
+		var tools map[string]*compiler.Tool
+		if req.Schema != nil {
+			tools = g.form.tools
 		}
-		f, diags := lang.ParseJSON(t.name(), all)
-		if diags.HasErrors() {
-			t.Answer, t.Rejected = string(all), diags
-			return t, nil, nil
-		}
-		src = &recordingReader{r: bytes.NewReader(lang.Format(f))}
+		js = newJSONStatements(t.name(), body, tools)
+		src = &recordingReader{r: js}
 	}
-	prelude := g.ctx.prelude(g.state, g.settings()...)
+	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	sp := lang.NewStreamParser(t.name(), io.MultiReader(strings.NewReader(prelude), src))
-	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(remaining))
+	res, rejected, err := vm.RunStream(ctx, sp, g.opts.Context.Input, g.vmOptions(n, remaining))
 	stream.Close()
 	t.Usage = stream.Usage()
+	t.PromptTokens = promptTokens(t.Usage.Input, req)
+	if js != nil {
+		rejected = append(rejected, js.finish()...)
+	}
 	t.Answer = src.text()
 	if err != nil {
 		return t, nil, fmt.Errorf("running the answer: %w", err)
@@ -444,7 +637,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if rerr := src.error(); rerr != nil {
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", rerr)
 	}
-	t.Steps = res.Steps
+	t.Steps, t.waiting = res.Steps, waits(res)
 	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
 	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
@@ -453,7 +646,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 			t.Output = true
 		}
 	}
-	g.keep(res.State, f.Items)
+	g.keep(prelude, res.State, f.Items, res.Steps, nil)
 	t.output = res.Output
 	return t, f.Items, nil
 }
@@ -462,15 +655,26 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 // runs it.
 func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining int) (*Turn, []lang.Item, error) {
 	t := &Turn{N: n}
-	prelude := g.ctx.prelude(g.state, g.settings()...)
+	prelude := g.ctx.prelude(g.state, g.types, g.settings()...)
 	req := g.request(info)
 	for {
+		if g.answers != nil {
+			g.answers.at(n, t.Repairs)
+		}
 		text, usage, err := llm.Collect(ctx, g.planner, req)
+		if g.refused(err) {
+			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form), g.form.request(req)
+			text, usage, err = llm.Collect(ctx, g.planner, req)
+		}
+		if t.Repairs == 0 {
+			t.PromptTokens = promptTokens(usage.Input, req)
+		}
 		t.Usage = t.Usage.Add(usage)
+		t.Form = g.form.form
 		if err != nil {
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
-		t.Answer = unfence(text)
+		t.Answer = g.form.read(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
@@ -482,15 +686,15 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 					t.Output = true
 				}
 			}
-			res, err := vm.Run(ctx, prog, g.opts.Context.Input, g.vmOptions(remaining))
+			res, err := vm.Run(ctx, prog, g.opts.Context.Input, g.vmOptions(n, remaining))
 			if err != nil {
 				return t, nil, fmt.Errorf("running the plan: %w", err)
 			}
-			t.Steps, t.Rejected = res.Steps, nil
+			t.Steps, t.Rejected, t.waiting = res.Steps, nil, waits(res)
 			if res.Status == vm.RunRejected {
 				t.Rejection = res.Error()
 			}
-			g.keep(res.State, ch.answer.Items)
+			g.keep(prelude, res.State, ch.answer.Items, res.Steps, ch.info)
 			t.output = res.Output
 			return t, ch.answer.Items, nil
 		}
@@ -502,7 +706,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		g.repairs++
 		req.Messages = append(req.Messages,
 			llm.Message{Role: llm.Assistant, Content: text},
-			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags)})
+			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, t.Answer, ch.diags, g.form.form)})
 	}
 }
 

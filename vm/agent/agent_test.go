@@ -406,7 +406,7 @@ func TestEagerJSONAnswer(t *testing.T) {
 	if res.Status != GoalCompleted || res.Output.(map[string]any)["score"] != 10.5 {
 		t.Fatalf("status %s (%v), output %v", res.Status, res.Err, res.Output)
 	}
-	if !strings.HasPrefix(res.Turns[0].Answer, "fetch: lookup(id: †input.id) -> †state.customer\n") {
+	if !strings.HasPrefix(res.Turns[0].Answer, "fetch: lookup(id: †input.id) -> †state.customer;\n") {
 		t.Errorf("answer as plan text:\n%s", res.Turns[0].Answer)
 	}
 }

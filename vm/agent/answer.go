@@ -1,31 +1,15 @@
 package agent
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 )
-
-// fence matches a Markdown code block, which models add even when told not
-// to.
-var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```")
-
-// unfence returns the content of the first Markdown code block of an
-// answer, or the answer itself when it has none.
-func unfence(s string) string {
-	if m := fence.FindStringSubmatch(s); m != nil {
-		return m[1] + "\n"
-	}
-	return s
-}
 
 // looksLikeJSON reports whether an answer is in the JSON form.
 func looksLikeJSON(s string) bool {
@@ -101,6 +85,8 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 		case *lang.ToolDecl:
 			if given[d.Name.Name] {
 				ch.diags = append(ch.diags, answerError(f, lang.DuplicateDecl, d.Span, "tool %s is given in the context: call it, do not declare it", d.Name.Name))
+			} else {
+				ch.diags = append(ch.diags, answerError(f, lang.UnknownTool, d.Span, "a plan cannot add a tool: call only the tools of the [tools] context message"))
 			}
 		case *lang.InputDecl:
 			ch.diags = append(ch.diags, answerError(f, lang.DuplicateDecl, d.Span, "the input is given in the context: read it as †input.NAME, do not declare it"))
@@ -125,7 +111,11 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 		ch.diags.Sort()
 		return ch
 	}
-	pf, pdiags := lang.Parse("context.plan", []byte(prelude))
+	// The prelude is read as if it came after the answer's last line, so
+	// that a diagnostic, or a note, on the context is told from one on the
+	// answer, whose file it is checked in.
+	lines := strings.Count(text, "\n") + 1
+	pf, pdiags := lang.Parse("context.plan", []byte(strings.Repeat("\n", lines)+prelude))
 	if pdiags.HasErrors() {
 		// The context itself is wrong: report it as it is.
 		ch.diags = append(ch.diags, pdiags...)
@@ -138,9 +128,38 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 	}
 	info, cdiags := compiler.Check(ch.file, cfg)
 	ch.info = info
-	ch.diags = append(ch.diags, cdiags...)
+	ch.diags = append(ch.diags, answerOnly(cdiags, lines)...)
 	ch.diags.Sort()
 	return ch
+}
+
+// answerOnly keeps the places of diagnostics that are in the answer, its
+// first lines: a diagnostic on the context loses its span (its message
+// says what is wrong), a note or an edit there is left out.
+func answerOnly(diags lang.Diagnostics, lines int) lang.Diagnostics {
+	in := func(s lang.Span) bool { return s.Start.Line <= lines }
+	for i, d := range diags {
+		if in(d.Span) && !slices.ContainsFunc(d.Related, func(r lang.Related) bool { return !in(r.Span) }) &&
+			(d.Fix == nil || !slices.ContainsFunc(d.Fix.Edits, func(e lang.Edit) bool { return !in(e.Span) })) {
+			continue
+		}
+		nd := *d
+		if !in(d.Span) {
+			nd.Span = lang.Span{}
+		}
+		nd.Related = slices.DeleteFunc(slices.Clone(d.Related), func(r lang.Related) bool { return !in(r.Span) })
+		if d.Fix != nil {
+			fix := *d.Fix
+			fix.Edits = slices.DeleteFunc(slices.Clone(d.Fix.Edits), func(e lang.Edit) bool { return !in(e.Span) })
+			if len(fix.Edits) == 0 && fix.Message == "" {
+				nd.Fix = nil
+			} else {
+				nd.Fix = &fix
+			}
+		}
+		diags[i] = &nd
+	}
+	return diags
 }
 
 // answerError makes a diagnostic on the answer.
@@ -196,61 +215,3 @@ func shift(diags lang.Diagnostics, name string, n, lines int) lang.Diagnostics {
 	}
 	return out
 }
-
-// unfenceReader drops the lines of a streamed answer that open or close a
-// Markdown code block (a line starting with ```), passing everything else
-// through as it arrives. Only a line that starts with a backquote is held
-// until its end.
-type unfenceReader struct {
-	r       io.Reader
-	out     bytes.Buffer
-	line    bytes.Buffer // a held line that starts with '`'
-	holding bool
-	atStart bool
-	err     error
-}
-
-func newUnfenceReader(r io.Reader) *unfenceReader { return &unfenceReader{r: r, atStart: true} }
-
-func (u *unfenceReader) Read(p []byte) (int, error) {
-	for u.out.Len() == 0 && u.err == nil {
-		buf := make([]byte, 4096)
-		n, err := u.r.Read(buf)
-		u.feed(buf[:n])
-		if err != nil {
-			u.err = err
-			if u.holding && !isFence(u.line.Bytes()) {
-				u.out.Write(u.line.Bytes())
-			}
-			u.line.Reset()
-		}
-	}
-	if u.out.Len() > 0 {
-		return u.out.Read(p)
-	}
-	return 0, u.err
-}
-
-func (u *unfenceReader) feed(b []byte) {
-	for _, c := range b {
-		switch {
-		case u.holding:
-			u.line.WriteByte(c)
-			if c == '\n' {
-				if !isFence(u.line.Bytes()) {
-					u.out.Write(u.line.Bytes())
-				}
-				u.line.Reset()
-				u.holding, u.atStart = false, true
-			}
-		case u.atStart && c == '`':
-			u.holding = true
-			u.line.WriteByte(c)
-		default:
-			u.out.WriteByte(c)
-			u.atStart = c == '\n'
-		}
-	}
-}
-
-func isFence(line []byte) bool { return bytes.HasPrefix(line, []byte("```")) }

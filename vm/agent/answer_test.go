@@ -2,10 +2,7 @@ package agent
 
 import (
 	"context"
-	"io"
-	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,44 +11,6 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
 )
-
-func TestUnfence(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"a: f(x: 1)\n", "a: f(x: 1)\n"},
-		{"```plan\na: f(x: 1)\n```\n", "a: f(x: 1)\n"},
-		{"Here is the plan:\n```\na: f(x: 1)\nb: g()\n```\nIt calls f.", "a: f(x: 1)\nb: g()\n"},
-		{"```json\n{\"calls\": []}\n```", "{\"calls\": []}\n"},
-	}
-	for _, tt := range tests {
-		if got := unfence(tt.in); got != tt.want {
-			t.Errorf("unfence(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-// TestUnfenceReader: fence lines are dropped from a stream however it is
-// cut, and everything else passes unchanged.
-func TestUnfenceReader(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"a: f(x: 1)\nb: g(y: `q`)\n", "a: f(x: 1)\nb: g(y: `q`)\n"},
-		{"```plan\na: f(x: 1)\n```\n", "a: f(x: 1)\n"},
-		{"```\na: f(x: 1)\n```", "a: f(x: 1)\n"},
-		{"`x` is not a fence\n", "`x` is not a fence\n"},
-		{"a\n```", "a\n"},
-		{"a\n``", "a\n``"},
-	}
-	for _, tt := range tests {
-		for _, r := range []io.Reader{strings.NewReader(tt.in), iotest.OneByteReader(strings.NewReader(tt.in))} {
-			got, err := io.ReadAll(newUnfenceReader(r))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Errorf("unfenced %q = %q, want %q", tt.in, got, tt.want)
-			}
-		}
-	}
-}
 
 func TestLabelSteps(t *testing.T) {
 	f, diags := lang.Parse("a.plan", []byte("f(x: 1)\nf(x: 2)\nf2: g(x: 3)\nmath.sum(a: 1)\nf(x: 4)\n"))

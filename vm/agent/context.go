@@ -100,7 +100,7 @@ func (c *Context) inputDecl() *lang.InputDecl {
 	if c.InputDecl != nil {
 		declared = c.InputDecl.Fields
 	}
-	fields := withValues(declared, c.Input)
+	fields := withValues(declared, c.Input, nil)
 	if len(fields) == 0 && c.InputDecl == nil {
 		return nil
 	}
@@ -108,13 +108,13 @@ func (c *Context) inputDecl() *lang.InputDecl {
 }
 
 // stateDecl returns the state block: the schema's slots, and every slot
-// written so far with its value.
-func (c *Context) stateDecl(state map[string]any) *lang.StateDecl {
+// written so far with its value, typed as its writer declared (types).
+func (c *Context) stateDecl(state map[string]any, types map[string]*compiler.Type) *lang.StateDecl {
 	var declared []*lang.FieldDecl
 	if c.State != nil {
 		declared = c.State.Fields
 	}
-	fields := withValues(declared, state)
+	fields := withValues(declared, state, types)
 	if len(fields) == 0 {
 		return nil
 	}
@@ -122,9 +122,11 @@ func (c *Context) stateDecl(state map[string]any) *lang.StateDecl {
 }
 
 // withValues returns the declared fields, each with its value as its
-// default when there is one, then a field for each other value, typed by
-// the value, in name order. The declarations are not changed.
-func withValues(declared []*lang.FieldDecl, values map[string]any) []*lang.FieldDecl {
+// default when there is one, then a field for each other value, in name
+// order, of the type types gives it: the type its writer declared. A
+// value without one (a value of the context, not written by a step) is
+// typed by the value. The declarations are not changed.
+func withValues(declared []*lang.FieldDecl, values map[string]any, types map[string]*compiler.Type) []*lang.FieldDecl {
 	var out []*lang.FieldDecl
 	seen := map[string]bool{}
 	for _, f := range declared {
@@ -137,17 +139,22 @@ func withValues(declared []*lang.FieldDecl, values map[string]any) []*lang.Field
 		seen[f.Name.Name] = true
 	}
 	for _, k := range sortedKeys(values) {
-		if !seen[k] {
-			out = append(out, &lang.FieldDecl{Name: &lang.Ident{Name: k, Quoted: !lang.IsPlainName(k)},
-				Type: compiler.TypeOfValue(values[k]).Expr(), Default: lang.ValueExpr(values[k])})
+		if seen[k] {
+			continue
 		}
+		t := types[k]
+		if t == nil || compiler.CheckValue(values[k], t, k) != "" {
+			t = compiler.TypeOfValue(values[k])
+		}
+		out = append(out, &lang.FieldDecl{Name: &lang.Ident{Name: k, Quoted: !lang.IsPlainName(k)},
+			Type: t.Expr(), Default: lang.ValueExpr(values[k])})
 	}
 	return out
 }
 
 // prelude is the text put before the model's answer when it is checked:
 // the declarations, the input and the state, and settings.
-func (c *Context) prelude(state map[string]any, settings ...string) string {
+func (c *Context) prelude(state map[string]any, types map[string]*compiler.Type, settings ...string) string {
 	var b strings.Builder
 	for _, s := range settings {
 		b.WriteString(s + "\n")
@@ -158,19 +165,40 @@ func (c *Context) prelude(state map[string]any, settings ...string) string {
 	if d := c.inputDecl(); d != nil {
 		b.WriteString(formatItem(d))
 	}
-	if d := c.stateDecl(state); d != nil {
+	if d := c.stateDecl(state, types); d != nil {
 		b.WriteString(formatItem(d))
 	}
 	return b.String()
 }
 
-// toolsText renders the tools as `tool` signatures.
+// toolsText renders the tools as `tool` signatures, each with its
+// effect: a tool that declares none is irreversible, and says so.
 func (c *Context) toolsText() string {
 	var b strings.Builder
 	for _, t := range c.Tools {
-		b.WriteString(formatItem(t))
+		b.WriteString(formatItem(withEffect(t)))
 	}
 	return b.String()
+}
+
+// The effects of tools, as attributes.
+var effects = map[string]bool{"pure": true, "idempotent": true, "irreversible": true}
+
+// withEffect returns a tool's declaration with its effect stated: a copy
+// that says irreversible when the declaration gives no effect. A tool
+// without a signature (`tool name`) is left as it is.
+func withEffect(t *lang.ToolDecl) *lang.ToolDecl {
+	if !t.HasSignature {
+		return t
+	}
+	for _, a := range t.Attrs {
+		if effects[a.Name.Name] {
+			return t
+		}
+	}
+	nt := *t
+	nt.Attrs = append([]*lang.ToolAttr{{Name: &lang.Ident{Name: "irreversible"}}}, t.Attrs...)
+	return &nt
 }
 
 // toolNames is the set of the context's tool names.

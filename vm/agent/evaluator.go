@@ -27,6 +27,9 @@ type Fact struct {
 type truthStore struct {
 	mu    sync.Mutex
 	facts map[string]Fact
+	// journal, when set, records each new fact; err is its first error.
+	journal Journal
+	err     error
 }
 
 // add records a fact unless its key is known; it reports whether it did.
@@ -40,7 +43,19 @@ func (f *truthStore) add(key string, value any, step string) bool {
 		return false
 	}
 	f.facts[key] = Fact{Key: key, Value: value, Step: step}
+	if f.journal != nil && f.err == nil {
+		if err := f.journal.RecordFact(f.facts[key]); err != nil {
+			f.err = fmt.Errorf("the journal cannot be written: %w", err)
+		}
+	}
 	return true
+}
+
+// failed returns the journal's first error.
+func (f *truthStore) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // list returns the facts sorted by key.
@@ -112,7 +127,7 @@ func (e *evaluator) Evaluate(ctx context.Context, req vm.EvaluationRequest) (vm.
 		Note    string         `json:"note"`
 		Facts   map[string]any `json:"facts"`
 	}
-	dec := json.NewDecoder(strings.NewReader(unfence(text)))
+	dec := json.NewDecoder(strings.NewReader(readAnswer(text)))
 	dec.UseNumber()
 	if err := dec.Decode(&answer); err != nil {
 		return vm.Verdict{}, fmt.Errorf("the evaluator's answer is not the JSON verdict asked for: %v: %.200q", err, text)

@@ -25,8 +25,8 @@ type GenerateOptions struct {
 	Context Context
 	// Model writes the plan.
 	Model llm.Model
-	// Check configures the checker; its Tools must include the context's
-	// tools.
+	// Check configures the checker. It knows only the context's tools,
+	// as Options.Check says.
 	Check compiler.Config
 	// MaxRepairs bounds the rounds that send diagnostics back (default
 	// DefaultMaxRepairs; -1 for none).
@@ -34,9 +34,31 @@ type GenerateOptions struct {
 	// MinSteps and MaxSteps bound the plan's steps (defaults
 	// DefaultMinSteps and DefaultMaxSteps).
 	MinSteps, MaxSteps int
-	// Round, if set, is told about each round: its number, the answer,
-	// and its diagnostics.
-	Round func(n int, answer string, diags lang.Diagnostics)
+	// Form is how the model answers: FormText (.plan text, the default)
+	// or FormJSON (the JSON form, held to PlanSchema where the provider
+	// has constrained output; where the server refuses the schema, the
+	// rounds go on in text).
+	Form string
+	// Round, if set, is told about each round.
+	Round func(Round)
+}
+
+// Round is one answer of Generate and what the checker made of it.
+type Round struct {
+	// N counts the rounds from 1.
+	N int
+	// Form is the form the answer was asked in: FormText or FormJSON.
+	Form string
+	// Answer is the plan read out of the answer; Diagnostics the
+	// checker's findings on it.
+	Answer      string
+	Diagnostics lang.Diagnostics
+	// Usage is the tokens of the round's requests. Usage.Input is the
+	// prompt's size, as the provider counts it.
+	Usage llm.Usage
+	// Fallback, when set, says why the answer was asked in text rather
+	// than in the JSON form: the server refused the schema.
+	Fallback string
 }
 
 // Generated is the outcome of Generate.
@@ -54,6 +76,12 @@ type Generated struct {
 	Answer      string
 	Name        string
 	Diagnostics lang.Diagnostics
+	// Form is the form the last answer was asked in; Fallback says why it
+	// is text when FormJSON was asked for.
+	Form, Fallback string
+	// PromptTokens is the first prompt's size in tokens, as the provider
+	// counted it, or estimated (promptTokens) when it did not.
+	PromptTokens int64
 }
 
 // Generate asks the model for a plan that reaches the goal, checks it,
@@ -77,29 +105,47 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	if opts.MinSteps > opts.MaxSteps {
 		return nil, fmt.Errorf("at least %d steps and at most %d cannot both hold", opts.MinSteps, opts.MaxSteps)
 	}
+	opts.Check = offeredConfig(opts.Check, &opts.Context)
 	meter := llm.Metered(opts.Model)
 	out := &Generated{}
 	c := &opts.Context
-	prelude := c.prelude(nil)
+	prelude := c.prelude(nil, nil)
 	info := &turnInfo{goal: opts.Goal, facts: &truthStore{}}
 	if len(c.Plan) > 0 {
 		info.plan = annotate(c.Plan, nil)
 	}
-	req := &llm.Request{System: systemPrompt(whole, opts.MinSteps, opts.MaxSteps),
-		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(c, info)}}}
+	form, err := newAnswerForm(opts.Form, c, opts.Check)
+	if err != nil {
+		return nil, err
+	}
+	req := &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: contextMessage(c, info)}}}
 	rules := checkRules{settings: true, approve: true, minSteps: opts.MinSteps, maxSteps: opts.MaxSteps}
+	fallback := form.fallback
 	for round := 1; ; round++ {
-		text, _, err := llm.Collect(ctx, meter, req)
-		out.Rounds, out.Usage = round, meter.Usage()
+		req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form)
+		before := meter.Usage()
+		text, usage, err := llm.Collect(ctx, meter, form.request(req))
+		if form.refused(err) {
+			fallback = form.fallback
+			req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form)
+			text, usage, err = llm.Collect(ctx, meter, form.request(req))
+		}
+		out.Rounds, out.Usage, out.Form, out.Fallback = round, meter.Usage(), form.form, form.fallback
+		if round == 1 {
+			out.PromptTokens = promptTokens(usage.Input, req)
+		}
 		if err != nil {
 			return out, err
 		}
-		answer := unfence(text)
+		answer := form.read(text)
 		ch := checkAnswer("plan", answer, prelude, c, opts.Check, rules)
 		out.Answer, out.Name, out.Diagnostics = answer, ch.answer.Name, ch.diags
 		if opts.Round != nil {
-			opts.Round(round, answer, ch.diags)
+			u := meter.Usage()
+			opts.Round(Round{N: round, Form: form.form, Answer: answer, Diagnostics: ch.diags, Fallback: fallback,
+				Usage: llm.Usage{Input: u.Input - before.Input, Output: u.Output - before.Output, Requests: u.Requests - before.Requests}})
 		}
+		fallback = ""
 		if !ch.diags.HasErrors() {
 			plan, err := completePlan(c, prelude, ch, opts.Check)
 			if err != nil {
@@ -113,7 +159,7 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		}
 		req.Messages = append(req.Messages,
 			llm.Message{Role: llm.Assistant, Content: text},
-			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, answer, ch.diags)})
+			llm.Message{Role: llm.User, Content: repairMessage(ch.answer.Name, answer, ch.diags, form.form)})
 	}
 }
 

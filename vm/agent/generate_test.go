@@ -147,7 +147,7 @@ func TestGenerateNeverRepairs(t *testing.T) {
 	var rounds []int
 	got, err := Generate(context.Background(), GenerateOptions{Goal: "Score c-1.", Context: c, Check: cfg, MaxRepairs: 2,
 		Model: openai.New(srv.Settings("planner", "judge"), nil),
-		Round: func(n int, _ string, _ lang.Diagnostics) { rounds = append(rounds, n) }})
+		Round: func(r Round) { rounds = append(rounds, r.N) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
@@ -24,7 +25,7 @@ var primerSections = []struct {
 	parts          []string
 }{
 	{"1. Overview", "A complete plan", []string{"plan"}},
-	{"4.10 `output`", "", []string{"text", "plan"}},
+	{"4.10 `output`", "", []string{"text"}},
 	{"5.1 Type forms", "", []string{"table"}},
 	{"6.1 Shape", "", []string{"text"}},
 	{"6.3 `for each`", "", []string{"text", "plan"}},
@@ -61,9 +62,43 @@ func makePrimer(spec string) (string, error) {
 			}
 			// References to the source documents mean nothing to a model.
 			block = regexp.MustCompile(` \(seeds? [^)]*\)| \(seed [0-9]+ [^)]*\)`).ReplaceAllString(block, "")
+			if part == "plan" {
+				if block, err = asAnswer(block); err != nil {
+					return "", fmt.Errorf("section %q: %w", s.heading, err)
+				}
+			}
 			b.WriteString("\n" + block)
 		}
 	}
+	return b.String(), nil
+}
+
+// asAnswer splits a plan example of the reference into what the context
+// messages give a model (its tools, input and state) and the answer it
+// writes (steps, output, types and sub-plans), and leaves out the settings
+// the agent chooses (mode, on failure, a plan-level approve): the primer's
+// examples follow the rules of an answer.
+func asAnswer(block string) (string, error) {
+	text := strings.TrimSuffix(strings.TrimPrefix(block, "```plan\n"), "```\n")
+	f, diags := lang.Parse("example.plan", []byte(text))
+	if diags.HasErrors() {
+		return "", fmt.Errorf("an example does not parse: %v", diags)
+	}
+	var context, answer []lang.Item
+	for _, it := range f.Items {
+		switch it.(type) {
+		case *lang.ToolDecl, *lang.InputDecl, *lang.StateDecl, *lang.ImportDecl:
+			context = append(context, it)
+		case *lang.ModeDecl, *lang.PolicyDecl, *lang.ApproveDecl:
+		default:
+			answer = append(answer, it)
+		}
+	}
+	var b strings.Builder
+	if len(context) > 0 {
+		b.WriteString("Context:\n```plan\n" + string(lang.Format(&lang.File{Items: context})) + "```\nAnswer:\n")
+	}
+	b.WriteString("```plan\n" + string(lang.Format(&lang.File{Items: answer})) + "```\n")
 	return b.String(), nil
 }
 
@@ -120,7 +155,9 @@ func firstBlock(body, kind string) (string, error) {
 }
 
 // TestPrimer checks that primer.md is what the language reference gives
-// today, and that its plan examples parse.
+// today, and that each example is an answer that follows the rules: it
+// checks against the declarations of its context, with no error, under
+// the rules of an eager turn (the strictest) and of generate.
 func TestPrimer(t *testing.T) {
 	spec, err := os.ReadFile("../../spec/README.md")
 	if err != nil {
@@ -139,14 +176,35 @@ func TestPrimer(t *testing.T) {
 	if diff := cmp.Diff(want, primer); diff != "" {
 		t.Errorf("primer.md is out of date; run go test ./vm/agent -run TestPrimer -update (-want +got):\n%s", diff)
 	}
-	n := 0
-	for _, m := range regexp.MustCompile("(?s)```plan\n(.*?)```").FindAllStringSubmatch(primer, -1) {
-		n++
-		if _, diags := lang.Parse("primer.plan", []byte(m[1])); diags.HasErrors() {
-			t.Errorf("a primer example does not parse:\n%s\n%s", m[1], diags)
+	examples := primerExamples(primer)
+	if len(examples) < 5 {
+		t.Fatalf("the primer has %d plan examples, want at least 5", len(examples))
+	}
+	for _, ex := range examples {
+		f, diags := lang.Parse("context.plan", []byte(ex.context))
+		if diags.HasErrors() {
+			t.Fatalf("a context does not parse:\n%s\n%s", ex.context, diags)
+		}
+		c := ContextOf(f)
+		cfg := compiler.Config{Tools: c.Tools}
+		for _, rules := range []checkRules{{}, {settings: true, approve: true}} {
+			ch := checkAnswer("example", ex.answer, c.prelude(nil, nil), &c, cfg, rules)
+			if ch.diags.HasErrors() {
+				t.Errorf("a primer example does not check against its context:\n%s\n%s\n%s", ex.context, ex.answer, ch.diags)
+			}
 		}
 	}
-	if n < 5 {
-		t.Errorf("the primer has %d plan examples, want at least 5", n)
+}
+
+type primerExample struct{ context, answer string }
+
+// primerExamples reads the examples of the primer: each answer block,
+// with the context block before it, if any.
+func primerExamples(primer string) []primerExample {
+	var out []primerExample
+	re := regexp.MustCompile("(?s)(?:Context:\n```plan\n(.*?)```\nAnswer:\n)?```plan\n(.*?)```")
+	for _, m := range re.FindAllStringSubmatch(primer, -1) {
+		out = append(out, primerExample{context: m[1], answer: m[2]})
 	}
+	return out
 }

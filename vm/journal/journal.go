@@ -29,10 +29,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS runs (
   error     TEXT NOT NULL DEFAULT '',
   pid       INTEGER NOT NULL DEFAULT 0,
   host      TEXT NOT NULL DEFAULT '',
-  processes INTEGER NOT NULL DEFAULT 1
+  processes INTEGER NOT NULL DEFAULT 1,
+  pid_start TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS steps (
   run       TEXT NOT NULL,
@@ -121,7 +122,154 @@ CREATE TABLE IF NOT EXISTS replans (
   created INTEGER NOT NULL,
   PRIMARY KEY (run, round)
 );
+CREATE TABLE IF NOT EXISTS mock_calls (
+  run   TEXT NOT NULL,
+  tool  TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (run, tool)
+);
+CREATE TABLE IF NOT EXISTS texts (
+  run  TEXT NOT NULL,
+  name TEXT NOT NULL,
+  seq  INTEGER NOT NULL,
+  text BLOB NOT NULL,
+  PRIMARY KEY (run, name, seq)
+);
+CREATE TABLE IF NOT EXISTS text_ends (
+  run  TEXT NOT NULL,
+  name TEXT NOT NULL,
+  meta BLOB,
+  PRIMARY KEY (run, name)
+);
+CREATE TABLE IF NOT EXISTS facts (
+  run   TEXT NOT NULL,
+  key   TEXT NOT NULL,
+  value BLOB NOT NULL,
+  step  TEXT NOT NULL,
+  seq   INTEGER NOT NULL,
+  PRIMARY KEY (run, key)
+);
 `
+
+// CorruptError is returned when a journal is opened that is damaged (a
+// disk fault, a copy made while it was written, bytes overwritten): it
+// is not opened, so that nothing is written into it.
+type CorruptError struct {
+	Path string
+	// Problems are what SQLite found, the first few.
+	Problems []string
+}
+
+// Error says what is damaged and how to go on.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("the journal %s is damaged (%s), and nothing was written to it: keep a copy, then recover what it holds "+
+		"(sqlite3 %s .recover | sqlite3 recovered.db, and move recovered.db in its place), or move it aside to start a new journal "+
+		"(mv %s %s.damaged)",
+		e.Path, strings.Join(e.Problems, "; "), e.Path, e.Path, e.Path)
+}
+
+// check checks the journal's integrity before anything is written to it:
+// SQLite's quick_check reads every page and checks that each is well
+// formed and the tables' records are sound (it skips the cross-check of
+// indexes against their tables, which integrity_check adds at many times
+// the cost). A damaged journal is a *CorruptError.
+func check(db *sql.DB, path string) error {
+	rows, err := db.Query(`PRAGMA quick_check(8)`)
+	if err != nil {
+		if damaged(err) {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		return fmt.Errorf("opening the journal %s: %w", path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		for _, l := range strings.Split(line, "\n") {
+			if l != "ok" && l != "*** in database main ***" && l != "" {
+				problems = append(problems, l)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if damaged(err) {
+			return &CorruptError{Path: path, Problems: []string{err.Error()}}
+		}
+		return fmt.Errorf("opening the journal %s: %w", path, err)
+	}
+	if len(problems) > 0 {
+		return &CorruptError{Path: path, Problems: problems}
+	}
+	return nil
+}
+
+// damaged reports whether an error of SQLite says the database is damaged
+// or is not a database.
+func damaged(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
+// schemaVersion is the layout of the journal, kept in SQLite's
+// user_version: 1 records when a run's owner started (runs.pid_start); 2
+// adds the positions of mocks (mock_calls), texts received as they
+// arrive (texts, text_ends) and a goal's facts (facts); 3 the answers a
+// model gave for holes and tasks (fills).
+const schemaVersion = 3
+
+// migrate makes the tables a journal needs, or brings those of an
+// earlier layout up to date, in one transaction. A journal of a later
+// layout is refused: this program cannot know what it holds.
+func migrate(db *sql.DB) error {
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("it was written by a later version of obelisk (layout %d, this one knows up to %d): use that version", v, schemaVersion)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Read again under the write lock: another process may have done it.
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'pid_start'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.Exec(`ALTER TABLE runs ADD COLUMN pid_start TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
 // DB is a journal database. Its methods are safe for concurrent use;
 // several processes may open the same database.
@@ -133,6 +281,8 @@ type DB struct {
 	wmu sync.Mutex
 	// now gives the time of records; tests set it.
 	now func() time.Time
+	// me is this process, the owner of the runs it creates or resumes.
+	me owner
 }
 
 // Options configure Open.
@@ -183,11 +333,15 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 	// One connection: every write of this process goes through it, in
 	// order.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	if err := check(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, now: opts.Now}
+	d := &DB{db: db, path: path, now: opts.Now, me: self()}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -273,9 +427,8 @@ func (d *DB) Create(nr NewRun) (*Run, error) {
 		settings = json.RawMessage("{}")
 	}
 	now := d.now().UnixNano()
-	host, _ := os.Hostname()
-	_, err = d.exec(`INSERT INTO runs (id, plan, status, source, input, settings, hash, created, updated, pid, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, nr.Source.Name, "running", src, in, []byte(settings), nr.Hash, now, now, os.Getpid(), host)
+	_, err = d.exec(`INSERT INTO runs (id, plan, status, source, input, settings, hash, created, updated, pid, host, pid_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, nr.Source.Name, "running", src, in, []byte(settings), nr.Hash, now, now, d.me.pid, d.me.host, d.me.start)
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE") {
 			return nil, fmt.Errorf("a run named %s already exists", id)
@@ -331,7 +484,9 @@ func (d *DB) Lookup(id string) (string, error) {
 
 // Stored is a run as recorded: what Resume needs to build it again.
 type Stored struct {
-	ID       string
+	ID string
+	// Status is the run's status; Resume gives the one it had before it
+	// was resumed.
 	Status   vm.RunStatus
 	Source   *planfile.Source
 	Input    map[string]any
@@ -344,11 +499,17 @@ type Stored struct {
 type BusyError struct {
 	Run string
 	PID int
+	// Host is the owner's host, when it is not this process's.
+	Host string
 }
 
 // Error says which process runs it.
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("run %s is being run by process %d; if that process is gone, resume with --force", e.Run, e.PID)
+	who := fmt.Sprintf("process %d", e.PID)
+	if e.Host != "" {
+		who += " on " + e.Host
+	}
+	return fmt.Sprintf("run %s is being run by %s; if that process is gone, resume with --force", e.Run, who)
 }
 
 // FinishedError is returned by Resume for a run that has ended.
@@ -363,33 +524,50 @@ func (e *FinishedError) Error() string {
 }
 
 // Resume takes over a run that stopped (it waits, was canceled, or its
-// process died) and returns its journal and what it was started from.
-// A run another live process holds is refused unless force is set.
+// process died), making this process its owner, and returns its journal
+// and what it was started from. The owner is read and replaced in one
+// transaction, under SQLite's write lock, so that of the processes that
+// resume a run at once exactly one takes it: a run another live process
+// owns (see owner.alive) is refused with a *BusyError unless force is
+// set.
 func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
+	var was vm.RunStatus
+	err := d.tx(true, func(tx *sql.Tx) error {
+		var status string
+		var o owner
+		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
+		}
+		if err != nil {
+			return err
+		}
+		was = vm.RunStatus(status)
+		switch was {
+		case vm.RunWaiting, vm.RunCanceled:
+		case "running":
+			if !force && o.alive(d.me) {
+				be := &BusyError{Run: id, PID: o.pid}
+				if o.host != d.me.host {
+					be.Host = o.host
+				}
+				return be
+			}
+		default:
+			return &FinishedError{Run: id, Status: vm.RunStatus(status)}
+		}
+		_, err = tx.Exec(`UPDATE runs SET status = 'running', pid = ?, host = ?, pid_start = ?, processes = processes + 1, updated = ? WHERE id = ?`,
+			d.me.pid, d.me.host, d.me.start, d.now().UnixNano(), id)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := d.load(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	switch st.Status {
-	case vm.RunWaiting, vm.RunCanceled:
-	case "running":
-		var pid int
-		var host string
-		if err := d.db.QueryRow(`SELECT pid, host FROM runs WHERE id = ?`, id).Scan(&pid, &host); err != nil {
-			return nil, nil, err
-		}
-		me, _ := os.Hostname()
-		if !force && host == me && pid != os.Getpid() && alive(pid) {
-			return nil, nil, &BusyError{Run: id, PID: pid}
-		}
-	default:
-		return nil, nil, &FinishedError{Run: id, Status: st.Status}
-	}
-	host, _ := os.Hostname()
-	if _, err := d.exec(`UPDATE runs SET status = 'running', pid = ?, host = ?, processes = processes + 1, updated = ? WHERE id = ?`,
-		os.Getpid(), host, d.now().UnixNano(), id); err != nil {
-		return nil, nil, err
-	}
+	st.Status = was
 	r := &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}}
 	if err := d.db.QueryRow(`SELECT coalesce(max(seq), 0) FROM events WHERE run = ?`, id).Scan(&r.seq); err != nil {
 		return nil, nil, err
@@ -402,23 +580,22 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 		return nil, nil, err
 	}
 	for _, s := range steps {
-		if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed {
+		if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed || s.Status == vm.StatusWaiting && judging(s.Verdicts) {
 			r.restore[restoreKey(s.Round, s.ID)] = s
 		}
 	}
 	return r, st, nil
 }
 
-// alive reports whether a process exists.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
+// judging reports whether a waiting step waits for a person's judgment of
+// its result (a hitl verdict): it is restored with its result.
+func judging(verdicts []vm.Verdict) bool {
+	for _, v := range verdicts {
+		if v.Verdict == vm.VerdictHITL {
+			return true
+		}
 	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
+	return false
 }
 
 // Stored returns what a run was started from.
@@ -464,6 +641,18 @@ type Run struct {
 	// fills are the answers a model gave for holes and tasks, by
 	// fillKey, as JSON.
 	fills map[string][]byte
+	// goal is set for the run of a goal, whose turns each run a plan:
+	// the end of a turn's plan is not the end of the run.
+	goal bool
+}
+
+// Turn makes what is recorded from now on that of turn n of a goal (see
+// package vm/agent): its steps are recorded under round n, and the end of
+// the turn's plan does not end the run, which Finish ends.
+func (r *Run) Turn(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.round, r.goal = n, true
 }
 
 // Record writes an event, and the state of the step it decides, in one
@@ -510,6 +699,10 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 			if ev.Step == "" {
 				return nil
 			}
+			if step != nil {
+				// It waits with its result, for a person's judgment.
+				return r.writeStep(tx, ev.Step, step, now)
+			}
 			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
 				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`, r.ID, r.round, ev.Step, ev.Tool)
 			return err
@@ -520,7 +713,12 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 				return nil
 			}
 			return r.writeStep(tx, ev.Step, step, now)
+		case vm.ElementCompleted:
+			return r.writeElement(tx, ev, now)
 		case vm.PlanFinished:
+			if r.goal {
+				return nil // a turn's plan: the goal goes on
+			}
 			finished := now
 			if ev.Verdict == string(vm.RunWaiting) {
 				finished = 0
@@ -540,7 +738,7 @@ func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
 func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) error {
 	var result, serr, verdicts []byte
 	var err error
-	if s.Status == vm.StatusCompleted {
+	if s.Status == vm.StatusCompleted || s.Status == vm.StatusWaiting {
 		if result, err = json.Marshal(s.Result); err != nil {
 			return fmt.Errorf("encoding the result of %s: %w", id, err)
 		}
@@ -628,6 +826,19 @@ func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
 	return v, true
 }
 
+// writeElement records an element of a for each that returned, as a step
+// of its own ("fetch[2]"), for Restore to give it back.
+func (r *Run) writeElement(tx *sql.Tx, ev vm.Event, now int64) error {
+	result, err := json.Marshal(ev.Result)
+	if err != nil {
+		return fmt.Errorf("encoding the result of %s: %w", ev.Step, err)
+	}
+	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, result, finished) VALUES (?, ?, ?, ?, 'completed', ?, ?, ?)
+		ON CONFLICT (run, round, id) DO UPDATE SET status = 'completed', attempts = excluded.attempts, result = excluded.result, finished = excluded.finished`,
+		r.ID, r.round, ev.Step, ev.Tool, ev.Attempt, result, now)
+	return err
+}
+
 // Restore returns the recorded outcome of a step that finished before the
 // run was resumed. It is vm.Options.Restore.
 func (r *Run) Restore(round int, step string) (*vm.StepResult, bool) {
@@ -638,15 +849,36 @@ func (r *Run) Restore(round int, step string) (*vm.StepResult, bool) {
 }
 
 // Finish records the run's output and status once vm.Run has returned.
+// An output that cannot be encoded (a number JSON cannot hold) is not
+// recorded: the run is recorded as failed, with why, so that it does not
+// stay running for ever, and Finish returns an *OutputError.
 func (r *Run) Finish(res *vm.Result) error {
+	status, why := string(res.Status), res.Error()
 	out, err := json.Marshal(res.Output)
+	var oerr error
 	if err != nil {
-		return fmt.Errorf("recording the output: %w", err)
+		oerr = &OutputError{Err: err}
+		status, why, out = string(vm.RunFailed), oerr.Error(), nil
 	}
 	_, err = r.d.exec(`UPDATE runs SET status = ?, output = ?, error = ?, updated = ? WHERE id = ?`,
-		string(res.Status), out, res.Error(), r.d.now().UnixNano(), r.ID)
-	return err
+		status, out, why, r.d.now().UnixNano(), r.ID)
+	if err != nil {
+		return err
+	}
+	return oerr
 }
+
+// OutputError is returned by Finish for a run whose output cannot be
+// encoded as JSON: the run is recorded as failed.
+type OutputError struct{ Err error }
+
+// Error says why.
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("the run's output cannot be recorded, so the run failed: %v", e.Err)
+}
+
+// Unwrap returns the encoder's error.
+func (e *OutputError) Unwrap() error { return e.Err }
 
 // Replanner returns a replanner that gives the plans the run's earlier
 // processes recorded, and asks next (recording its plans) for the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -404,5 +405,65 @@ func TestOpenExisting(t *testing.T) {
 	defer d.Close()
 	if id, err := d.Lookup("r1"); err != nil || id != "r1" {
 		t.Errorf("Lookup(r1) = %q, %v", id, err)
+	}
+}
+
+// TestMigrate: a journal of the first layout, without the owner's start
+// time, is brought up to date when it is opened and keeps its runs; one of
+// a later layout is refused.
+func TestMigrate(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(NewRun{ID: "old", Source: &planfile.Source{Name: "p.plan", Text: chain}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN pid_start`, `PRAGMA user_version = 0`} {
+		if _, err := d.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	if d, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	d.db.QueryRow(`PRAGMA user_version`).Scan(&v)
+	if _, err := d.Lookup("old"); err != nil || v != schemaVersion {
+		t.Fatalf("after the migration: layout %d, %v", v, err)
+	}
+	if _, err := d.Create(NewRun{ID: "new", Source: &planfile.Source{Name: "p.plan", Text: chain}}); err != nil {
+		t.Fatal(err)
+	}
+	d.db.Exec(`PRAGMA user_version = 99`)
+	d.Close()
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "written by a later version of obelisk (layout 99") {
+		t.Errorf("a journal of a later layout: %v", err)
+	}
+}
+
+// TestFinishUnencodable: a run whose output JSON cannot hold is recorded
+// as failed, with why, rather than left running.
+func TestFinishUnencodable(t *testing.T) {
+	d := open(t, Options{})
+	r, err := d.Create(NewRun{ID: "nan", Source: &planfile.Source{Name: "p.plan", Text: chain}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Finish(&vm.Result{Status: vm.RunCompleted, Output: map[string]any{"x": math.NaN()}})
+	if !errors.As(err, new(*OutputError)) {
+		t.Fatalf("Finish: %v", err)
+	}
+	det, err := d.Show("nan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if det.Status != vm.RunFailed || det.Output != nil || !strings.Contains(det.Error, "the run's output cannot be recorded, so the run failed: json: unsupported value: NaN") {
+		t.Errorf("recorded: %s %v %q", det.Status, det.Output, det.Error)
+	}
+	if _, _, err := d.Resume("nan", false); !errors.As(err, new(*FinishedError)) {
+		t.Errorf("resume: %v", err)
 	}
 }

@@ -46,7 +46,7 @@ func (d *DB) Runs() ([]*Summary, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	counts, err := d.db.Query(`SELECT run, status, count(*) FROM steps WHERE instr(id, '/') = 0 GROUP BY run, status`)
+	counts, err := d.db.Query(`SELECT run, status, count(*) FROM steps WHERE instr(id, '/') = 0 AND instr(id, '[') = 0 GROUP BY run, status`)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (d *DB) Show(id string) (*Detail, error) {
 	}
 	det.Steps = steps
 	for _, s := range steps {
-		if !strings.Contains(s.ID, "/") {
+		if !strings.ContainsAny(s.ID, "/[") {
 			det.Summary.Steps[s.Status]++
 		}
 	}
@@ -233,7 +233,42 @@ func (d *DB) Events(run string) ([]vm.Event, error) {
 			b, _ := json.Marshal(ev.Result)
 			ev.Result, _ = runtime.DecodeJSON(b)
 		}
+		if ev.Args != nil {
+			// Every digit of an integer, as the interpreter had it.
+			var raw struct {
+				Args json.RawMessage `json:"args"`
+			}
+			if json.Unmarshal(body, &raw) == nil {
+				if v, err := runtime.DecodeJSON(raw.Args); err == nil {
+					ev.Args, _ = v.(map[string]any)
+				}
+			}
+		}
 		out = append(out, ev)
 	}
 	return out, rows.Err()
+}
+
+// Mark returns a token that changes whenever something of run id is
+// recorded, by this process or another: an event, a step, a decision,
+// its status. With id "", the token covers every run of the journal, new
+// ones included. It is opaque, to be compared with an earlier one by a
+// reader that watches runs (a console, say), and costs a few index
+// look-ups.
+func (d *DB) Mark(id string) (string, error) {
+	var events, updated, asked, decided, runs int64
+	var err error
+	if id == "" {
+		err = d.db.QueryRow(`SELECT (SELECT coalesce(max(rowid), 0) FROM events), (SELECT coalesce(max(updated), 0) FROM runs),
+			(SELECT count(*) FROM approvals), (SELECT coalesce(max(decided), 0) FROM approvals), (SELECT count(*) FROM runs)`).
+			Scan(&events, &updated, &asked, &decided, &runs)
+	} else {
+		err = d.db.QueryRow(`SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1), (SELECT coalesce(max(updated), 0) FROM runs WHERE id = ?1),
+			(SELECT count(*) FROM approvals WHERE run = ?1), (SELECT coalesce(max(decided), 0) FROM approvals WHERE run = ?1), (SELECT count(*) FROM runs WHERE id = ?1)`, id).
+			Scan(&events, &updated, &asked, &decided, &runs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the journal: %w", err)
+	}
+	return fmt.Sprintf("%d.%d.%d.%d.%d", events, updated, asked, decided, runs), nil
 }

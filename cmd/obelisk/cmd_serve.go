@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+
+	"github.com/obelisk-plan/obelisk/console"
+	"github.com/obelisk-plan/obelisk/lang"
+)
+
+// defaultServeAddr is where the console listens unless --addr says
+// otherwise: loopback only.
+const defaultServeAddr = "127.0.0.1:7878"
+
+func serveCommand() *command {
+	return &command{
+		name:    "serve",
+		args:    "",
+		summary: "serve a web console of the journaled runs: their graphs live, their steps, and the approvals to decide",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var sf stateFlags
+			sf.register(fs)
+			addr := fs.String("addr", defaultServeAddr, "the address to listen on; on one that is not loopback the console requires a token (--token, or one generated and printed)")
+			token := fs.String("token", "", "the token the console requires of every request (at least 16 characters); required, and generated when not given, on an address that is not loopback")
+			var cf checkFlags
+			fs.Var(&cf.tools, "tools", "a tools file whose tools the plans checked on the console's plan page may call; may be repeated")
+			fs.BoolVar(&cf.strict, "strict", false, "on the plan page, report an irreversible call without an approval gate as an error")
+			cf.registerLimits(fs)
+			maxParallel := fs.Int("max-parallel", 8, "the parallelism the plan page's estimates and dry runs assume")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 0 {
+					return usageError(e, "serve", "expected no arguments, got %d", len(args))
+				}
+				cfg, srcs, diags, err := cf.config(&source{name: "<console>"})
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				if diags.HasErrors() {
+					lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+					return exitInput
+				}
+				st, err := sf.open()
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer st.Close()
+				ln, err := net.Listen("tcp", *addr)
+				if err != nil {
+					e.errorf("%v: give another address with --addr", err)
+					return exitUsage
+				}
+				srv, err := console.New(st, ln, console.Options{Token: *token, Check: cfg, MaxParallel: *maxParallel,
+					ErrorLog: log.New(e.stderr, "obelisk serve: ", 0)})
+				if err != nil {
+					ln.Close()
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				fmt.Fprintln(e.stdout, srv.URL())
+				fmt.Fprintf(e.stderr, "obelisk serve: the console of %s is at %s\n", st.Path(), srv.URL())
+				switch {
+				case *token == "" && srv.Token() != "":
+					fmt.Fprintf(e.stderr, "obelisk serve: %s is not a loopback address, so the console requires a token: it was generated and is in the address above; give --token to choose it\n", ln.Addr())
+				case srv.Token() == "":
+					fmt.Fprintf(e.stderr, "obelisk serve: it answers only on this machine, at localhost; stop it with Ctrl-C\n")
+				}
+				if err := srv.Serve(ctx); err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				return exitOK
+			}
+		},
+	}
+}

@@ -1,0 +1,223 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// simulateTimeout bounds the dry run of a plan from the page.
+const simulateTimeout = 10 * time.Second
+
+// planView is the plan page: the form, and what checking the plan found.
+type planView struct {
+	// The form, as sent.
+	Name, Text, Input, Mocks, Seed string
+	Checked                        bool
+	OK                             bool
+	Problem                        string
+	Diags                          string
+	Errors, Warnings               int
+	Graph                          *graphView
+	Estimated                      pathView
+	Analysis                       *compiler.Analysis
+	MaxParallel                    int
+	Estimates                      []estimateRow
+	Sim                            *vm.SimResult
+	SimError                       string
+	Output                         string
+	Mocked                         bool
+}
+
+// estimateRow is a line of the estimates: what, and how much.
+type estimateRow struct{ What, Value string }
+
+// handlePlan shows the plan page, and checks, draws and dry-runs the plan
+// a POST gives (pasted, or a file opened in the browser). The plan is
+// checked with the operator's tools and reads no file: no import, no
+// tool is called, and the dry run invents the tools' results.
+func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
+	v := &planView{Seed: "1", MaxParallel: s.opts.MaxParallel}
+	p := &page{Title: "Check a plan", Nav: "plan", Data: v}
+	if r.Method != http.MethodPost {
+		s.render(w, r, http.StatusOK, "plan.html", p)
+		return
+	}
+	v.Checked = true
+	v.Name, v.Text, v.Input, v.Mocks = "pasted.plan", r.PostForm.Get("plan"), r.PostForm.Get("input"), r.PostForm.Get("mocks")
+	if seed := strings.TrimSpace(r.PostForm.Get("seed")); seed != "" {
+		v.Seed = seed
+	}
+	if r.MultipartForm != nil {
+		if files := r.MultipartForm.File["file"]; len(files) > 0 && files[0].Size > 0 {
+			f, err := files[0].Open()
+			if err == nil {
+				b, rerr := io.ReadAll(io.LimitReader(f, maxBody))
+				f.Close()
+				if rerr == nil {
+					v.Name, v.Text = files[0].Filename, string(b)
+				}
+			}
+		}
+	}
+	v.Text = strings.ReplaceAll(v.Text, "\r\n", "\n")
+	if strings.TrimSpace(v.Text) == "" {
+		v.Problem = "give a plan: paste its text, or open its file"
+		s.render(w, r, http.StatusUnprocessableEntity, "plan.html", p)
+		return
+	}
+	select {
+	case s.checking <- struct{}{}:
+		defer func() { <-s.checking }()
+	default:
+		refuse(w, http.StatusServiceUnavailable, "the console is checking other plans: send the plan again in a moment")
+		return
+	}
+	code := s.checkPlan(r.Context(), v)
+	s.render(w, r, code, "plan.html", p)
+}
+
+// checkPlan checks, compiles and dry-runs the plan of the form, filling
+// the view, and returns the status to answer with.
+func (s *Server) checkPlan(ctx context.Context, v *planView) int {
+	seed, err := strconv.ParseUint(v.Seed, 10, 64)
+	if err != nil {
+		v.Problem = "the seed must be a whole number, such as 1"
+		return http.StatusUnprocessableEntity
+	}
+	src := []byte(v.Text)
+	var f *lang.File
+	var diags lang.Diagnostics
+	if looksLikeJSON(src) {
+		if !strings.HasSuffix(v.Name, ".json") {
+			v.Name = strings.TrimSuffix(v.Name, ".plan") + ".json"
+		}
+		f, diags = lang.ParseJSON(v.Name, src)
+	} else {
+		f, diags = lang.Parse(v.Name, src)
+	}
+	var info *compiler.Info
+	if !diags.HasErrors() {
+		var cd lang.Diagnostics
+		info, cd = compiler.Check(f, s.opts.Check)
+		diags = append(diags, cd...)
+	}
+	diags.Sort()
+	v.Errors, v.Warnings = diags.Count(lang.SeverityError), diags.Count(lang.SeverityWarning)
+	if len(diags) > 0 {
+		var b bytes.Buffer
+		lang.WriteText(&b, lang.Sources{v.Name: src}, diags, lang.TextOptions{Max: 100, More: "the first 100 of each are shown"})
+		v.Diags = b.String()
+	}
+	if diags.HasErrors() {
+		return http.StatusOK
+	}
+	prog, err := compiler.Compile(info, diags, compiler.Options{MaxParallel: s.opts.MaxParallel})
+	if err != nil {
+		v.Problem = err.Error()
+		return http.StatusOK
+	}
+	v.OK = true
+	v.Analysis = prog.Analysis
+	v.Estimated = estimatedPath(prog)
+	v.Graph = layout(prog, func(int) stepState { return stepState{Status: "pending"} }, prog.Analysis.CriticalPath,
+		func(i int) string { return fmt.Sprintf("step-%d", i) })
+	v.Estimates = estimates(prog)
+	input := f.InputValues
+	if strings.TrimSpace(v.Input) != "" {
+		if input, err = decodeObject(v.Input); err != nil {
+			v.SimError = "the input: " + err.Error()
+			return http.StatusOK
+		}
+	}
+	if d := compiler.CheckInput(info, input); len(d) > 0 {
+		var b bytes.Buffer
+		lang.WriteText(&b, lang.Sources{v.Name: src}, d, lang.TextOptions{Max: 20})
+		v.SimError = "the input does not fit the plan:\n" + b.String()
+		return http.StatusOK
+	}
+	var mocks *runtime.Mocks
+	if strings.TrimSpace(v.Mocks) != "" {
+		if mocks, err = runtime.ParseMocks([]byte(v.Mocks)); err != nil {
+			v.SimError = "the mocks: " + err.Error()
+			return http.StatusOK
+		}
+		v.Mocked = true
+	}
+	sctx, cancel := context.WithTimeout(ctx, simulateTimeout)
+	defer cancel()
+	res, err := vm.Simulate(sctx, prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, Mocks: mocks, CostLimit: s.opts.Check.Limits.MaxCost})
+	if err != nil {
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("the dry run took longer than %s and was stopped", simulateTimeout)
+		}
+		v.SimError = err.Error()
+		return http.StatusOK
+	}
+	v.Sim = res
+	v.Output = jsonText(res.Output)
+	return http.StatusOK
+}
+
+// estimates lists what the analysis knows of a program before it runs.
+func estimates(prog *compiler.Program) []estimateRow {
+	a := prog.Analysis
+	rows := []estimateRow{
+		{"steps", fmt.Sprint(len(prog.Steps))},
+		{"critical path", fmt.Sprintf("%s over %d steps", roundDuration(a.CriticalLatency), len(a.CriticalPath))},
+		{"level by level", roundDuration(a.LevelLatency).String()},
+		{"one call after another", roundDuration(a.SequentialLatency).String()},
+		{"speed-up over one call after another", fmt.Sprintf("%.2f×", a.SpeedUp)},
+		{"depth, widest level", fmt.Sprintf("%d steps, %d steps", a.Depth, a.Width)},
+		{"tool calls", fmt.Sprintf("%g in all, %g on the longest path, %.2f on an average path", a.Calls.Total, a.Calls.Longest, a.Calls.Average)},
+		{"model calls", fmt.Sprintf("%g in all, %g on the longest path, %.2f on an average path", a.ModelCalls.Total, a.ModelCalls.Longest, a.ModelCalls.Average)},
+	}
+	if a.Tokens > 0 {
+		rows = append(rows, estimateRow{"tokens", fmt.Sprintf("%d in all, %d on the critical path", a.Tokens, a.CriticalTokens)})
+	}
+	var estimated []string
+	for i, e := range a.Estimated {
+		if e {
+			estimated = append(estimated, prog.Steps[i].ID)
+		}
+	}
+	if len(estimated) > 0 {
+		rows = append(rows, estimateRow{"latency estimated, not declared, for", strings.Join(estimated, ", ")})
+	}
+	return rows
+}
+
+// looksLikeJSON reports whether text starts, after spaces, with '[' or
+// '{', which no plan in text does.
+func looksLikeJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n\ufeff")
+	return len(b) > 0 && (b[0] == '[' || b[0] == '{')
+}
+
+// decodeObject reads a JSON object strictly: a key given twice is an
+// error, and integers keep every digit.
+func decodeObject(text string) (map[string]any, error) {
+	if err := runtime.CheckUniqueKeys([]byte(text)); err != nil {
+		return nil, err
+	}
+	v, err := runtime.DecodeJSON([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("give a JSON object")
+	}
+	return m, nil
+}

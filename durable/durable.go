@@ -1,0 +1,154 @@
+// Package durable runs plans as durable objects. A run is started from a
+// plan's source, a compiled program or a planfile; it is journaled as it
+// goes (package vm/journal, a SQLite database in a state directory), so
+// that after its process stops or dies another process resumes it without
+// running again a step that finished; it waits for decisions (approvals)
+// that any process records; and the runs of a journal are listed and
+// shown.
+//
+// The obelisk command is a thin layer over this package: `obelisk run`,
+// `apply`, `resume`, `approve`, `runs` and `show` each call one or two of
+// its functions, and a Go program that embeds Obelisk calls the same ones.
+// What the package does not do is choose the tools: the caller gives a run
+// its tools (a vm.Caller), and records with the run, in Settings.Caller,
+// what it needs to build them again when the run is resumed. The grants
+// of a resumed run's tools (network, environment, programs) are the
+// resuming program's, never the journal's.
+//
+// A run has one owner at a time: the process that created or resumed it.
+// Resume takes the ownership in one transaction, so that of several
+// processes resuming a run at once exactly one runs it (see Store.Resume).
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/journal"
+)
+
+// FileName is the name of the journal in a state directory.
+const FileName = journal.FileName
+
+// ErrNoJournal is returned, wrapped, by OpenExisting for a state directory
+// that holds no journal.
+var ErrNoJournal = journal.ErrNoJournal
+
+// ErrNotFound is returned, wrapped, for a run the journal does not hold.
+var ErrNotFound = journal.ErrNotFound
+
+// Store is the journal of runs in a state directory. Its methods are safe
+// for concurrent use, and several processes may open the same directory.
+type Store struct {
+	db  *journal.DB
+	dir string
+}
+
+// Options configure Open and OpenExisting.
+type Options struct {
+	// Now gives the time records are stamped with and approval timeouts
+	// are measured by (default time.Now).
+	Now func() time.Time
+}
+
+// Open opens the journal of a state directory, creating the directory and
+// the journal if needed: for a run to start.
+func Open(dir string, opts Options) (*Store, error) {
+	db, err := journal.Open(dir, journal.Options{Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, dir: dir}, nil
+}
+
+// OpenExisting opens the journal of a state directory only if there is
+// one, and creates nothing: for what reads runs or decides on one. Without
+// a journal it returns an error that wraps ErrNoJournal.
+func OpenExisting(dir string, opts Options) (*Store, error) {
+	db, err := journal.OpenExisting(dir, journal.Options{Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, dir: dir}, nil
+}
+
+// Close closes the journal.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dir returns the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the journal's file name.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Lookup returns the ID of the run named id, or of the only run whose ID
+// starts with id.
+func (s *Store) Lookup(id string) (string, error) { return s.db.Lookup(id) }
+
+// Runs lists the runs, the newest first.
+func (s *Store) Runs() ([]*journal.Summary, error) { return s.db.Runs() }
+
+// Detail is everything the journal holds of a run, and its goal when it
+// is the run of a goal.
+type Detail struct {
+	*journal.Detail
+	// Goal is the goal a model pursues, or nil for the run of a plan.
+	// The steps' rounds are then the goal's turns.
+	Goal *GoalSpec `json:"goal,omitempty"`
+}
+
+// Show returns everything the journal holds of a run: its status, steps,
+// approvals, replans and output, and its goal.
+func (s *Store) Show(id string) (*Detail, error) {
+	det, err := s.db.Show(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.db.Stored(id)
+	if err != nil {
+		return nil, err
+	}
+	set, err := decodeSettings(st.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
+	}
+	return &Detail{Detail: det, Goal: set.Goal}, nil
+}
+
+// Events returns a run's event log, in order.
+func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
+
+// Stored returns what a run was started from: its plan's source, input
+// and settings.
+func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
+
+// Mark returns a token that changes whenever something of run id is
+// recorded, by any process; with id "", of any run (see journal.DB.Mark).
+func (s *Store) Mark(id string) (string, error) { return s.db.Mark(id) }
+
+// Pending returns the approvals a run waits for.
+func (s *Store) Pending(id string) ([]*journal.Approval, error) { return s.db.Pending(id) }
+
+// Describe says what an approval is about, for people: the plan, a step
+// and its tool, or a replan's changes, with the request's message.
+func Describe(a *journal.Approval) string {
+	var what string
+	switch {
+	case a.Step == "" && a.Round > 0 && a.Diff != "":
+		what = fmt.Sprintf("the steps replan %d changes", a.Round)
+	case a.Step == "":
+		what = "the plan"
+	default:
+		what = fmt.Sprintf("step %s (%s)", a.Step, a.Tool)
+	}
+	if a.Message != "" {
+		what += fmt.Sprintf(" %q", a.Message)
+	}
+	return what
+}
+
+// errNoApprover is the error of an approval nobody can give: a run
+// without a journal, and nobody to ask.
+var errNoApprover = errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")

@@ -1,0 +1,445 @@
+package agent
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// answerReader reads the plan out of a model's answer as the answer
+// streams in. Models wrap plans in many ways: a Markdown code block with
+// any tag (or none), a sentence before and after it, a <think> or
+// <reasoning> block before it (local reasoning models), or a plan written
+// without a fence after a sentence. The reader passes on the plan's text
+// and turns every other line into an empty line, so that the lines of
+// what it gives are the lines of the answer, and diagnostics on the plan
+// point at the model's own lines.
+//
+// In eager mode each statement runs as soon as it is complete, so the
+// reader holds back as little as it can: inside a code block it holds only
+// a line that starts with a backquote or a tilde (which may close the
+// block), and in a plan without a fence only a line whose first character
+// cannot start a statement (an upper-case letter, a list marker, a digit,
+// '<'), until its end shows whether it is prose. Before the plan starts,
+// each line is held until its end.
+type answerReader struct {
+	r     io.Reader
+	buf   []byte
+	out   bytes.Buffer
+	state readerState
+	line  []byte // the held part of the current line
+	// mode of the current line: how its bytes are treated.
+	mode lineMode
+	// fence is the opening fence of the code block being read ("```",
+	// "~~~~"), tag its tag, json whether the block's plan is JSON.
+	fence, tag string
+	json       bool
+	// closeTag ends the reasoning block being skipped.
+	closeTag string
+	// seen is set once some of the plan has been passed on.
+	seen bool
+	// depth of brackets in the plan passed on, and the lexical state of
+	// its current line (a string and its quote, an escape, a comment).
+	depth   int
+	quote   byte
+	escaped bool
+	comment bool
+	err     error
+}
+
+type readerState int
+
+const (
+	beforePlan readerState = iota // prose, reasoning: nothing of the plan yet
+	reasoning                     // inside <think>…</think>
+	fenced                        // inside a code block
+	afterBlock                    // after a code block: prose, or another block
+	plain                         // a plan written without a fence
+	jsonPlan                      // a JSON plan written without a fence
+	finished                      // after the plan: the rest is dropped
+)
+
+type lineMode int
+
+const (
+	atStart  lineMode = iota // nothing of the line read yet
+	holding                  // the line is held until its end
+	passing                  // the line is the plan's: passed on as it comes
+	dropping                 // the line is not the plan's: dropped
+)
+
+// newAnswerReader returns a reader of the plan in the answer r streams.
+func newAnswerReader(r io.Reader) *answerReader {
+	return &answerReader{r: r, buf: make([]byte, 4096)}
+}
+
+// readAnswer returns the plan in a whole answer, as newAnswerReader reads
+// it.
+func readAnswer(answer string) string {
+	b, _ := io.ReadAll(newAnswerReader(strings.NewReader(answer)))
+	return string(b)
+}
+
+func (a *answerReader) Read(p []byte) (int, error) {
+	for a.out.Len() == 0 && a.err == nil {
+		n, err := a.r.Read(a.buf)
+		for _, c := range a.buf[:n] {
+			a.feed(c)
+		}
+		if err != nil {
+			for a.mode == holding {
+				line := a.line
+				a.line, a.mode = nil, atStart
+				a.decide(line, false)
+			}
+			a.err = err
+		}
+	}
+	if a.out.Len() > 0 {
+		return a.out.Read(p)
+	}
+	return 0, a.err
+}
+
+// feed takes one byte of the answer.
+func (a *answerReader) feed(c byte) {
+	if a.mode == atStart {
+		a.mode = a.startLine(c)
+	}
+	if a.mode == holding && c == '{' && a.state == beforePlan && strings.TrimSpace(string(a.line)) == "" {
+		// A JSON plan: it is passed on from its first brace, for a
+		// plan written on one line runs call by call too.
+		line := a.line
+		a.line, a.mode, a.state = nil, passing, jsonPlan
+		a.emit(line)
+	}
+	switch a.mode {
+	case holding:
+		a.line = append(a.line, c)
+		if c == '\n' {
+			line := a.line
+			a.line, a.mode = nil, atStart
+			a.decide(line, true)
+		}
+		return
+	case passing:
+		a.pass(c)
+	case dropping:
+		if c == '\n' {
+			a.out.WriteByte('\n')
+		}
+	}
+	if c == '\n' {
+		a.mode = atStart
+	}
+}
+
+// startLine chooses how to read a line from its first byte.
+func (a *answerReader) startLine(c byte) lineMode {
+	switch a.state {
+	case finished:
+		return dropping
+	case fenced:
+		if c == '`' || c == '~' || !a.seen {
+			return holding // a closing fence, or the block's first line
+		}
+		return passing
+	case jsonPlan:
+		return passing
+	case plain:
+		if a.depth > 0 || a.quote != 0 {
+			return passing
+		}
+		switch {
+		case c == ' ', c == '\t', c == '\r', c == '\n', c == '#', c == '_', c == '}', c == ')', c == ']', c == '"', c == '\'':
+			return passing
+		case c >= 'a' && c <= 'z', c >= 0x80 && c != 0xe2:
+			// A lower-case name starts a statement; so may a
+			// non-ASCII letter, but not '†' (0xe2…) nor other
+			// punctuation written in UTF-8 here.
+			return passing
+		}
+		return holding
+	}
+	return holding
+}
+
+// decide treats a held line, complete (ending in '\n') or the answer's
+// last.
+func (a *answerReader) decide(line []byte, complete bool) {
+	text := strings.TrimRight(string(line), "\r\n")
+	trimmed := strings.TrimSpace(text)
+	newline := func() {
+		if complete {
+			a.out.WriteByte('\n')
+		}
+	}
+	switch a.state {
+	case reasoning:
+		if i := indexFold(text, a.closeTag); i >= 0 {
+			a.state = beforePlan
+			a.rest(text[i+len(a.closeTag):], complete)
+			return
+		}
+		newline()
+		return
+	case fenced:
+		if isClosingFence(trimmed, a.fence) {
+			a.state = afterBlock
+			if a.json {
+				a.state = finished
+			}
+			newline()
+			return
+		}
+		if !a.seen && trimmed != "" {
+			a.seen = true
+			a.json = trimmed[0] == '{' || trimmed[0] == '['
+		}
+		a.emit(line)
+		return
+	case finished:
+		newline()
+		return
+	}
+	// Before the plan, between code blocks, or a line of a plan without
+	// a fence that may be prose.
+	if closeTag, rest, ok := openReasoning(trimmed); ok && a.state != afterBlock {
+		if i := indexFold(rest, closeTag); i >= 0 {
+			a.rest(rest[i+len(closeTag):], complete)
+			return
+		}
+		a.state, a.closeTag = reasoning, closeTag
+		newline()
+		return
+	}
+	if i := closingReasoning(trimmed); i >= 0 && a.state == beforePlan {
+		// A reasoning block whose opening tag the server left out.
+		a.rest(trimmed[i:], complete)
+		return
+	}
+	if fence, tag, ok := openingFence(trimmed); ok {
+		switch {
+		case a.state == beforePlan:
+			a.state, a.fence, a.tag = fenced, fence, tag
+		case a.state == afterBlock && tag == a.tag:
+			a.state, a.fence = fenced, fence
+		case a.state == plain:
+			a.state = finished // the plan is over; what follows repeats it or explains it
+		}
+		newline()
+		return
+	}
+	if a.state == afterBlock {
+		newline()
+		return
+	}
+	if trimmed != "" && (trimmed[0] == '{' || trimmed[0] == '[') && a.state == beforePlan {
+		a.state = jsonPlan
+		a.emit(line)
+		return
+	}
+	if startsStatement(trimmed) {
+		if a.state == beforePlan {
+			a.state = plain
+		}
+		a.emit(line)
+		return
+	}
+	newline()
+}
+
+// rest reads what follows a closing reasoning tag on its line as a line
+// of its own.
+func (a *answerReader) rest(s string, complete bool) {
+	if strings.TrimSpace(s) == "" {
+		if complete {
+			a.out.WriteByte('\n')
+		}
+		return
+	}
+	for i := 0; i < len(s); i++ {
+		a.feed(s[i])
+	}
+	if complete {
+		a.feed('\n')
+	}
+}
+
+// emit passes on a held line.
+func (a *answerReader) emit(line []byte) {
+	for _, c := range line {
+		a.pass(c)
+	}
+}
+
+// pass passes on one byte of the plan, following its brackets so that a
+// line inside brackets is never taken for prose.
+func (a *answerReader) pass(c byte) {
+	if a.state == finished {
+		if c == '\n' {
+			a.out.WriteByte(c)
+		}
+		return
+	}
+	a.out.WriteByte(c)
+	switch a.state {
+	case plain:
+		a.seen = true
+		a.lexPlan(c)
+	case jsonPlan:
+		a.seen = true
+		a.lexJSON(c)
+	}
+}
+
+// lexPlan follows the brackets of plan text: strings are on one line, and
+// '#' starts a comment outside them.
+func (a *answerReader) lexPlan(c byte) {
+	switch {
+	case c == '\n':
+		a.quote, a.escaped, a.comment = 0, false, false
+	case a.comment:
+	case a.quote != 0:
+		switch {
+		case a.escaped:
+			a.escaped = false
+		case c == '\\':
+			a.escaped = true
+		case c == a.quote:
+			a.quote = 0
+		}
+	case c == '"' || c == '\'':
+		a.quote = c
+	case c == '#':
+		a.comment = true
+	case c == '(' || c == '[' || c == '{':
+		a.depth++
+	case c == ')' || c == ']' || c == '}':
+		if a.depth > 0 {
+			a.depth--
+		}
+	}
+}
+
+// lexJSON follows a JSON document; the plan ends with it.
+func (a *answerReader) lexJSON(c byte) {
+	switch {
+	case a.quote != 0:
+		switch {
+		case a.escaped:
+			a.escaped = false
+		case c == '\\':
+			a.escaped = true
+		case c == '"':
+			a.quote = 0
+		}
+	case c == '"':
+		a.quote = c
+	case c == '{' || c == '[':
+		a.depth++
+	case c == '}' || c == ']':
+		a.depth--
+		if a.depth <= 0 {
+			a.state = finished
+			a.mode = dropping
+		}
+	}
+}
+
+// The reasoning blocks of models, by their opening tags.
+var reasoningTags = []string{"think", "thinking", "reasoning"}
+
+// openReasoning reports whether a line opens a reasoning block, and
+// returns its closing tag and the rest of the line.
+func openReasoning(line string) (closeTag, rest string, ok bool) {
+	for _, t := range reasoningTags {
+		if indexFold(line, "<"+t+">") == 0 {
+			return "</" + t + ">", line[len(t)+2:], true
+		}
+	}
+	return "", "", false
+}
+
+// closingReasoning returns the offset after a closing reasoning tag in a
+// line, or -1.
+func closingReasoning(line string) int {
+	for _, t := range reasoningTags {
+		if i := indexFold(line, "</"+t+">"); i >= 0 {
+			return i + len(t) + 3
+		}
+	}
+	return -1
+}
+
+// indexFold returns the offset of the first instance of an ASCII tag in
+// s, ignoring the case of ASCII letters, or -1.
+func indexFold(s, tag string) int {
+	for i := 0; i+len(tag) <= len(s); i++ {
+		j := 0
+		for j < len(tag) && lowerASCII(s[i+j]) == tag[j] {
+			j++
+		}
+		if j == len(tag) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// openingFence reads a line that opens a Markdown code block: three or
+// more backquotes or tildes, then a tag (any, or none).
+func openingFence(line string) (fence, tag string, ok bool) {
+	m := fenceLine.FindStringSubmatch(line)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], strings.ToLower(m[2]), true
+}
+
+var fenceLine = regexp.MustCompile("^(```+|~~~+)[ \t]*([^`\\s]*)[^`]*$")
+
+// isClosingFence reports whether a line closes the block fence opened:
+// the same character, at least as many, and nothing else.
+func isClosingFence(line, fence string) bool {
+	if len(line) < len(fence) || line[0] != fence[0] {
+		return false
+	}
+	return strings.Trim(line, string(fence[0])) == ""
+}
+
+// startsStatement reports whether a line starts a statement of a plan
+// rather than a sentence: a step (labelled or not), a declaration, or a
+// setting. A sentence that starts with a plan keyword and goes on in
+// words ("output the total") is a sentence.
+func startsStatement(line string) bool {
+	return statementStart.MatchString(line)
+}
+
+const (
+	name     = `[\p{L}_][\p{L}\p{N}_]*`
+	toolName = name + `(?:[.-]` + name + `)*`
+)
+
+var statementStart = regexp.MustCompile(`^(?:` +
+	name + `[ \t]*:[ \t]*(?:for[ \t]+each[ \t]|` + toolName + `[ \t]*\()` + // label: call, label: for each
+	`|` + toolName + `\(` + // call
+	`|for[ \t]+each[ \t]` +
+	`|tool[ \t]+` + toolName + `(?:[ \t(]|$)` +
+	`|type[ \t]+` + name + `[ \t]+(?:[{\["']|` + name + `[ \t]*\??[ \t]*(?:$|\|))` +
+	`|(?:input|state)[ \t]*\{` +
+	`|plan[ \t]+` + name + `[ \t]*\(` +
+	`|output[ \t]*(?:[{\[(†$"'-]|[0-9]|(?:true|false|null)[ \t]*$|` + name + `(?:\.` + name + `)*[ \t]*$)` +
+	`|mode[ \t]+(?:eager|lazy)\b` +
+	`|on[ \t]+failure\b` +
+	`|approve(?:[ \t]+["']|[ \t]*$)` +
+	`|import[ \t]+["']` +
+	`)`)

@@ -1,0 +1,148 @@
+package journal
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/obelisk-plan/obelisk/runtime"
+)
+
+// The records of this file are what a run receives or keeps besides its
+// steps, which a resumed run needs to go on where it was: the positions of
+// its mocks' sequences, the texts it read as they arrived (a plan streamed
+// in, a model's answers), and the facts of a goal. Each is written as it
+// happens, in a transaction that survives the death of the process (it is
+// synced to disk with the next step's outcome).
+
+// MockCalls returns how many calls of each mocked tool the run's earlier
+// processes had answered: where their sequences were.
+func (r *Run) MockCalls() (map[string]int, error) {
+	rows, err := r.d.db.Query(`SELECT tool, calls FROM mock_calls WHERE run = ?`, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var tool string
+		var n int
+		if err := rows.Scan(&tool, &n); err != nil {
+			return nil, err
+		}
+		out[tool] = n
+	}
+	return out, rows.Err()
+}
+
+// RecordMockCall records that calls calls of a mocked tool have been
+// answered (see runtime.Mocks.OnAnswer). Calls answered at once may be
+// recorded out of order: the most is kept.
+func (r *Run) RecordMockCall(tool string, calls int) error {
+	return r.d.tx(false, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO mock_calls (run, tool, calls) VALUES (?, ?, ?)
+			ON CONFLICT (run, tool) DO UPDATE SET calls = max(calls, excluded.calls)`, r.ID, tool, calls)
+		return err
+	})
+}
+
+// AppendText records a piece of a text the run receives as it arrives,
+// under the text's name: a plan read from a stream, a model's answer.
+// The pieces are kept in order.
+func (r *Run) AppendText(name string, piece []byte) error {
+	if len(piece) == 0 {
+		return nil
+	}
+	return r.d.tx(false, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO texts (run, name, seq, text)
+			SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM texts WHERE run = ? AND name = ?`, r.ID, name, piece, r.ID, name)
+		return err
+	})
+}
+
+// EndText records that a text is whole, with meta, the caller's own
+// record of it (a model's answer's usage, say).
+func (r *Run) EndText(name string, meta json.RawMessage) error {
+	return r.d.tx(false, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO text_ends (run, name, meta) VALUES (?, ?, ?)
+			ON CONFLICT (run, name) DO UPDATE SET meta = excluded.meta`, r.ID, name, []byte(meta))
+		return err
+	})
+}
+
+// Text returns a text as the run's earlier processes recorded it: its
+// pieces joined, whether it ended (EndText), and its meta. found is false
+// when nothing of it was recorded.
+func (r *Run) Text(name string) (text []byte, ended bool, meta json.RawMessage, found bool, err error) {
+	rows, err := r.d.db.Query(`SELECT text FROM texts WHERE run = ? AND name = ? ORDER BY seq`, r.ID, name)
+	if err != nil {
+		return nil, false, nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var piece []byte
+		if err := rows.Scan(&piece); err != nil {
+			return nil, false, nil, false, err
+		}
+		text = append(text, piece...)
+		found = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, nil, false, err
+	}
+	var m []byte
+	err = r.d.db.QueryRow(`SELECT meta FROM text_ends WHERE run = ? AND name = ?`, r.ID, name).Scan(&m)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return text, false, nil, found, nil
+	case err != nil:
+		return nil, false, nil, false, err
+	}
+	return text, true, m, true, nil
+}
+
+// Fact is a fact a goal established, as recorded.
+type Fact struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+	Step  string `json:"step"`
+}
+
+// RecordFact records a fact of a goal; a key recorded already keeps its
+// first value.
+func (r *Run) RecordFact(f Fact) error {
+	v, err := json.Marshal(f.Value)
+	if err != nil {
+		return fmt.Errorf("encoding the fact %s: %w", f.Key, err)
+	}
+	return r.d.tx(false, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO facts (run, key, value, step, seq)
+			SELECT ?, ?, ?, ?, coalesce(max(seq), 0) + 1 FROM facts WHERE run = ?
+			ON CONFLICT (run, key) DO NOTHING`, r.ID, f.Key, v, f.Step, r.ID)
+		return err
+	})
+}
+
+// Facts returns the facts recorded of a goal, in the order they were
+// established.
+func (r *Run) Facts() ([]Fact, error) {
+	rows, err := r.d.db.Query(`SELECT key, value, step FROM facts WHERE run = ? ORDER BY seq`, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Fact
+	for rows.Next() {
+		var f Fact
+		var v []byte
+		if err := rows.Scan(&f.Key, &v, &f.Step); err != nil {
+			return nil, err
+		}
+		if f.Value, err = runtime.DecodeJSON(v); err != nil {
+			return nil, fmt.Errorf("the recorded fact %s: %w", f.Key, err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
