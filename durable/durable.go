@@ -121,3 +121,8 @@ func Describe(a *journal.Approval) string {
 // errNoApprover is the error of an approval nobody can give: a run
 // without a journal, and nobody to ask.
 var errNoApprover = errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
+
+// Stored returns what the journal recorded of run id when it was created:
+// its source, input, settings and planfile hash. It changes nothing, and
+// takes no ownership of the run.
+func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
