@@ -23,12 +23,14 @@ type catalog struct {
 	groups map[string]int
 }
 
-// entry is one tool: its declaration, its signature as plan text, and
-// the words it is found by.
+// entry is one tool: its declaration, its signature as plan text (in
+// full, and with each description cut to its first sentence), and the
+// words it is found by.
 type entry struct {
 	name      string
 	decl      *lang.ToolDecl
 	signature string
+	brief     string
 	nameWords []string
 	docWords  map[string]bool
 }
@@ -57,7 +59,7 @@ func newCatalog(files []planfile.File) (*catalog, error) {
 			if long[name] {
 				aliases[name] = true // the same tool, listed by its long name
 			}
-			e := &entry{name: name, decl: d, signature: signature(d), nameWords: words(name), docWords: map[string]bool{}}
+			e := &entry{name: name, decl: d, signature: signature(d), brief: signature(briefly(d)), nameWords: words(name), docWords: map[string]bool{}}
 			for _, w := range words(d.Doc()) {
 				e.docWords[w] = true
 			}
@@ -91,6 +93,43 @@ func signature(d *lang.ToolDecl) string {
 	return strings.TrimRight(lang.FormatItem(&c), "\n")
 }
 
+// briefly returns a copy of a declaration whose descriptions, the tool's
+// and its parameters', are cut to their first sentences.
+func briefly(d *lang.ToolDecl) *lang.ToolDecl {
+	c := *d
+	c.Comments = brief(d.Comments)
+	c.Params = make([]*lang.FieldDecl, len(d.Params))
+	for i, p := range d.Params {
+		q := *p
+		q.Comments = brief(p.Comments)
+		c.Params[i] = &q
+	}
+	return &c
+}
+
+// brief returns comments whose documentation is cut to its first
+// sentence, at most maxBrief bytes.
+func brief(c lang.Comments) lang.Comments {
+	doc := strings.Join(strings.Fields(c.Doc()), " ")
+	if doc == "" {
+		return lang.Comments{}
+	}
+	if i := strings.Index(doc, ". "); i >= 0 {
+		doc = doc[:i+1]
+	}
+	if len(doc) > maxBrief {
+		cut := strings.LastIndex(doc[:maxBrief], " ")
+		if cut < maxBrief/2 {
+			cut = maxBrief
+		}
+		doc = strings.TrimRight(doc[:cut], " ,;:") + "…"
+	}
+	return lang.Comments{Leading: []lang.Comment{{Text: "# " + doc}}}
+}
+
+// maxBrief bounds a description cut to its first sentence.
+const maxBrief = 160
+
 // words splits text into lowercase words: at anything but letters and
 // digits, and between a lowercase letter and an uppercase one (readFile).
 func words(text string) []string {
@@ -120,24 +159,27 @@ func words(text string) []string {
 }
 
 // search returns the tools that match a query best, at most limit of
-// them, and how many match in all. A tool matches when its name, or a
-// word of its name or description, matches a word of the query (or
-// starts with it); a match in the name counts most. An empty query
-// matches every tool.
+// them, and how many match in all. A tool matches when the query names it
+// (among other names or words), or when its name, or a word of its name or
+// description, matches a word of the query (or starts with it); a match
+// in the name counts most. An empty query matches every tool.
 func (c *catalog) search(query string, limit int) ([]*entry, int) {
 	q := words(query)
+	named := map[string]bool{}
+	for _, f := range strings.FieldsFunc(query, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
+		named[strings.ToLower(f)] = true
+	}
 	type scored struct {
 		e     *entry
 		score int
 	}
 	var hits []scored
-	whole := strings.ToLower(strings.TrimSpace(query))
 	for _, e := range c.tools {
 		score := 0
 		if len(q) == 0 {
 			score = 1
 		}
-		if whole != "" && strings.ToLower(e.name) == whole {
+		if named[strings.ToLower(e.name)] {
 			score += 100
 		}
 		for _, w := range q {
@@ -200,6 +242,21 @@ func text(entries []*entry) string {
 	var b strings.Builder
 	for _, e := range entries {
 		b.WriteString(e.signature)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// briefText returns the signatures of entries with their descriptions
+// cut to their first sentences, but for the tools full names.
+func briefText(entries []*entry, full map[string]bool) string {
+	var b strings.Builder
+	for _, e := range entries {
+		if full[e.name] {
+			b.WriteString(e.signature)
+		} else {
+			b.WriteString(e.brief)
+		}
 		b.WriteString("\n")
 	}
 	return b.String()

@@ -19,10 +19,10 @@ import (
 func TestDescriptions(t *testing.T) {
 	h := start(t, Options{Wait: 7 * time.Second}, nil)
 	s := h.server
-	if !strings.HasSuffix(s.Primer(), agent.Primer()) {
+	if !strings.HasSuffix(agent.Primer(), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer())-300 {
 		t.Errorf("the primer does not end with the language primer")
 	}
-	if want := fmt.Sprintf("The tools: %d (%s).", len(s.catalog.tools), s.catalog.summary()); !strings.Contains(s.Primer(), want) || s.catalog.summary() != "charge (1), lookup (1), slow (1)" {
+	if want := fmt.Sprintf("Tools: %d (%s).", len(s.catalog.tools), s.catalog.summary()); !strings.Contains(s.Primer(), want) || s.catalog.summary() != "charge (1), lookup (1), slow (1)" {
 		t.Errorf("the primer does not say %q", want)
 	}
 	names := map[string]bool{}
@@ -34,7 +34,7 @@ func TestDescriptions(t *testing.T) {
 		names[tool.Name] = true
 		descs[tool.Name] = tool.Description
 	}
-	texts := map[string]string{"instructions": instructions, "primer": strings.TrimSuffix(s.Primer(), agent.Primer())}
+	texts := map[string]string{"instructions": instructions, "primer": strings.TrimSuffix(s.Primer(), languagePrimer())}
 	for name, d := range descs {
 		texts[name] = d
 		if d != s.descriptions()[name] {
@@ -52,12 +52,12 @@ func TestDescriptions(t *testing.T) {
 	if !strings.Contains(descs[toolRun], "(default 7)") {
 		t.Errorf("run_plan's description does not give the default wait: %s", descs[toolRun])
 	}
-	if !strings.Contains(descs[toolSearch], "There are 3 (charge (1), lookup (1), slow (1))") {
+	if !strings.Contains(descs[toolSearch], "3 tools: charge (1), lookup (1), slow (1).") {
 		t.Errorf("search_tools's description does not count the tools: %s", descs[toolSearch])
 	}
 	// The primer says how to write a gate and an input; a plan written so
 	// checks, and one without the gate does not.
-	for _, claim := range []string{`approve "question" on its step`, "in an input block", "need not declare the tools or write mode"} {
+	for _, claim := range []string{`approve "question" on its step`, "in an input block", "without declaring the tools or mode"} {
 		if !strings.Contains(s.Primer(), claim) {
 			t.Errorf("the primer no longer says %q", claim)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +18,9 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
 )
+
+// defaultLimit is how many tools search_tools answers with, unless asked.
+const defaultLimit = 5
 
 // maxReported bounds the diagnostics of each severity an answer holds,
 // as `obelisk check` prints at most 100: a model repairs the first ones
@@ -236,7 +240,7 @@ func (s *Server) searchTools(_ context.Context, req *sdk.CallToolRequest) (*sdk.
 	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
 		return failure(err.Error()), nil
 	}
-	limit := 10
+	limit := defaultLimit
 	if args.Limit != nil {
 		limit = min(max(*args.Limit, 1), 100)
 	}
@@ -248,7 +252,14 @@ func (s *Server) searchTools(_ context.Context, req *sdk.CallToolRequest) (*sdk.
 	case total > len(found):
 		fmt.Fprintf(&b, "# the best %d of %d tools that match; ask for more with limit, or search with more words\n", len(found), total)
 	}
-	b.WriteString(text(found))
+	full := map[string]bool{}
+	for _, f := range strings.Fields(strings.ReplaceAll(args.Query, ",", " ")) {
+		full[f] = true
+	}
+	b.WriteString(briefText(found, full))
+	if slices.ContainsFunc(found, func(e *entry) bool { return !full[e.name] && e.brief != e.signature }) {
+		b.WriteString("# descriptions are cut to their first sentence: search a tool's full name for all of it\n")
+	}
 	return textResult(b.String(), false), nil
 }
 

@@ -12,26 +12,26 @@ import (
 // The input schemas of the server's tools. Each refuses other properties.
 var (
 	planSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"plan":{"type":"string","description":"the plan: plan text, or its JSON form"},` +
-		`"input":{"type":"object","description":"the plan's input, the fields of its input block"}},` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"}},` +
 		`"required":["plan"],"additionalProperties":false}`)
 	dryRunSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"plan":{"type":"string","description":"the plan: plan text, or its JSON form"},` +
-		`"input":{"type":"object","description":"the plan's input, the fields of its input block"},` +
-		`"seed":{"type":"integer","minimum":0,"description":"the seed of the invented values (default 1)"}},` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"},` +
+		`"seed":{"type":"integer","minimum":0,"description":"of the invented values (default 1)"}},` +
 		`"required":["plan"],"additionalProperties":false}`)
 	runSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"plan":{"type":"string","description":"the plan: plan text, or its JSON form"},` +
-		`"input":{"type":"object","description":"the plan's input, the fields of its input block"},` +
-		`"wait":{"type":"number","minimum":0,"description":"seconds to wait for the run before answering that it goes on"}},` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"},` +
+		`"wait":{"type":"number","minimum":0}},` +
 		`"required":["plan"],"additionalProperties":false}`)
 	runIDSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"run":{"type":"string","description":"the run's ID, as run_plan answered it"},` +
-		`"wait":{"type":"number","minimum":0,"description":"seconds to wait for the run to end"}},` +
+		`"run":{"type":"string","description":"as run_plan answered it"},` +
+		`"wait":{"type":"number","minimum":0}},` +
 		`"required":["run"],"additionalProperties":false}`)
 	searchSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"query":{"type":"string","description":"words of the tools' names or descriptions, or a tool's name"},` +
-		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"the most tools to answer with (default 10)"}},` +
+		`"query":{"type":"string"},` +
+		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 10"}},` +
 		`"required":["query"],"additionalProperties":false}`)
 	noArgsSchema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 )
@@ -39,26 +39,25 @@ var (
 // addTools adds the server's tools. None of them approves anything.
 func (s *Server) addTools() {
 	desc := s.descriptions()
-	yes, no := true, false
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no}
-	// A run calls the operator's tools, which may do anything they do.
-	runs := &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	// A run calls the operator's tools, which may do anything: the
+	// defaults of the annotations (destructive, open world) say so.
+	var runs *sdk.ToolAnnotations
 	for _, t := range []struct {
 		name   string
-		title  string
 		schema json.RawMessage
 		ann    *sdk.ToolAnnotations
 		h      sdk.ToolHandler
 	}{
-		{toolPrimer, "The plan language", noArgsSchema, readOnly, s.getPrimer},
-		{toolSearch, "Find tools", searchSchema, readOnly, s.searchTools},
-		{toolCheck, "Check a plan", planSchema, readOnly, s.checkPlan},
-		{toolDryRun, "Dry-run a plan", dryRunSchema, readOnly, s.dryRun},
-		{toolRun, "Run a plan", runSchema, runs, s.runPlan},
-		{toolStatus, "A run's status", runIDSchema, readOnly, s.runStatus},
-		{toolResume, "Continue a run", runIDSchema, runs, s.resumeRun},
+		{toolPrimer, noArgsSchema, readOnly, s.getPrimer},
+		{toolSearch, searchSchema, readOnly, s.searchTools},
+		{toolCheck, planSchema, readOnly, s.checkPlan},
+		{toolDryRun, dryRunSchema, readOnly, s.dryRun},
+		{toolRun, runSchema, runs, s.runPlan},
+		{toolStatus, runIDSchema, readOnly, s.runStatus},
+		{toolResume, runIDSchema, runs, s.resumeRun},
 	} {
-		s.mcp.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, t.h)
+		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, t.h)
 	}
 }
 

@@ -358,7 +358,8 @@ func TestSearchTools(t *testing.T) {
 		not   []string
 	}{
 		{"orders of a customer", 10, []string{"tool lookup(id: string) -> {orders: int, notes: string} pure", "# Looks up a customer's orders"}, []string{"tool charge"}},
-		{"charge", 10, []string{"tool charge(amount: number) -> {receipt: string}"}, []string{"tool lookup"}},
+		{"charge", 10, []string{"# Charges a card. It cannot be undone.\ntool charge(amount: number) -> {receipt: string} irreversible\n"}, []string{"tool lookup", "cut to their first sentence"}},
+		{"a card", 10, []string{"# Charges a card.\ntool charge(", "# descriptions are cut to their first sentence: search a tool's full name for all of it"}, []string{"It cannot be undone"}},
 		{"", 1, []string{"# the best 1 of 3 tools that match", "tool charge"}, []string{"tool lookup"}},
 		{"zebra", 10, []string{`# no tool matches "zebra"; the tools: charge (1), lookup (1), slow (1)`}, nil},
 	} {
