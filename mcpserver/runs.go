@@ -220,9 +220,10 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, ar *activ
 	}
 }
 
-// ask asks the person, through the client, to decide an approval. An
-// answer other than accept or decline (the person dismissed the request,
-// or the client could not ask) leaves the gate waiting.
+// ask asks the person, through the client, to decide an approval: accept
+// with approve true approves, accept with approve false or decline
+// rejects. Any other answer (the person dismissed the request, the client
+// could not ask or said neither) leaves the gate waiting.
 func (s *Server) ask(ctx context.Context, ss *sdk.ServerSession, run string, req vm.ApprovalRequest) decision {
 	res, err := ss.Elicit(ctx, &sdk.ElicitParams{
 		Mode:    "form",
@@ -241,10 +242,13 @@ func (s *Server) ask(ctx context.Context, ss *sdk.ServerSession, run string, req
 	}
 	switch res.Action {
 	case "accept":
-		if yes, _ := res.Content["approve"].(bool); yes {
+		switch approve, ok := res.Content["approve"].(bool); {
+		case ok && approve:
 			return decision{dec: vm.Decision{Approved: true, Note: "approved through the MCP client"}}
+		case ok:
+			return decision{dec: vm.Decision{Note: "rejected through the MCP client"}}
 		}
-		return decision{dec: vm.Decision{Note: "rejected through the MCP client"}}
+		// An answer that says neither leaves the gate to a person.
 	case "decline":
 		return decision{dec: vm.Decision{Note: "declined through the MCP client"}}
 	}

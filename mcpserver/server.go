@@ -170,6 +170,10 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
+// sessionTimeout closes an HTTP client's session after this long without
+// a request; its runs go on.
+const sessionTimeout = time.Hour
+
 // HTTPOptions configure Handler.
 type HTTPOptions struct {
 	// Token, when set, must come with every request, as the header
@@ -183,7 +187,7 @@ type HTTPOptions struct {
 // refused, and so are requests to a loopback address with another host
 // name (DNS rebinding).
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
 	protected := http.NewCrossOriginProtection().Handler(h)
 	if opts.Token == "" {
 		return protected

@@ -292,6 +292,8 @@ func TestApprovalElicits(t *testing.T) {
 		{"accept", false, "failed", 0},
 		{"decline", nil, "failed", 0},
 		{"cancel", nil, "waiting", 0},
+		{"accept", nil, "waiting", 0},
+		{"accept", "yes", "waiting", 0},
 	} {
 		t.Run(fmt.Sprintf("%s-%v", tc.action, tc.approve), func(t *testing.T) {
 			var asked []string

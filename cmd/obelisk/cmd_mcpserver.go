@@ -38,7 +38,7 @@ func mcpServerCommand() *command {
 	return &command{
 		name:    "mcp-server",
 		args:    "",
-		summary: "serve plan mode to MCP clients (on stdio, or over HTTP with --http): tools to find tools, check, dry-run and run plans with the tools the flags give",
+		summary: "serve plan mode to MCP clients, on stdio or over HTTP (--http): they find tools, check, dry-run and run plans",
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var rf runFlags
 			rf.registerTools(fs)
