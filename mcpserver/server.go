@@ -215,7 +215,7 @@ func (s *Server) Close() error {
 // server's tools: what get_primer answers.
 func (s *Server) Primer() string { return s.primer }
 
-// logf logs a problem that the client is not told about.
+// warn logs a problem that the client is not told about.
 func (s *Server) warn(msg string, args ...any) { s.opts.Log.Warn(msg, args...) }
 
 // waitFor returns how long a call waits: the seconds it asks for, within

@@ -84,7 +84,7 @@ func mcpServerCommand() *command {
 					return status
 				}
 				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
-				if opts.Settings, err = opts.tools.record(vmo, policy); err != nil {
+				if opts.settings, err = opts.tools.record(vmo, policy); err != nil {
 					e.errorf("%v", err)
 					return exitUsage
 				}
@@ -106,7 +106,7 @@ func mcpServerCommand() *command {
 					Caller:         opts.caller,
 					Preflight:      opts.preflight,
 					Store:          store,
-					Settings:       opts.Settings,
+					Settings:       opts.settings,
 					Limits:         rf.limits,
 					MaxParallel:    rf.maxParallel,
 					ApproveAll:     *yes,
@@ -141,7 +141,7 @@ type serverSetup struct {
 	caller    vm.Caller
 	preflight func(*compiler.Program) []string
 	tools     *toolSettings
-	Settings  durable.Settings
+	settings  durable.Settings
 }
 
 // serverOptions builds the tools the flags give: the built-in tools, the
