@@ -114,6 +114,36 @@ type checker struct {
 	steps     int
 	// nesting is how deep the value or type being checked is nested.
 	nesting int
+	// namesakes lists, by a tool's name, the other tools whose names end
+	// in "." and that name, sorted: filled when first asked.
+	namesakes map[string][]string
+}
+
+// namesake returns the tool whose name is another's prefixed with a
+// server's name (everything.echo for echo) and that has parameter param,
+// or "". When a built-in tool and an MCP server's tool share a name, the
+// bare name is the built-in's, and a call meant for the server's tool
+// must use the long name.
+func (c *checker) namesake(tool, param string) string {
+	if c.namesakes == nil {
+		c.namesakes = map[string][]string{}
+	}
+	list, ok := c.namesakes[tool]
+	if !ok {
+		for name, t := range c.info.Tools {
+			if t.Plan == nil && strings.HasSuffix(name, "."+tool) {
+				list = append(list, name)
+			}
+		}
+		sort.Strings(list)
+		c.namesakes[tool] = list
+	}
+	for _, name := range list {
+		if c.info.Tools[name].Param(param) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // enter counts one more level of nesting of a list, object or type, and

@@ -692,6 +692,9 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		to   string
 	}
 	var renames []rename
+	// wrongTool is set when the arguments are another tool's of the same
+	// name (namesake): that is the one mistake, not the missing arguments.
+	wrongTool := false
 	for k, a := range call.Args {
 		name := a.Name.Name
 		if prev, ok := given.get(name, k); ok {
@@ -710,9 +713,16 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 			} else if lang.Closest(name, names) == "" {
 				msg += "; its parameters are " + strings.Join(names, ", ")
 			}
+			alt := c.namesake(tool.Name, name)
+			if alt != "" {
+				msg += fmt.Sprintf("; another tool named %s, %s, has it: to call that one, write %s", tool.Name, alt, alt)
+			}
 			d := c.errorf(lang.UnknownArgument, a.Name.Span, "%s", msg)
 			if s := lang.Closest(name, names); s != "" {
 				renames = append(renames, rename{d, a.Name.Span, s})
+			} else if alt != "" {
+				replaceFix(d, call.Tool.Span, alt, "call "+alt)
+				wrongTool = true
 			}
 			continue
 		}
@@ -738,7 +748,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !wrongTool {
 		word := "argument"
 		if len(missing) > 1 {
 			word = "arguments"

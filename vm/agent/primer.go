@@ -8,3 +8,8 @@ import _ "embed"
 //
 //go:embed primer.md
 var primer string
+
+// Primer returns the part of the planning prompt that teaches the
+// language: quotations of the language reference, for other programs that
+// prompt a model to write plans (an MCP server, say).
+func Primer() string { return primer }
