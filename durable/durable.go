@@ -153,4 +153,3 @@ func Describe(a *journal.Approval) string {
 // errNoApprover is the error of an approval nobody can give: a run
 // without a journal, and nobody to ask.
 var errNoApprover = errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
-
