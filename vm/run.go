@@ -162,7 +162,10 @@ type Options struct {
 // step's result. A step counts as finished, and the steps that wait for
 // it may start, only once Record has returned, and a tool is called only
 // once the StepStarted event of its step is recorded. When Record fails
-// the run stops, since what it does next could not be recorded.
+// the run stops, since what it does next could not be recorded. A
+// journal that is also a GroupJournal is given the events with Append
+// and Sync instead, so that steps that settle together are committed
+// together, with the same guarantees.
 type Journal interface {
 	Record(ev Event, step *StepResult) error
 }
@@ -215,9 +218,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // is for runs that cannot start (bad input, no tools).
 func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts Options) (*Result, error) {
 	opts.defaults()
-	r := &runner{opts: opts, start: time.Now()}
+	r := &runner{opts: opts, start: time.Now(), group: newGroupCommit(opts.Journal)}
 	r.emitMu = &sync.Mutex{}
 	defer r.calls.stop()
+	defer r.sync()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
 	return r.run(ctx, prog, input)
@@ -255,6 +259,8 @@ type runner struct {
 	randMu sync.Mutex
 	// calls watches the deadlines of the tool calls.
 	calls watcher
+	// group is set when the journal commits in groups.
+	group *groupCommit
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
@@ -273,6 +279,10 @@ func (r *runner) emit(e Event, step *StepResult) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
 	}
+	if r.group != nil {
+		r.appendEvent(e, step)
+		return
+	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
 	if r.opts.Journal != nil && r.journalErr == nil {
@@ -285,7 +295,8 @@ func (r *runner) emit(e Event, step *StepResult) {
 	}
 }
 
-// event emits an event that happens now, or at e.Time when it is set.
+// event emits an event that happens now, or at e.Time when it is set,
+// and returns once it is written.
 func (r *runner) event(e Event) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
@@ -294,6 +305,7 @@ func (r *runner) event(e Event) {
 		e.Time, e.Elapsed = r.clock()
 	}
 	r.emit(e, nil)
+	r.sync()
 }
 
 // journalFailed returns the journal's first error.
@@ -510,8 +522,13 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{}), calls: r.calls.group(ctx)}
 	defer d.calls.stop()
 	d.mu.Lock()
-	d.ready.add(e.settle(e.roots()))
-	first := d.next()
+	if r.group != nil {
+		d.hold(e.settle(e.roots()))
+		d.commit()
+	} else {
+		d.ready.add(e.settle(e.roots()))
+	}
+	first := d.next(true)
 	d.mu.Unlock()
 	if first >= 0 {
 		go d.worker(first)
@@ -546,10 +563,17 @@ type dispatcher struct {
 	// calls are the tool calls made under ctx.
 	calls *callGroup
 	// mu guards the engine (but for the reads of a step's arguments),
-	// ready, running, closed and parked.
+	// ready, running, syncing, held, closed and parked.
 	mu      sync.Mutex
 	ready   readyQueue
 	running int
+	// With a group journal, syncing counts the goroutines waiting for
+	// the journal, and held are the steps made ready by outcomes not yet
+	// written, in the order they were made ready (moved is the list
+	// commit reuses).
+	syncing int
+	held    []heldStep
+	moved   []int
 	// idle is closed once nothing runs and nothing more can start.
 	idle   chan struct{}
 	closed bool
@@ -559,22 +583,18 @@ type dispatcher struct {
 }
 
 // next dispatches ready steps in index order, up to the parallelism
-// bound. It returns the first for the calling goroutine to run, or -1,
-// and hands each of the others to a waiting worker or starts a goroutine
-// for it. d.mu is held.
-func (d *dispatcher) next() int {
+// bound. It returns the first for the calling goroutine to run (when
+// take is set), or -1, and hands each of the others to a waiting worker
+// or starts a goroutine for it. d.mu is held.
+func (d *dispatcher) next(take bool) int {
 	e, r := d.e, d.r
 	mine := -1
 	for d.running < r.opts.MaxParallel && d.ready.len() > 0 && e.stop == nil && d.ctx.Err() == nil {
 		i := d.ready.pop()
-		if out, ok := r.restored(e, i); ok {
-			d.finish(i, out)
-			continue
-		}
 		d.running++
 		e.res[i].Status = StatusRunning
 		switch n := len(d.parked); {
-		case mine < 0:
+		case take && mine < 0:
 			mine = i
 		case n > 0:
 			d.parked[n-1] <- i
@@ -583,7 +603,7 @@ func (d *dispatcher) next() int {
 			go d.worker(i)
 		}
 	}
-	if d.running == 0 && !d.closed {
+	if d.running == 0 && d.syncing == 0 && !d.closed {
 		d.closed = true
 		close(d.idle)
 		for _, w := range d.parked {
@@ -594,11 +614,16 @@ func (d *dispatcher) next() int {
 	return mine
 }
 
-// finish records a step's outcome and takes in the steps it makes ready;
-// the run stops when the journal cannot be written, and an abort cancels
-// the steps still running. d.mu is held.
+// finish records a step's outcome and takes in the steps it makes ready
+// (with a group journal, held until the outcome is written); the run
+// stops when the journal cannot be written, and an abort cancels the
+// steps still running. d.mu is held.
 func (d *dispatcher) finish(i int, out outcome) {
-	d.ready.add(d.e.settle(d.e.finish(i, out)))
+	if ready := d.e.settle(d.e.finish(i, out)); d.r.group != nil {
+		d.hold(ready)
+	} else {
+		d.ready.add(ready)
+	}
 	d.r.checkJournal(d.e)
 	if d.e.stop != nil && d.e.replanAt == nil {
 		d.cancel()
@@ -619,11 +644,15 @@ func (d *dispatcher) worker(i int) {
 	}
 }
 
-// run evaluates the arguments of step i and runs it. It reports false
-// when the step was settled without it: its tool did not return before
-// its context ended (see callPlain).
+// run evaluates the arguments of step i and runs it, or takes the
+// outcome an earlier process of the run recorded. It reports false when
+// the step was settled without it: its tool did not return before its
+// context ended (see callPlain).
 func (d *dispatcher) run(i int) (outcome, bool) {
 	r, e := d.r, d.e
+	if out, ok := r.restored(e, i); ok {
+		return out, true
+	}
 	ctx, cancel := r.evalContext(d.ctx, e.prog.Steps[i])
 	spec, serr := e.prepare(ctx, i)
 	cancel()
@@ -664,7 +693,10 @@ func (d *dispatcher) settle(i int, out outcome, wake chan int) int {
 	} else {
 		d.finish(i, out)
 	}
-	next := d.next()
+	if d.r.group != nil {
+		d.commit()
+	}
+	next := d.next(true)
 	if next >= 0 || d.closed || wake == nil {
 		d.mu.Unlock()
 		return next

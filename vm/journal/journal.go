@@ -125,6 +125,17 @@ type DB struct {
 	wmu sync.Mutex
 	// now gives the time of records; tests set it.
 	now func() time.Time
+	// w commits the events of the runs in groups, with the statements
+	// prepared once (stmtOnce) in stmts, or the error that kept them
+	// from being prepared.
+	w        *writer
+	stmtOnce sync.Once
+	stmts    *statements
+	stmtErr  error
+	// committed, when set (by tests), is called with each batch of
+	// records once it is committed, before anyone waiting for it goes
+	// on.
+	committed func([]record)
 }
 
 // Options configure Open.
@@ -179,7 +190,7 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, now: opts.Now}
+	d := &DB{db: db, path: path, now: opts.Now, w: newWriter()}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -187,7 +198,14 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	if d.stmts != nil {
+		for _, s := range []*sql.Stmt{d.stmts.event, d.stmts.start, d.stmts.retry, d.stmts.waiting, d.stmts.step, d.stmts.finish, d.stmts.normal, d.stmts.full} {
+			s.Close()
+		}
+	}
+	return d.db.Close()
+}
 
 // Path returns the database's file name.
 func (d *DB) Path() string { return d.path }
@@ -197,31 +215,6 @@ func (d *DB) exec(query string, args ...any) (sql.Result, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	return d.db.Exec(query, args...)
-}
-
-// tx runs fn in a transaction and commits it. A durable commit is synced
-// to disk when it returns. Another is not synced itself (synchronous=
-// NORMAL): it survives the death of the process, since the operating
-// system has it, and is synced with the next durable commit; only a
-// power loss before that can lose it.
-func (d *DB) tx(durable bool, fn func(tx *sql.Tx) error) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	if !durable {
-		if _, err := d.db.Exec(`PRAGMA synchronous = NORMAL`); err != nil {
-			return err
-		}
-		defer d.db.Exec(`PRAGMA synchronous = FULL`)
-	}
-	tx, err := d.db.Begin()
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // NewRun is what a run starts from.
@@ -440,8 +433,9 @@ func (d *DB) load(id string) (*Stored, error) {
 
 func restoreKey(round int, step string) string { return fmt.Sprintf("%d/%s", round, step) }
 
-// Run is the journal of one run. It implements vm.Journal; give its
-// Restore, Approver and Replanner to vm.Run too.
+// Run is the journal of one run. It implements vm.Journal and
+// vm.GroupJournal; give its Restore, Approver and Replanner to vm.Run
+// too.
 type Run struct {
 	d  *DB
 	ID string
@@ -450,99 +444,63 @@ type Run struct {
 	seq     int64
 	round   int
 	restore map[string]*vm.StepResult
+	// err is the error of the first event that could not be written;
+	// nothing is written after it.
+	err error
 }
 
-// Record writes an event, and the state of the step it decides, in one
-// transaction.
+// Record writes an event, and the state of the step it decides, and
+// returns once they are committed (synced to disk for an event that
+// decides a step, the run or a wait; see Append).
 func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
+	pos, err := r.Append(ev, step)
+	if err != nil {
+		return err
+	}
+	return r.Sync(pos)
+}
+
+// Append queues an event, and the state of the step it decides, to be
+// written after the events appended before it, and returns its position
+// for Sync. Events are committed in groups: those of steps that settle
+// together, of this run and of others in this process, in one
+// transaction.
+func (r *Run) Append(ev vm.Event, step *vm.StepResult) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("encoding the event: %w", err)
+	if r.err != nil {
+		return 0, r.err
 	}
-	now := r.d.now().UnixNano()
+	r.seq++
 	if ev.Type == vm.Replanned {
 		r.round++
 	}
-	// What decides a step, the run, or a wait is synced before Record
-	// returns; the rest (a step started, a retry, a verdict) survives a
-	// crash of the process and is synced with the next.
-	durable := false
-	switch ev.Type {
-	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
-		durable = true
+	rec := record{run: r, seq: r.seq, round: r.round, now: r.d.now().UnixNano(), ev: ev}
+	if step != nil {
+		rec.step, rec.hasStep = *step, true
 	}
-	err = r.d.tx(durable, func(tx *sql.Tx) error {
-		r.seq++
-		if _, err := tx.Exec(`INSERT INTO events (run, seq, time, type, step, body) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.ID, r.seq, ev.Time.UnixNano(), string(ev.Type), ev.Step, body); err != nil {
-			return err
-		}
-		switch ev.Type {
-		case vm.StepStarted:
-			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`,
-				r.ID, r.round, ev.Step, ev.Tool, now)
-			return err
-		case vm.StepRetried:
-			_, err := tx.Exec(`UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`, ev.Attempt, r.ID, r.round, ev.Step)
-			return err
-		case vm.StepWaiting:
-			if ev.Step == "" {
-				return nil
-			}
-			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`, r.ID, r.round, ev.Step, ev.Tool)
-			return err
-		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
-			if step == nil {
-				return nil
-			}
-			return r.writeStep(tx, ev.Step, step, now)
-		case vm.PlanFinished:
-			finished := now
-			if ev.Verdict == string(vm.RunWaiting) {
-				finished = 0
-			}
-			_, err := tx.Exec(`UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`, ev.Verdict, ev.Reason, now, finished, r.ID)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		r.seq--
-		return err
-	}
-	return nil
+	return r.d.w.add(rec), nil
 }
 
-func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) error {
-	var result, serr, verdicts []byte
-	var err error
-	if s.Status == vm.StatusCompleted {
-		if result, err = json.Marshal(s.Result); err != nil {
-			return fmt.Errorf("encoding the result of %s: %w", id, err)
-		}
+// Sync returns once the events appended up to pos are committed: synced
+// to disk when one decides a step (its outcome), the run or a wait;
+// otherwise in the operating system's hands, which survives the death of
+// the process, and synced with the next. It returns the error of the
+// first event of the run that could not be written.
+func (r *Run) Sync(pos uint64) error {
+	r.d.w.sync(r.d, pos)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// fail records that an event of the run could not be written.
+func (r *Run) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
 	}
-	if s.Error != nil {
-		if serr, err = json.Marshal(s.Error); err != nil {
-			return err
-		}
-	}
-	if len(s.Verdicts) > 0 {
-		if verdicts, err = json.Marshal(s.Verdicts); err != nil {
-			return err
-		}
-	}
-	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, finished)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, round, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, retries = excluded.retries,
-		  result = excluded.result, error = excluded.error, handled = excluded.handled, reason = excluded.reason, verdicts = excluded.verdicts,
-		  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished`,
-		r.ID, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
-		int64(s.Start), int64(s.Duration), now)
-	return err
 }
 
 // Restore returns the recorded outcome of a step that finished before the

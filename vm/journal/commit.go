@@ -1,0 +1,354 @@
+package journal
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// maxBatch bounds the records one transaction writes, so that a run that
+// settles many steps at once (the thousands of steps a failure skips)
+// commits them in several transactions and the first waiters need not
+// wait for the last.
+const maxBatch = 1024
+
+// record is an event of a run waiting to be written, with the state of
+// the step it decides.
+type record struct {
+	run   *Run
+	seq   int64
+	round int
+	now   int64
+	ev    vm.Event
+	step  vm.StepResult
+	// hasStep is set when the event comes with its step's result.
+	hasStep bool
+}
+
+// durable reports whether the record decides a step, the run or a wait,
+// and is synced to disk before the run goes on; the rest survives a
+// crash of the process and is synced with the next.
+func (rec *record) durable() bool {
+	switch rec.ev.Type {
+	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
+		return true
+	}
+	return false
+}
+
+// decides reports whether the record writes a step's outcome.
+func (rec *record) decides() bool {
+	switch rec.ev.Type {
+	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
+		return rec.hasStep
+	}
+	return false
+}
+
+// stepKey names a step's row in a batch.
+type stepKey struct {
+	run   *Run
+	round int
+	step  string
+}
+
+// writer commits the records of a database's runs in groups: the first
+// goroutine that waits for a record not yet written commits everything
+// queued (up to maxBatch records) in one transaction, while those that
+// come meanwhile queue theirs for the next; each waits for at most the
+// commit under way and its own.
+type writer struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	// queue holds the records appended and not yet taken by a commit;
+	// appended is the position of the last, done the position up to
+	// which records are committed (or failed, see Run.err).
+	queue          []record
+	spare          []record
+	appended, done uint64
+	// busy is set while a goroutine commits.
+	busy bool
+	// the commit's own lists, reused from one to the next.
+	decided map[stepKey]int
+	started map[stepKey]int64
+	bodies  [][]byte
+}
+
+func newWriter() *writer {
+	w := &writer{decided: map[stepKey]int{}, started: map[stepKey]int64{}}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// add queues a record and returns its position.
+func (w *writer) add(rec record) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = append(w.queue, rec)
+	w.appended++
+	return w.appended
+}
+
+// sync returns once the records up to pos are committed or have failed,
+// committing them itself when no other goroutine does.
+func (w *writer) sync(d *DB, pos uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.done < pos {
+		if w.busy {
+			w.cond.Wait()
+			continue
+		}
+		w.busy = true
+		n := min(len(w.queue), maxBatch)
+		batch := w.queue[:n:n]
+		rest := w.queue[n:]
+		w.queue = append(w.spare[:0], rest...)
+		w.mu.Unlock()
+		d.commitBatch(w, batch)
+		clear(batch)
+		w.mu.Lock()
+		w.spare = batch[:0]
+		w.done += uint64(n)
+		w.busy = false
+		w.cond.Broadcast()
+	}
+}
+
+// commitBatch writes a batch in one transaction. Should that fail, it
+// writes the records of each run in a transaction of their own, so that
+// one run's failure is not another's, and records the error of each run
+// whose records could not be written.
+func (d *DB) commitBatch(w *writer, batch []record) {
+	err := d.writeBatch(w, batch)
+	if err == nil {
+		return
+	}
+	var runs []*Run
+	for i := range batch {
+		if r := batch[i].run; !containsRun(runs, r) {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 1 {
+		runs[0].fail(err)
+		return
+	}
+	for _, r := range runs {
+		var mine []record
+		for i := range batch {
+			if batch[i].run == r {
+				mine = append(mine, batch[i])
+			}
+		}
+		if err := d.writeBatch(w, mine); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
+func containsRun(runs []*Run, r *Run) bool {
+	for _, x := range runs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// statements are the prepared statements of the write path.
+type statements struct {
+	event, start, retry, waiting, step, finish, normal, full *sql.Stmt
+}
+
+// prepare prepares the statements of the write path, once.
+func (d *DB) prepare() (*statements, error) {
+	d.stmtOnce.Do(func() {
+		s := &statements{}
+		for _, p := range []struct {
+			stmt  **sql.Stmt
+			query string
+		}{
+			{&s.event, `INSERT INTO events (run, seq, time, type, step, body) VALUES (?, ?, ?, ?, ?, ?)`},
+			{&s.start, `INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
+				ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`},
+			{&s.retry, `UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`},
+			{&s.waiting, `INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
+				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`},
+			// started is the step's start when it was in the same batch
+			// (its own row not written), else 0: the row keeps its own.
+			{&s.step, `INSERT INTO steps (run, round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, started, finished)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (run, round, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, retries = excluded.retries,
+				  result = excluded.result, error = excluded.error, handled = excluded.handled, reason = excluded.reason, verdicts = excluded.verdicts,
+				  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished,
+				  started = CASE WHEN excluded.started != 0 THEN excluded.started ELSE steps.started END`},
+			{&s.finish, `UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`},
+			{&s.normal, `PRAGMA synchronous = NORMAL`},
+			{&s.full, `PRAGMA synchronous = FULL`},
+		} {
+			if *p.stmt, d.stmtErr = d.db.Prepare(p.query); d.stmtErr != nil {
+				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
+				return
+			}
+		}
+		d.stmts = s
+	})
+	return d.stmts, d.stmtErr
+}
+
+// writeBatch writes records in one transaction. It is synced to disk
+// before it returns when a record is durable; otherwise it is not synced
+// itself (synchronous=NORMAL): it survives the death of the process,
+// since the operating system has it, and is synced with the next durable
+// commit.
+func (d *DB) writeBatch(w *writer, batch []record) error {
+	st, err := d.prepare()
+	if err != nil {
+		return err
+	}
+	durable := false
+	bodies := w.bodies[:0]
+	for i := range batch {
+		durable = durable || batch[i].durable()
+		body, err := json.Marshal(batch[i].ev)
+		if err != nil {
+			return fmt.Errorf("encoding the event: %w", err)
+		}
+		bodies = append(bodies, body)
+	}
+	defer func() { clear(bodies); w.bodies = bodies[:0] }()
+	// A step started and decided in the same batch gets one row, its
+	// last: the start and the retries before the outcome are not
+	// written apart.
+	clear(w.decided)
+	clear(w.started)
+	for i := range batch {
+		if rec := &batch[i]; rec.decides() {
+			w.decided[stepKey{rec.run, rec.round, rec.ev.Step}] = i
+		}
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if !durable {
+		if _, err := st.normal.Exec(); err != nil {
+			return err
+		}
+		defer st.full.Exec()
+	}
+	tx, err := d.db.Begin()
+	if err != nil {
+		return err
+	}
+	if err := writeRecords(tx, st, w, batch, bodies); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if d.committed != nil {
+		d.committed(batch)
+	}
+	return nil
+}
+
+// writeRecords writes a batch's records within tx.
+func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies [][]byte) error {
+	ts := txStatements{tx: tx}
+	defer ts.close()
+	for i := range batch {
+		rec := &batch[i]
+		r, ev := rec.run, &rec.ev
+		if _, err := ts.get(st.event).Exec(r.ID, rec.seq, ev.Time.UnixNano(), string(ev.Type), ev.Step, bodies[i]); err != nil {
+			return err
+		}
+		key := stepKey{r, rec.round, ev.Step}
+		var err error
+		switch ev.Type {
+		case vm.StepStarted:
+			if j, ok := w.decided[key]; ok && j > i {
+				w.started[key] = rec.now
+				continue
+			}
+			_, err = ts.get(st.start).Exec(r.ID, rec.round, ev.Step, ev.Tool, rec.now)
+		case vm.StepRetried:
+			if j, ok := w.decided[key]; ok && j > i {
+				continue
+			}
+			_, err = ts.get(st.retry).Exec(ev.Attempt, r.ID, rec.round, ev.Step)
+		case vm.StepWaiting:
+			if ev.Step == "" {
+				continue
+			}
+			_, err = ts.get(st.waiting).Exec(r.ID, rec.round, ev.Step, ev.Tool)
+		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
+			if !rec.hasStep {
+				continue
+			}
+			err = writeStep(ts.get(st.step), r.ID, ev.Step, &rec.step, w.started[key], rec.now)
+		case vm.PlanFinished:
+			finished := rec.now
+			if ev.Verdict == string(vm.RunWaiting) {
+				finished = 0
+			}
+			_, err = ts.get(st.finish).Exec(ev.Verdict, ev.Reason, rec.now, finished, r.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// txStatements are prepared statements made specific to a transaction,
+// each once.
+type txStatements struct {
+	tx   *sql.Tx
+	from []*sql.Stmt
+	to   []*sql.Stmt
+}
+
+func (t *txStatements) get(s *sql.Stmt) *sql.Stmt {
+	for k, f := range t.from {
+		if f == s {
+			return t.to[k]
+		}
+	}
+	ts := t.tx.Stmt(s)
+	t.from, t.to = append(t.from, s), append(t.to, ts)
+	return ts
+}
+
+func (t *txStatements) close() {
+	for _, s := range t.to {
+		s.Close()
+	}
+}
+
+// writeStep writes a step's outcome: its row, made or updated.
+func writeStep(stmt *sql.Stmt, run, id string, s *vm.StepResult, started, now int64) error {
+	var result, serr, verdicts []byte
+	var err error
+	if s.Status == vm.StatusCompleted {
+		if result, err = json.Marshal(s.Result); err != nil {
+			return fmt.Errorf("encoding the result of %s: %w", id, err)
+		}
+	}
+	if s.Error != nil {
+		if serr, err = json.Marshal(s.Error); err != nil {
+			return err
+		}
+	}
+	if len(s.Verdicts) > 0 {
+		if verdicts, err = json.Marshal(s.Verdicts); err != nil {
+			return err
+		}
+	}
+	_, err = stmt.Exec(run, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
+		int64(s.Start), int64(s.Duration), started, now)
+	return err
+}
