@@ -4,16 +4,20 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // GroupJournal is a Journal that commits in groups: the events of steps
 // that settle together are written in one transaction. Run appends each
 // event as it happens, without waiting, and syncs where Record would
 // have waited: a step's dependents start, and the observer hears of its
-// events, only once Sync has returned for its outcome; a tool is called
-// only once the StepStarted event of its step is synced; an event that
-// decides the run, a replan or a wait is synced before Run goes on. Many
-// goroutines may wait in Sync at once, and one commit serves them all.
+// events, only once Sync has returned for its outcome; an event that
+// decides the run, a replan or a wait is synced before Run goes on. A
+// step's StepStarted is appended before its tool is called and synced
+// within GroupDelay, or with the step's outcome when that comes first,
+// rather than before the call: a commit per start would let no two
+// steps share one. Many goroutines may wait in Sync at once, and one
+// commit serves them all.
 type GroupJournal interface {
 	Journal
 	// Append queues an event, with the step it decides, to be written
@@ -26,8 +30,12 @@ type GroupJournal interface {
 	Sync(pos uint64) error
 }
 
+// GroupDelay bounds the time an event a run does not wait for (a step's
+// start) stays unwritten in a GroupJournal, and unheard by the observer.
+const GroupDelay = 2 * time.Millisecond
+
 // groupCommit is what a runner keeps of a group journal. The runner's
-// emitMu guards appended, written and unheard.
+// emitMu guards appended, written, unheard, pending and closed.
 type groupCommit struct {
 	j GroupJournal
 	// appended is the position of the last event appended, written the
@@ -39,6 +47,13 @@ type groupCommit struct {
 	// hearMu lets one goroutine at a time hand events to the observer,
 	// so that it hears them in order.
 	hearMu sync.Mutex
+	// timer syncs what was appended GroupDelay ago, when pending; timers
+	// counts the syncs it started, so that the run can wait for them
+	// before it returns; closed is set once it has.
+	timer   *time.Timer
+	pending bool
+	closed  bool
+	timers  sync.WaitGroup
 }
 
 type heardEvent struct {
@@ -72,6 +87,61 @@ func (r *runner) appendEvent(e Event, step *StepResult) {
 	if r.opts.Observer != nil {
 		g.unheard = append(g.unheard, heardEvent{g.appended, e})
 	}
+}
+
+// appendSoon emits an event the run need not wait for: with a group
+// journal, it is appended and synced within GroupDelay (or sooner, with
+// the next sync).
+func (r *runner) appendSoon(e Event) {
+	if r.opts.Observer == nil && r.opts.Journal == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time, e.Elapsed = r.clock()
+	}
+	g := r.group
+	if g == nil {
+		r.emit(e, nil)
+		return
+	}
+	r.appendEvent(e, nil)
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if g.pending || g.closed {
+		return
+	}
+	g.pending = true
+	g.timers.Add(1)
+	if g.timer == nil {
+		g.timer = time.AfterFunc(GroupDelay, func() {
+			defer g.timers.Done()
+			r.emitMu.Lock()
+			g.pending = false
+			r.emitMu.Unlock()
+			r.sync()
+		})
+	} else {
+		g.timer.Reset(GroupDelay)
+	}
+}
+
+// flush ends a run's group commit: it waits for the sync its timer may
+// have started, then syncs everything appended, so that the journal has
+// written, and the observer heard, every event before the run returns.
+func (r *runner) flush() {
+	g := r.group
+	if g == nil {
+		return
+	}
+	r.emitMu.Lock()
+	g.closed = true
+	if g.pending && g.timer.Stop() {
+		g.pending = false
+		g.timers.Done()
+	}
+	r.emitMu.Unlock()
+	g.timers.Wait()
+	r.sync()
 }
 
 // sync waits until the journal has written every event appended so far,

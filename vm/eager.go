@@ -30,7 +30,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 	}
 	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}, group: newGroupCommit(opts.Journal)}
 	defer r.calls.stop()
-	defer r.sync()
+	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
 	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}

@@ -221,7 +221,7 @@ func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts
 	r := &runner{opts: opts, start: time.Now(), group: newGroupCommit(opts.Journal)}
 	r.emitMu = &sync.Mutex{}
 	defer r.calls.stop()
-	defer r.sync()
+	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
 	return r.run(ctx, prog, input)
@@ -840,7 +840,7 @@ func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
 	id := d.e.prefix + s.ID
-	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
+	r.appendSoon(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start})
 	if err := r.journalFailed(); err != nil {
 		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
@@ -916,7 +916,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			return fail(runtime.CodeRejected, msg)
 		}
 	}
-	r.event(Event{Type: StepStarted, Step: id, Tool: tool})
+	r.appendSoon(Event{Type: StepStarted, Step: id, Tool: tool})
 	if err := r.journalFailed(); err != nil {
 		return fail(codeJournal, err.Error())
 	}
