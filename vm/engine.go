@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -18,8 +19,11 @@ import (
 // prepare, which only reads the slots of steps that have finished and
 // which the dispatcher calls for several steps at once, outside its lock.
 type engine struct {
-	prog    *compiler.Program
-	plan    *compiler.Plan
+	prog *compiler.Program
+	plan *compiler.Plan
+	// subs is prog.Sub, read by the goroutines that run sub-plans while
+	// eager mode extends the program.
+	subs    atomic.Pointer[map[string]*compiler.Program]
 	sc      scope
 	res     []*StepResult
 	remain  []int32
@@ -74,6 +78,7 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 		emit:      emit,
 		clock:     clock,
 	}
+	e.subs.Store(&prog.Sub)
 	in, err := checkInput(plan, input)
 	if err != nil {
 		return nil, err
@@ -188,6 +193,7 @@ func (e *engine) extend(prog *compiler.Program) []int {
 	}
 	n0 := len(e.prog.Steps)
 	e.prog, e.plan = prog, prog.Plan
+	e.subs.Store(&prog.Sub)
 	e.sc.index = prog.SlotIndex
 	e.sc.slots = make([]any, len(prog.Plan.SlotNames))
 	e.sc.written = make([]bool, len(prog.Plan.SlotNames))

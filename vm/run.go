@@ -1210,7 +1210,7 @@ func indexByte(s string, b byte) int {
 // subPlan runs a sub-plan as a step: its arguments are its input, its
 // output the step's result.
 func (r *runner) subPlan(ctx context.Context, parent *engine, tool *compiler.Tool, args map[string]any, id string) (any, error) {
-	sub := parent.prog.Sub[tool.Name]
+	sub := (*parent.subs.Load())[tool.Name]
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
