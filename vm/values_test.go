@@ -335,13 +335,19 @@ func TestValuesFromJournal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, diags)
 	}
-	// The first process stops once get has completed.
+	// The first process stops once get has completed: the observer hears
+	// of it before the steps that read it start. (Canceled from within
+	// the call, get itself could be canceled.)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := router{"get": callerFunc(func(context.Context, string, map[string]any) (any, error) {
-		defer cancel()
 		return decode(t, reading), nil
 	})}
-	res, err := vm.Run(ctx, prog, nil, vm.Options{Tools: first, MaxParallel: 1, Journal: r, RunID: r.ID, Restore: r.Restore})
+	stop := func(e vm.Event) {
+		if e.Type == vm.StepCompleted && e.Step == "get" {
+			cancel()
+		}
+	}
+	res, err := vm.Run(ctx, prog, nil, vm.Options{Tools: first, MaxParallel: 1, Journal: r, RunID: r.ID, Restore: r.Restore, Observer: stop})
 	if err != nil {
 		t.Fatal(err)
 	}

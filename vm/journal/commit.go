@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/obelisk-plan/obelisk/vm"
@@ -75,6 +76,7 @@ type writer struct {
 	decided map[stepKey]int
 	started map[stepKey]int64
 	bodies  [][]byte
+	args    []any
 }
 
 func newWriter() *writer {
@@ -161,7 +163,33 @@ func containsRun(runs []*Run, r *Run) bool {
 
 // statements are the prepared statements of the write path.
 type statements struct {
-	event, start, retry, waiting, step, finish, normal, full *sql.Stmt
+	start, retry, waiting, finish, normal, full *sql.Stmt
+	// events and steps insert rows of events and of steps' outcomes,
+	// chunk[k] rows at once.
+	events, steps [len(chunk)]*sql.Stmt
+}
+
+// chunk are the numbers of rows the statements that insert several at
+// once take: a batch of n rows is written in at most n/64+6 statements.
+var chunk = [...]int{64, 16, 4, 1}
+
+const (
+	eventColumns = 6
+	eventInsert  = `INSERT INTO events (run, seq, time, type, step, body) VALUES `
+	stepColumns  = 16
+	stepInsert   = `INSERT INTO steps (run, round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, started, finished) VALUES `
+	// started is the step's start when it was in the same batch (its
+	// own row not written), else 0: the row keeps its own.
+	stepUpsert = ` ON CONFLICT (run, round, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, retries = excluded.retries,
+	  result = excluded.result, error = excluded.error, handled = excluded.handled, reason = excluded.reason, verdicts = excluded.verdicts,
+	  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished,
+	  started = CASE WHEN excluded.started != 0 THEN excluded.started ELSE steps.started END`
+)
+
+// rows returns the VALUES of n rows of k columns: (?, ?), (?, ?).
+func rows(n, k int) string {
+	row := "(?" + strings.Repeat(", ?", k-1) + ")"
+	return row + strings.Repeat(", "+row, n-1)
 }
 
 // prepare prepares the statements of the write path, once.
@@ -172,25 +200,26 @@ func (d *DB) prepare() (*statements, error) {
 			stmt  **sql.Stmt
 			query string
 		}{
-			{&s.event, `INSERT INTO events (run, seq, time, type, step, body) VALUES (?, ?, ?, ?, ?, ?)`},
 			{&s.start, `INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
 				ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`},
 			{&s.retry, `UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`},
 			{&s.waiting, `INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
 				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`},
-			// started is the step's start when it was in the same batch
-			// (its own row not written), else 0: the row keeps its own.
-			{&s.step, `INSERT INTO steps (run, round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, started, finished)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (run, round, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, retries = excluded.retries,
-				  result = excluded.result, error = excluded.error, handled = excluded.handled, reason = excluded.reason, verdicts = excluded.verdicts,
-				  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished,
-				  started = CASE WHEN excluded.started != 0 THEN excluded.started ELSE steps.started END`},
 			{&s.finish, `UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`},
 			{&s.normal, `PRAGMA synchronous = NORMAL`},
 			{&s.full, `PRAGMA synchronous = FULL`},
 		} {
 			if *p.stmt, d.stmtErr = d.db.Prepare(p.query); d.stmtErr != nil {
+				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
+				return
+			}
+		}
+		for k, n := range chunk {
+			if s.events[k], d.stmtErr = d.db.Prepare(eventInsert + rows(n, eventColumns)); d.stmtErr != nil {
+				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
+				return
+			}
+			if s.steps[k], d.stmtErr = d.db.Prepare(stepInsert + rows(n, stepColumns) + stepUpsert); d.stmtErr != nil {
 				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
 				return
 			}
@@ -256,16 +285,28 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 	return nil
 }
 
-// writeRecords writes a batch's records within tx.
+// writeRecords writes a batch's records within tx: the events, several
+// rows a statement; then the rows of the steps each starts, retries or
+// puts to wait, in order; then the outcomes of the steps, several rows a
+// statement. A step's row is changed by one record of the batch at
+// most, but for a wait or a start followed by its outcome (which comes
+// last), so the order is kept.
 func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies [][]byte) error {
 	ts := txStatements{tx: tx}
 	defer ts.close()
+	args := w.args[:0]
+	defer func() { clear(args); w.args = args[:0] }()
+	for i := range batch {
+		rec := &batch[i]
+		args = append(args, rec.run.ID, rec.seq, rec.ev.Time.UnixNano(), string(rec.ev.Type), rec.ev.Step, bodies[i])
+	}
+	if err := insertRows(&ts, &st.events, args, eventColumns); err != nil {
+		return err
+	}
+	args = args[:0]
 	for i := range batch {
 		rec := &batch[i]
 		r, ev := rec.run, &rec.ev
-		if _, err := ts.get(st.event).Exec(r.ID, rec.seq, ev.Time.UnixNano(), string(ev.Type), ev.Step, bodies[i]); err != nil {
-			return err
-		}
 		key := stepKey{r, rec.round, ev.Step}
 		var err error
 		switch ev.Type {
@@ -289,7 +330,7 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies 
 			if !rec.hasStep {
 				continue
 			}
-			err = writeStep(ts.get(st.step), r.ID, ev.Step, &rec.step, w.started[key], rec.now)
+			args, err = appendStep(args, r.ID, ev.Step, &rec.step, w.started[key], rec.now)
 		case vm.PlanFinished:
 			finished := rec.now
 			if ev.Verdict == string(vm.RunWaiting) {
@@ -299,6 +340,20 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies 
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return insertRows(&ts, &st.steps, args, stepColumns)
+}
+
+// insertRows inserts the rows of args, k columns each, with the
+// statements that insert chunk[i] rows.
+func insertRows(ts *txStatements, stmts *[len(chunk)]*sql.Stmt, args []any, k int) error {
+	for c, n := range chunk {
+		for len(args) >= n*k {
+			if _, err := ts.get(stmts[c]).Exec(args[:n*k]...); err != nil {
+				return err
+			}
+			args = args[n*k:]
 		}
 	}
 	return nil
@@ -329,26 +384,25 @@ func (t *txStatements) close() {
 	}
 }
 
-// writeStep writes a step's outcome: its row, made or updated.
-func writeStep(stmt *sql.Stmt, run, id string, s *vm.StepResult, started, now int64) error {
+// appendStep appends the columns of a step's outcome to args.
+func appendStep(args []any, run, id string, s *vm.StepResult, started, now int64) ([]any, error) {
 	var result, serr, verdicts []byte
 	var err error
 	if s.Status == vm.StatusCompleted {
 		if result, err = json.Marshal(s.Result); err != nil {
-			return fmt.Errorf("encoding the result of %s: %w", id, err)
+			return args, fmt.Errorf("encoding the result of %s: %w", id, err)
 		}
 	}
 	if s.Error != nil {
 		if serr, err = json.Marshal(s.Error); err != nil {
-			return err
+			return args, err
 		}
 	}
 	if len(s.Verdicts) > 0 {
 		if verdicts, err = json.Marshal(s.Verdicts); err != nil {
-			return err
+			return args, err
 		}
 	}
-	_, err = stmt.Exec(run, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
-		int64(s.Start), int64(s.Duration), started, now)
-	return err
+	return append(args, run, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
+		int64(s.Start), int64(s.Duration), started, now), nil
 }

@@ -200,7 +200,8 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 // Close closes the database.
 func (d *DB) Close() error {
 	if d.stmts != nil {
-		for _, s := range []*sql.Stmt{d.stmts.event, d.stmts.start, d.stmts.retry, d.stmts.waiting, d.stmts.step, d.stmts.finish, d.stmts.normal, d.stmts.full} {
+		st := d.stmts
+		for _, s := range append([]*sql.Stmt{st.start, st.retry, st.waiting, st.finish, st.normal, st.full}, append(st.events[:], st.steps[:]...)...) {
 			s.Close()
 		}
 	}
