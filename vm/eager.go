@@ -95,9 +95,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
-				ectx, cancel := r.evalContext(ctx, s.e.prog.Steps[i])
-				spec, serr := s.e.prepare(ectx, i)
-				cancel()
+				spec, serr := s.e.prepare(ctx, i, r.timeout(s.e.prog.Steps[i]))
 				if serr != nil {
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, outcome{err: serr, start: r.elapsed()})))
 					r.sync()

@@ -653,9 +653,7 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 	if out, ok := r.restored(e, i); ok {
 		return out, true
 	}
-	ctx, cancel := r.evalContext(d.ctx, e.prog.Steps[i])
-	spec, serr := e.prepare(ctx, i)
-	cancel()
+	spec, serr := e.prepare(d.ctx, i, r.timeout(e.prog.Steps[i]))
 	if serr != nil {
 		return outcome{err: serr, start: r.elapsed()}, true
 	}
@@ -1099,13 +1097,8 @@ func (r *runner) call(g *callGroup, e *engine, s *compiler.Step, tool *compiler.
 // step's timeout, and the call's identity for the tool. The caller
 // watches it once it is set up.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
-	timeout := r.timeout(s)
-	key := r.opts.RunID + "/" + id
-	if tool != s.Tool {
-		key += "/fallback"
-	}
-	c.group, c.timeout = g, timeout
-	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}
+	c.group, c.timeout, c.fallback = g, r.timeout(s), tool != s.Tool
+	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt}
 }
 
 // timeout is the time limit of each call of a step: the operator's
@@ -1116,59 +1109,6 @@ func (r *runner) timeout(s *compiler.Step) time.Duration {
 		return s.Timeout
 	}
 	return r.opts.StepTimeout
-}
-
-// evalContext is the context a step's arguments are evaluated under: ctx,
-// ended by the step's time limit when the step has an expression that
-// could take time (CEL).
-func (r *runner) evalContext(ctx context.Context, s *compiler.Step) (context.Context, context.CancelFunc) {
-	if !stepHasCEL(s) {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, r.timeout(s))
-}
-
-// stepHasCEL reports whether evaluating a step's arguments runs CEL.
-func stepHasCEL(s *compiler.Step) bool {
-	if s.Result != nil {
-		return hasCEL(s.Result)
-	}
-	if s.Each != nil && hasCEL(s.Each.List) {
-		return true
-	}
-	for _, a := range s.Args {
-		if hasCEL(a.Value) {
-			return true
-		}
-	}
-	if s.Fallback != nil {
-		for _, a := range s.Fallback.Args {
-			if hasCEL(a.Value) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func hasCEL(op *compiler.Operand) bool {
-	switch op.Kind {
-	case compiler.OpCEL:
-		return true
-	case compiler.OpList:
-		for _, el := range op.Elems {
-			if hasCEL(el) {
-				return true
-			}
-		}
-	case compiler.OpObject:
-		for _, v := range op.Vals {
-			if hasCEL(v) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // toStepError turns a tool's error into the error value of its step.
