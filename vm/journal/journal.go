@@ -10,11 +10,21 @@
 // result or error and times, the approvals asked and decided, the plans
 // of its replans, and the log of its events.
 //
-// A run records itself through a *Run, which implements vm.Journal: every
-// event is written before the run's observer hears of it, and a step's
-// outcome is committed, with its event, before the step counts as
-// finished. A run resumed from the journal gives each step that finished
-// its recorded outcome (Run.Restore) and runs the others, so a step that
+// A run records itself through a *Run, which implements vm.Journal and
+// vm.GroupJournal: every event is written before the run's observer hears
+// of it, and a step's outcome is committed, with its event, before the
+// step counts as finished and before any step that reads it starts.
+// Events are committed in groups: a run appends them without waiting,
+// and the first goroutine that needs one written commits everything
+// appended so far (up to 1024 events, of all the runs of the process) in
+// one transaction, while the events appended meanwhile wait for the next;
+// so steps that settle together share one transaction and one sync to
+// disk, and a step waits for at most the commit under way and its own. A
+// step's start is written within vm.GroupDelay of its tool's call, or
+// with its outcome when that comes first.
+//
+// A run resumed from the journal gives each step that finished its
+// recorded outcome (Run.Restore) and runs the others, so a step that
 // started but did not finish runs again: a run calls each tool at least
 // once, and a tool makes its retries safe with the idempotency key of
 // runtime.CallInfo.
