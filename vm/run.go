@@ -165,7 +165,8 @@ type Options struct {
 // the run stops, since what it does next could not be recorded. A
 // journal that is also a GroupJournal is given the events with Append
 // and Sync instead, so that steps that settle together are committed
-// together, with the same guarantees.
+// together, with the same guarantees but for a step's start, which is
+// written within GroupDelay of its tool's call.
 type Journal interface {
 	Record(ev Event, step *StepResult) error
 }
