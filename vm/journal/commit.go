@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -75,7 +76,10 @@ type writer struct {
 	// the commit's own lists, reused from one to the next.
 	decided map[stepKey]int
 	started map[stepKey]int64
+	buf     []byte
+	ends    []int
 	bodies  [][]byte
+	results [][]byte
 	args    []any
 }
 
@@ -239,17 +243,37 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 	if err != nil {
 		return err
 	}
+	// The events, encoded one after the other in one buffer; a result is
+	// encoded once, for its event and its step's row.
 	durable := false
-	bodies := w.bodies[:0]
+	buf, ends, results := w.buf[:0], w.ends[:0], w.results[:0]
 	for i := range batch {
-		durable = durable || batch[i].durable()
-		body, err := json.Marshal(batch[i].ev)
-		if err != nil {
+		rec := &batch[i]
+		durable = durable || rec.durable()
+		var result []byte
+		if rec.ev.Result != nil {
+			if result, err = json.Marshal(rec.ev.Result); err != nil {
+				return fmt.Errorf("encoding the event: %w", err)
+			}
+		}
+		if buf, err = appendEvent(buf, &rec.ev, result); err != nil {
 			return fmt.Errorf("encoding the event: %w", err)
 		}
-		bodies = append(bodies, body)
+		ends, results = append(ends, len(buf)), append(results, result)
 	}
-	defer func() { clear(bodies); w.bodies = bodies[:0] }()
+	bodies := w.bodies[:0]
+	for i, end := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		bodies = append(bodies, buf[start:end:end])
+	}
+	defer func() {
+		clear(bodies)
+		clear(results)
+		w.buf, w.ends, w.results, w.bodies = buf[:0], ends[:0], results[:0], bodies[:0]
+	}()
 	// A step started and decided in the same batch gets one row, its
 	// last: the start and the retries before the outcome are not
 	// written apart.
@@ -272,7 +296,7 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 	if err != nil {
 		return err
 	}
-	if err := writeRecords(tx, st, w, batch, bodies); err != nil {
+	if err := writeRecords(tx, st, w, batch, bodies, results); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -291,7 +315,7 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 // statement. A step's row is changed by one record of the batch at
 // most, but for a wait or a start followed by its outcome (which comes
 // last), so the order is kept.
-func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies [][]byte) error {
+func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies, results [][]byte) error {
 	ts := txStatements{tx: tx}
 	defer ts.close()
 	args := w.args[:0]
@@ -330,7 +354,11 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies 
 			if !rec.hasStep {
 				continue
 			}
-			args, err = appendStep(args, r.ID, ev.Step, &rec.step, w.started[key], rec.now)
+			var result []byte
+			if sameValue(ev.Result, rec.step.Result) {
+				result = results[i]
+			}
+			args, err = appendStep(args, r.ID, ev.Step, &rec.step, result, w.started[key], rec.now)
 		case vm.PlanFinished:
 			finished := rec.now
 			if ev.Verdict == string(vm.RunWaiting) {
@@ -384,11 +412,12 @@ func (t *txStatements) close() {
 	}
 }
 
-// appendStep appends the columns of a step's outcome to args.
-func appendStep(args []any, run, id string, s *vm.StepResult, started, now int64) ([]any, error) {
-	var result, serr, verdicts []byte
+// appendStep appends the columns of a step's outcome to args; result is
+// the encoding of its result, when its event's is.
+func appendStep(args []any, run, id string, s *vm.StepResult, result []byte, started, now int64) ([]any, error) {
+	var serr, verdicts []byte
 	var err error
-	if s.Status == vm.StatusCompleted {
+	if s.Status == vm.StatusCompleted && result == nil {
 		if result, err = json.Marshal(s.Result); err != nil {
 			return args, fmt.Errorf("encoding the result of %s: %w", id, err)
 		}
@@ -405,4 +434,23 @@ func appendStep(args []any, run, id string, s *vm.StepResult, started, now int64
 	}
 	return append(args, run, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
 		int64(s.Start), int64(s.Duration), started, now), nil
+}
+
+// sameValue reports whether a and b are the same JSON-shaped value, the
+// one the engine gives an event and its step: equal scalars, or the same
+// map or list. It may say no for values that are only equal.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool, int64, float64, string:
+		return a == b
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && len(x) == len(y) && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	}
+	return false
 }
