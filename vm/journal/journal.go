@@ -196,7 +196,9 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 	// One connection: every write of this process goes through it, in
 	// order.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
+	// One transaction, one sync, rather than one for each table of a new
+	// journal.
+	if _, err := db.Exec("BEGIN;\n" + schema + "COMMIT;"); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
 	}
