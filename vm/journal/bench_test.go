@@ -69,7 +69,8 @@ func BenchmarkStep(b *testing.B) {
 // and us/step of the journaled run, none-us/step of the other, and
 // x-unjournaled, the journaled time over the other; cpu-us/step and
 // none-cpu-us/step are the CPU time of each (both cores, the collector
-// included), which the load of others disturbs less.
+// included), which the load of others disturbs less; commits/run counts
+// the transactions of a journaled run.
 func BenchmarkJournal(b *testing.B) {
 	plans := []*bench.Plan{
 		bench.Layered(100, 100, 0, bench.LayeredSeed(100, 100)),
@@ -90,6 +91,8 @@ func BenchmarkJournal(b *testing.B) {
 			reg := runtime.NewRegistry()
 			reg.MustRegister(file.Tools[0], runtime.ToolFunc(bench.Work))
 			d := open(b, Options{})
+			commits := 0
+			d.committed = func([]record) { commits++ }
 			input := map[string]any{"seed": int64(0)}
 			run := func(o vm.Options) (wall, cpu time.Duration) {
 				o.Tools, o.MaxParallel, o.Observer = reg, 8, func(vm.Event) {}
@@ -123,6 +126,7 @@ func BenchmarkJournal(b *testing.B) {
 			b.ReportMetric(float64(jm.Nanoseconds())/1e3/steps, "us/step")
 			b.ReportMetric(float64(pm.Nanoseconds())/1e3/steps, "none-us/step")
 			b.ReportMetric(float64(jm)/float64(pm), "x-unjournaled")
+			b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
 		})
 	}
 }
