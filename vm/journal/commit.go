@@ -3,6 +3,7 @@ package journal
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -196,41 +197,54 @@ func rows(n, k int) string {
 	return row + strings.Repeat(", "+row, n-1)
 }
 
-// prepare prepares the statements of the write path, once.
+// prepare prepares the statements of the write path, the first time it
+// is called, or again after it failed.
 func (d *DB) prepare() (*statements, error) {
-	d.stmtOnce.Do(func() {
-		s := &statements{}
-		for _, p := range []struct {
-			stmt  **sql.Stmt
-			query string
-		}{
-			{&s.start, `INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`},
-			{&s.retry, `UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`},
-			{&s.waiting, `INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`},
-			{&s.finish, `UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`},
-			{&s.normal, `PRAGMA synchronous = NORMAL`},
-			{&s.full, `PRAGMA synchronous = FULL`},
-		} {
-			if *p.stmt, d.stmtErr = d.db.Prepare(p.query); d.stmtErr != nil {
-				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
-				return
-			}
+	d.stmtMu.Lock()
+	defer d.stmtMu.Unlock()
+	if d.stmts != nil {
+		return d.stmts, nil
+	}
+	s := &statements{}
+	var made []*sql.Stmt
+	prep := func(stmt **sql.Stmt, query string) error {
+		st, err := d.db.Prepare(query)
+		if err != nil {
+			return fmt.Errorf("preparing the journal's statements: %w", err)
 		}
-		for k, n := range chunk {
-			if s.events[k], d.stmtErr = d.db.Prepare(eventInsert + rows(n, eventColumns)); d.stmtErr != nil {
-				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
-				return
-			}
-			if s.steps[k], d.stmtErr = d.db.Prepare(stepInsert + rows(n, stepColumns) + stepUpsert); d.stmtErr != nil {
-				d.stmtErr = fmt.Errorf("preparing the journal's statements: %w", d.stmtErr)
-				return
-			}
+		*stmt, made = st, append(made, st)
+		return nil
+	}
+	err := errors.Join(
+		prep(&s.start, `INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
+			ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`),
+		prep(&s.retry, `UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`),
+		prep(&s.waiting, `INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
+			ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`),
+		prep(&s.finish, `UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`),
+		prep(&s.normal, `PRAGMA synchronous = NORMAL`),
+		prep(&s.full, `PRAGMA synchronous = FULL`),
+	)
+	for k, n := range chunk {
+		err = errors.Join(err,
+			prep(&s.events[k], eventInsert+rows(n, eventColumns)),
+			prep(&s.steps[k], stepInsert+rows(n, stepColumns)+stepUpsert))
+	}
+	if err != nil {
+		for _, st := range made {
+			st.Close()
 		}
-		d.stmts = s
-	})
-	return d.stmts, d.stmtErr
+		return nil, err
+	}
+	d.stmts = s
+	return s, nil
+}
+
+// close closes the statements.
+func (s *statements) close() {
+	for _, st := range append([]*sql.Stmt{s.start, s.retry, s.waiting, s.finish, s.normal, s.full}, append(s.events[:], s.steps[:]...)...) {
+		st.Close()
+	}
 }
 
 // writeBatch writes records in one transaction. It is synced to disk

@@ -136,12 +136,10 @@ type DB struct {
 	// now gives the time of records; tests set it.
 	now func() time.Time
 	// w commits the events of the runs in groups, with the statements
-	// prepared once (stmtOnce) in stmts, or the error that kept them
-	// from being prepared.
-	w        *writer
-	stmtOnce sync.Once
-	stmts    *statements
-	stmtErr  error
+	// stmts, prepared when first needed; stmtMu guards stmts.
+	w      *writer
+	stmtMu sync.Mutex
+	stmts  *statements
 	// committed, when set (by tests), is called with each batch of
 	// records once it is committed, before anyone waiting for it goes
 	// on.
@@ -211,12 +209,12 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	d.stmtMu.Lock()
 	if d.stmts != nil {
-		st := d.stmts
-		for _, s := range append([]*sql.Stmt{st.start, st.retry, st.waiting, st.finish, st.normal, st.full}, append(st.events[:], st.steps[:]...)...) {
-			s.Close()
-		}
+		d.stmts.close()
+		d.stmts = nil
 	}
+	d.stmtMu.Unlock()
 	return d.db.Close()
 }
 
