@@ -177,6 +177,14 @@ func (e *engine) eval(ctx context.Context, op *compiler.Operand, sc *scope) (any
 // too: a value may hold one string or list many times over, and would
 // take as many copies.
 func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
+	if b, ok := ctx.(*boundCtx); ok && b.timeout > 0 {
+		if b.deadline.IsZero() {
+			b.deadline = time.Now().Add(b.timeout)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(b.Context, b.deadline)
+		defer cancel()
+	}
 	limit := e.costLimit
 	if limit == 0 {
 		limit = compiler.DefaultCostLimit
