@@ -31,6 +31,11 @@ type Config struct {
 	// one, each such criterion gets an unjudged-criterion warning: the run
 	// would record it as unjudged and go on.
 	HasEvaluator bool
+	// NoFiller says that the run the plan is checked for has no model to
+	// fill holes and choose for tasks (vm.Options.Filler is nil): each
+	// hole and task is then a no-filler error, since its step could only
+	// fail. Left false, a check says nothing of what fills them.
+	NoFiller bool
 	// Limits bound what an untrusted plan may ask for.
 	Limits Limits
 	// Hints are the routing hints the operator declares, by name: who a
@@ -132,6 +137,36 @@ type checker struct {
 	steps     int
 	// nesting is how deep the value or type being checked is nested.
 	nesting int
+	// namesakes lists, by a tool's name, the other tools whose names end
+	// in "." and that name, sorted: filled when first asked.
+	namesakes map[string][]string
+}
+
+// namesake returns the tool whose name is another's prefixed with a
+// server's name (everything.echo for echo) and that has parameter param,
+// or "". When a built-in tool and an MCP server's tool share a name, the
+// bare name is the built-in's, and a call meant for the server's tool
+// must use the long name.
+func (c *checker) namesake(tool, param string) string {
+	if c.namesakes == nil {
+		c.namesakes = map[string][]string{}
+	}
+	list, ok := c.namesakes[tool]
+	if !ok {
+		for name, t := range c.info.Tools {
+			if t.Plan == nil && strings.HasSuffix(name, "."+tool) {
+				list = append(list, name)
+			}
+		}
+		sort.Strings(list)
+		c.namesakes[tool] = list
+	}
+	for _, name := range list {
+		if c.info.Tools[name].Param(param) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // enter counts one more level of nesting of a list, object or type, and

@@ -216,3 +216,33 @@ func TestNonFiniteCEL(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFiller: checked for a run with no model to complete them, a hole
+// and a task are errors; checked without saying, neither is.
+func TestNoFiller(t *testing.T) {
+	src := `tool find(city: string) -> {id: string} pure
+tool book(id: string) -> {id: string} irreversible
+hotel: task "find a hotel in Oslo" using [find] -> †state.hotel
+booked: book(id: ? "the id of †state.hotel") -> †state.booking
+  approve "Book it?"
+output †state.booking.id
+`
+	_, diags := checkSource("p.plan", []byte(src), Config{})
+	if diags.HasErrors() {
+		t.Fatalf("checked without saying what fills them:\n%s", diagText(diags))
+	}
+	_, diags = checkSource("p.plan", []byte(src), Config{NoFiller: true})
+	var got []string
+	for _, d := range diags {
+		if d.Code == lang.NoFiller && d.Severity == lang.SeverityError {
+			got = append(got, d.Message)
+		}
+	}
+	want := []string{
+		"task hotel is left for a model to complete, and this run has no model to choose its tool",
+		"argument id of book is left for a model to fill, and this run has no model to fill it",
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("no-filler errors:\n%s", diagText(diags))
+	}
+}

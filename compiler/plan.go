@@ -655,6 +655,10 @@ func (pc *planChecker) checkStep(s *Step) {
 	}
 	switch {
 	case n.Task != nil:
+		if c.cfg.NoFiller {
+			d := c.errorf(lang.NoFiller, n.Task.Goal.Span, "task %s is left for a model to complete, and this run has no model to choose its tool", s.ID)
+			d.Fix = &lang.Fix{Message: "call one of its candidates instead, with `when` on each call if a rule decides which"}
+		}
 		pc.task(s, n, &r.data)
 	case s.Tool != nil:
 		s.Args = pc.args(n.Call, s.Tool, callScope, &r.data)
@@ -721,6 +725,9 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		to   string
 	}
 	var renames []rename
+	// wrongTool is set when the arguments are another tool's of the same
+	// name (namesake): that is the one mistake, not the missing arguments.
+	wrongTool := false
 	for k, a := range call.Args {
 		name := a.Name.Name
 		if prev, ok := given.get(name, k); ok {
@@ -731,6 +738,10 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		given.add(name, a.Name.Span)
 		param := tool.Param(name)
 		op := pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: name}, a.Value, sc, reads)
+		if op != nil && op.Kind == OpHole && c.cfg.NoFiller {
+			d := c.errorf(lang.NoFiller, a.Value.Range(), "argument %s of %s is left for a model to fill, and this run has no model to fill it", name, tool.Name)
+			d.Fix = &lang.Fix{Message: "write the value: a reference or CEL when it comes from a result, a constant when it is known"}
+		}
 		if op != nil && op.Kind == OpHole && param != nil {
 			// A model fills it with a value of the parameter's type,
 			// which the run checks.
@@ -747,9 +758,16 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 			} else if lang.Closest(name, names) == "" {
 				msg += "; its parameters are " + strings.Join(names, ", ")
 			}
+			alt := c.namesake(tool.Name, name)
+			if alt != "" {
+				msg += fmt.Sprintf("; another tool named %s, %s, has it: to call that one, write %s", tool.Name, alt, alt)
+			}
 			d := c.errorf(lang.UnknownArgument, a.Name.Span, "%s", msg)
 			if s := lang.Closest(name, names); s != "" {
 				renames = append(renames, rename{d, a.Name.Span, s})
+			} else if alt != "" {
+				replaceFix(d, call.Tool.Span, alt, "call "+alt)
+				wrongTool = true
 			}
 			continue
 		}
@@ -775,7 +793,7 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 			missing = append(missing, fmt.Sprintf("%s (%s)", p.Name, p.Type))
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !wrongTool {
 		word := "argument"
 		if len(missing) > 1 {
 			word = "arguments"

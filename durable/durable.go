@@ -120,8 +120,9 @@ func (s *Store) Show(id string) (*Detail, error) {
 // Events returns a run's event log, in order.
 func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
 
-// Stored returns what a run was started from: its plan's source, input
-// and settings.
+// Stored returns what the journal recorded of run id when it was created:
+// its source, input, settings and planfile hash. It changes nothing, and
+// takes no ownership of the run.
 func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
 
 // Mark returns a token that changes whenever something of run id is

@@ -989,9 +989,13 @@ func IsToolName(s string) bool { return isToolName(s) }
 
 // annotations maps MCP tool annotations to attributes: readOnlyHint means
 // pure; destructiveHint means irreversible; otherwise idempotentHint means
-// idempotent. The Obelisk hints latency ("300ms"), tokens (an integer),
-// model (true) and effect ("pure" | "idempotent" | "irreversible") are read
-// too.
+// idempotent; otherwise destructiveHint: false, which MCP defines as a tool
+// that makes additive updates only (it destroys nothing, and may add
+// again when called again), is idempotent too, the weakest effect that has
+// side effects, since nothing it does needs undoing; with none of these
+// the tool is irreversible. The Obelisk hints latency ("300ms"), tokens
+// (an integer), model (true) and effect ("pure" | "idempotent" |
+// "irreversible") are read too.
 func (c *jconv) annotations(ann *jvalue) []*ToolAttr {
 	flag := func(k string) (bool, bool) {
 		v := ann.get(k)
@@ -1011,6 +1015,8 @@ func (c *jconv) annotations(ann *jvalue) []*ToolAttr {
 		effect = "irreversible"
 	} else if id, _ := flag("idempotentHint"); id {
 		effect = "idempotent"
+	} else if ok {
+		effect = "idempotent" // destructiveHint: false: additive updates only
 	}
 	if e := ann.get("effect"); e != nil {
 		if e.kind == jString && (e.str == "pure" || e.str == "idempotent" || e.str == "irreversible") {

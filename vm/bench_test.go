@@ -3,7 +3,8 @@ package vm
 import (
 	"context"
 	"encoding/json"
-
+	goruntime "runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -96,6 +97,69 @@ func BenchmarkRunDirect(b *testing.B) {
 			runBench(b, benchProgram(b, p), p.Len(), Options{Tools: direct, MaxParallel: 64})
 		})
 	}
+}
+
+// BenchmarkRunVsMinimal runs each 10k-step plan through vm.Run (as
+// BenchmarkRun, with the registry, and as BenchmarkRunDirect, without)
+// and through bench.RunMinimal, the least a Go program can do (the
+// go-minimal peer), one after the other in the same loop of the same
+// process, each from a collected heap, so that both see the same load.
+// It reports the median time per step of each (us/step, min-us/step) and
+// x-go-minimal, the ratio of the medians: the figure BENCHMARKS.md
+// compares; x-go-minimal-cpu is the ratio of the CPU times (both cores,
+// the collector included), which the load of others disturbs less.
+func BenchmarkRunVsMinimal(b *testing.B) {
+	direct := callerFunc(func(ctx context.Context, _ string, args map[string]any) (any, error) { return bench.Work(ctx, args) })
+	for _, e := range bench.Shapes(10000) {
+		p := e.Plan()
+		for _, validate := range []bool{true, false} {
+			name := e.Name + "/registry"
+			var tools Caller = direct
+			if validate {
+				tools = benchRegistry(b, p)
+			} else {
+				name = e.Name + "/direct"
+			}
+			b.Run(name, func(b *testing.B) {
+				prog := benchProgram(b, p)
+				calls := p.MinimalCalls()
+				opts := Options{Tools: tools, MaxParallel: 64, Observer: func(Event) {}}
+				ctx := context.Background()
+				var ours, floor, oursCPU, floorCPU []time.Duration
+				for b.Loop() {
+					goruntime.GC()
+					t0, c0 := time.Now(), cpuTime()
+					res, err := Run(ctx, prog, map[string]any{"seed": int64(0)}, opts)
+					ours, oursCPU = append(ours, time.Since(t0)), append(oursCPU, cpuTime()-c0)
+					if err != nil || res.Status != RunCompleted {
+						b.Fatalf("%v %v", err, res.Err)
+					}
+					goruntime.GC()
+					t0, c0 = time.Now(), cpuTime()
+					if _, err := bench.RunMinimal(ctx, calls); err != nil {
+						b.Fatal(err)
+					}
+					floor, floorCPU = append(floor, time.Since(t0)), append(floorCPU, cpuTime()-c0)
+				}
+				o, m := median(ours), median(floor)
+				oc, mc := median(oursCPU), median(floorCPU)
+				b.ReportMetric(float64(o.Nanoseconds())/1e3/float64(p.Len()), "us/step")
+				b.ReportMetric(float64(m.Nanoseconds())/1e3/float64(p.Len()), "min-us/step")
+				b.ReportMetric(float64(o)/float64(m), "x-go-minimal")
+				b.ReportMetric(float64(oc)/float64(mc), "x-go-minimal-cpu")
+			})
+		}
+	}
+}
+
+// median returns the median of durations (it sorts them).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	n := len(ds)
+	if n%2 == 1 {
+		return ds[n/2]
+	}
+	return (ds[n/2-1] + ds[n/2]) / 2
 }
 
 // BenchmarkRunLatency runs the catalogue's plans whose calls sleep (1 to

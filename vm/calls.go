@@ -26,8 +26,12 @@ const (
 
 // callCtx is the context of one call of a tool.
 type callCtx struct {
-	group    *callGroup
+	group *callGroup
+	// info is the call's identity; its Key is made when a tool first
+	// asks for it (callInfo), of info's Run and Step, and "fallback"
+	// when set.
 	info     runtime.CallInfo
+	fallback bool
 	deadline time.Time
 	timeout  time.Duration
 	state    atomic.Int32
@@ -84,9 +88,22 @@ func (c *callCtx) Err() error {
 // value of the group's context.
 func (c *callCtx) Value(key any) any {
 	if _, ok := key.(runtime.CallInfoKey); ok {
-		return c.info
+		return c.callInfo()
 	}
 	return c.group.ctx.Value(key)
+}
+
+// callInfo returns the call's identity, with its idempotency key.
+func (c *callCtx) callInfo() runtime.CallInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.info.Key == "" {
+		c.info.Key = c.info.Run + "/" + c.info.Step
+		if c.fallback {
+			c.info.Key += "/fallback"
+		}
+	}
+	return c.info
 }
 
 // end ends the context with err, unless it has ended already.

@@ -28,8 +28,9 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 	if opts.Tools == nil {
 		return nil, nil, errors.New("running a plan: no tools are configured")
 	}
-	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}}
+	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}, group: newGroupCommit(opts.Journal)}
 	defer r.calls.stop()
+	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
 	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
@@ -88,19 +89,22 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 	streaming := true
 	for {
 		if s.e != nil {
+			// A step starts once what made it ready is written (with a
+			// group journal; without one it is already).
+			r.sync()
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
 				if out, ok := r.restored(s.e, i); ok {
 					// It finished in an earlier process of the run.
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, out)))
+					r.sync()
 					continue
 				}
-				ectx, cancel := r.evalContext(ctx, s.e.prog.Steps[i])
-				spec, serr := s.e.prepare(ectx, i)
-				cancel()
+				spec, serr := s.e.prepare(ctx, i, r.timeout(s.e.prog.Steps[i]))
 				if serr != nil {
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, outcome{err: serr, start: r.elapsed()})))
+					r.sync()
 					continue
 				}
 				running++

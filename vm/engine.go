@@ -354,14 +354,30 @@ type callSpec struct {
 	subs  map[string]*compiler.Program
 	round int
 	// call is the context of the call of a plain step, made with the
-	// spec to save an allocation.
+	// spec to save an allocation; eval the context its arguments are
+	// evaluated under.
 	call callCtx
+	eval boundCtx
 }
 
-// prepare evaluates a ready step's arguments under ctx.
-func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
+// boundCtx is the context a step's arguments are evaluated under: the
+// CEL expressions among them are bounded by the step's time limit
+// (timeout, when it is not 0), from the start of the first (see
+// evalCEL). Most steps have none, and need no timer.
+type boundCtx struct {
+	context.Context
+	timeout  time.Duration
+	deadline time.Time
+}
+
+// prepare evaluates a ready step's arguments under ctx; the CEL
+// expressions among them together take at most timeout (0: no bound
+// but ctx's).
+func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
 	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
+	spec.eval = boundCtx{Context: ctx, timeout: timeout}
+	ctx = &spec.eval
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
 	}
@@ -382,7 +398,9 @@ func (e *engine) prepare(ctx context.Context, i int) (*callSpec, *StepError) {
 		if e.fills == nil {
 			return nil, fail(CodeNoFiller, "task %s is left for a model to complete, and the run has no model", s.ID)
 		}
-		tool, args, serr := e.fills.task(ctx, e, s, &e.sc)
+		tctx, cancel := bounded(ctx)
+		tool, args, serr := e.fills.task(tctx, e, s, &e.sc)
+		cancel()
 		if serr != nil {
 			return nil, serr
 		}

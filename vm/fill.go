@@ -324,7 +324,9 @@ func (e *engine) fillHoles(ctx context.Context, s *compiler.Step, id string, arg
 		if e.fills == nil {
 			return &StepError{Code: CodeNoFiller, Message: fmt.Sprintf("argument %s of %s is left for a model to fill, and the run has no model", a.Name, s.ToolName()), Tool: s.ToolName(), Step: s.ID}
 		}
-		v, serr := e.fills.hole(ctx, e, s, id, a, sc)
+		bctx, cancel := bounded(ctx)
+		v, serr := e.fills.hole(bctx, e, s, id, a, sc)
+		cancel()
 		if serr != nil {
 			return serr
 		}

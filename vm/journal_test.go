@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/runtime"
 )
 
@@ -428,5 +431,155 @@ for each c in †input.cities: report(city: †c) -> †state.reports
 	}
 	if again.count("forecast") != 0 || again.count("describe") != 1 {
 		t.Errorf("forecast %d describe %d, want 0 and 1", again.count("forecast"), again.count("describe"))
+	}
+}
+
+// groupJournal is a GroupJournal in memory: Sync commits what was
+// appended up to its position, after letting other goroutines run, so
+// that a step that started too soon would see its inputs uncommitted.
+type groupJournal struct {
+	mu        sync.Mutex
+	lines     []string
+	committed int
+	failOn    string // "type step" whose commit fails
+	failed    error
+}
+
+func (j *groupJournal) Record(ev Event, step *StepResult) error {
+	pos, err := j.Append(ev, step)
+	if err != nil {
+		return err
+	}
+	return j.Sync(pos)
+}
+
+func (j *groupJournal) Append(ev Event, step *StepResult) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lines = append(j.lines, string(ev.Type)+" "+ev.Step)
+	return uint64(len(j.lines)), nil
+}
+
+func (j *groupJournal) Sync(pos uint64) error {
+	for range 3 {
+		goruntime.Gosched()
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for ; j.committed < int(pos) && j.failed == nil; j.committed++ {
+		if j.lines[j.committed] == j.failOn {
+			j.failed = errors.New("disk full")
+		}
+	}
+	return j.failed
+}
+
+// isCommitted reports whether an event is committed.
+func (j *groupJournal) isCommitted(line string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, l := range j.lines[:j.committed] {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+const diamondPlan = `
+tool inc(x: int) -> int idempotent
+tool add(x: int, y: int) -> int idempotent
+input {
+  start: int
+}
+a: inc(x: †input.start) -> †state.a
+b: inc(x: †state.a) -> †state.b
+c: inc(x: †state.a) -> †state.c
+d: add(x: †state.b, y: †state.c) -> †state.d
+e: inc(x: †state.d) -> †state.e
+f: inc(x: †state.d) -> †state.f
+output †state.e + †state.f
+`
+
+// TestGroupJournalOrder: with a journal that commits in groups, no step
+// starts before the outcomes it reads are committed, and the observer
+// hears of each event only once it is committed, in a lazy run and a
+// streamed one.
+func TestGroupJournalOrder(t *testing.T) {
+	reads := map[string][]string{"b": {"a"}, "c": {"a"}, "d": {"b", "c"}, "e": {"d"}, "f": {"d"}}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream-%v", stream), func(t *testing.T) {
+			j := &groupJournal{}
+			var mu sync.Mutex
+			var problems []string
+			problem := func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				problems = append(problems, fmt.Sprintf(format, args...))
+			}
+			check := func(ctx context.Context) {
+				info, _ := runtime.CallInfoFrom(ctx)
+				for _, p := range reads[info.Step] {
+					if !j.isCommitted("step-completed " + p) {
+						problem("%s started before the outcome of %s was committed", info.Step, p)
+					}
+				}
+			}
+			tools := newFakeTools().
+				on("inc", func(ctx context.Context, args map[string]any) (any, error) {
+					check(ctx)
+					return args["x"].(int64) + 1, nil
+				}).
+				on("add", func(ctx context.Context, args map[string]any) (any, error) {
+					check(ctx)
+					return args["x"].(int64) + args["y"].(int64), nil
+				})
+			o := opts(tools, nil)
+			o.Journal, o.MaxParallel = j, 4
+			heard := 0
+			o.Observer = func(e Event) {
+				heard++
+				if l := string(e.Type) + " " + e.Step; !j.isCommitted(l) {
+					problem("the observer heard %q before it was committed", l)
+				}
+			}
+			input := map[string]any{"start": int64(1)}
+			var res *Result
+			var err error
+			if stream {
+				o.Check = compiler.Config{}
+				res, _, err = RunStream(context.Background(), lang.NewStreamParser("s.plan", strings.NewReader(diamondPlan)), input, o)
+			} else {
+				res, err = Run(context.Background(), compile(t, diamondPlan), input, o)
+			}
+			if err != nil || res.Status != RunCompleted || res.Output != int64(14) {
+				t.Fatalf("run: %v %v %v %v", err, res.Status, res.Output, res.Err)
+			}
+			for _, p := range problems {
+				t.Error(p)
+			}
+			if heard != len(j.lines) || j.committed != len(j.lines) {
+				t.Errorf("heard %d events, committed %d, appended %d", heard, j.committed, len(j.lines))
+			}
+		})
+	}
+}
+
+// TestGroupJournalFailureStops: a step whose outcome cannot be committed
+// stops the run; the steps that read it are not called.
+func TestGroupJournalFailureStops(t *testing.T) {
+	tools := newFakeTools().on("inc", incTool)
+	j := &groupJournal{failOn: "step-completed b"}
+	o := opts(tools, nil)
+	o.Journal = j
+	res, err := Run(context.Background(), compile(t, chainPlan), map[string]any{"start": int64(1)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunFailed || !strings.Contains(res.Err.Error(), "disk full") {
+		t.Errorf("status %s, err %v", res.Status, res.Err)
+	}
+	if tools.count("inc") != 2 {
+		t.Errorf("inc called %d times, want 2 (c must not run)", tools.count("inc"))
 	}
 }

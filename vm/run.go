@@ -192,7 +192,11 @@ type Options struct {
 // keeps the element from running again. A step counts as finished, and the steps that wait for
 // it may start, only once Record has returned, and a tool is called only
 // once the StepStarted event of its step is recorded. When Record fails
-// the run stops, since what it does next could not be recorded.
+// the run stops, since what it does next could not be recorded. A
+// journal that is also a GroupJournal is given the events with Append
+// and Sync instead, so that steps that settle together are committed
+// together, with the same guarantees but for a step's start, which is
+// written within GroupDelay of its tool's call.
 type Journal interface {
 	Record(ev Event, step *StepResult) error
 }
@@ -248,9 +252,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // is for runs that cannot start (bad input, no tools).
 func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts Options) (*Result, error) {
 	opts.defaults()
-	r := &runner{opts: opts, start: time.Now()}
+	r := &runner{opts: opts, start: time.Now(), group: newGroupCommit(opts.Journal)}
 	r.emitMu = &sync.Mutex{}
 	defer r.calls.stop()
+	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
 	return r.run(ctx, prog, input)
@@ -290,6 +295,8 @@ type runner struct {
 	calls watcher
 	// asked counts the times the Filler was asked (MaxFills).
 	asked atomic.Int64
+	// group is set when the journal commits in groups.
+	group *groupCommit
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
@@ -308,6 +315,10 @@ func (r *runner) emit(e Event, step *StepResult) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
 	}
+	if r.group != nil {
+		r.appendEvent(e, step)
+		return
+	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
 	if r.opts.Journal != nil && r.journalErr == nil {
@@ -320,7 +331,8 @@ func (r *runner) emit(e Event, step *StepResult) {
 	}
 }
 
-// event emits an event that happens now, or at e.Time when it is set.
+// event emits an event that happens now, or at e.Time when it is set,
+// and returns once it is written.
 func (r *runner) event(e Event) {
 	if r.opts.Observer == nil && r.opts.Journal == nil {
 		return
@@ -329,6 +341,7 @@ func (r *runner) event(e Event) {
 		e.Time, e.Elapsed = r.clock()
 	}
 	r.emit(e, nil)
+	r.sync()
 }
 
 // journalFailed returns the journal's first error.
@@ -551,8 +564,13 @@ func (r *runner) drive(ctx context.Context, e *engine) {
 	d := &dispatcher{r: r, e: e, ctx: ctx, cancel: cancel, idle: make(chan struct{}), calls: r.calls.group(ctx)}
 	defer d.calls.stop()
 	d.mu.Lock()
-	d.ready.add(e.settle(e.roots()))
-	first := d.next()
+	if r.group != nil {
+		d.hold(e.settle(e.roots()))
+		d.commit()
+	} else {
+		d.ready.add(e.settle(e.roots()))
+	}
+	first := d.next(true)
 	d.mu.Unlock()
 	if first >= 0 {
 		go d.worker(first)
@@ -587,10 +605,17 @@ type dispatcher struct {
 	// calls are the tool calls made under ctx.
 	calls *callGroup
 	// mu guards the engine (but for the reads of a step's arguments),
-	// ready, running, closed and parked.
+	// ready, running, syncing, held, closed and parked.
 	mu      sync.Mutex
 	ready   readyQueue
 	running int
+	// With a group journal, syncing counts the goroutines waiting for
+	// the journal, and held are the steps made ready by outcomes not yet
+	// written, in the order they were made ready (moved is the list
+	// commit reuses).
+	syncing int
+	held    []heldStep
+	moved   []int
 	// idle is closed once nothing runs and nothing more can start.
 	idle   chan struct{}
 	closed bool
@@ -600,22 +625,18 @@ type dispatcher struct {
 }
 
 // next dispatches ready steps in index order, up to the parallelism
-// bound. It returns the first for the calling goroutine to run, or -1,
-// and hands each of the others to a waiting worker or starts a goroutine
-// for it. d.mu is held.
-func (d *dispatcher) next() int {
+// bound. It returns the first for the calling goroutine to run (when
+// take is set), or -1, and hands each of the others to a waiting worker
+// or starts a goroutine for it. d.mu is held.
+func (d *dispatcher) next(take bool) int {
 	e, r := d.e, d.r
 	mine := -1
 	for d.running < r.opts.MaxParallel && d.ready.len() > 0 && e.stop == nil && d.ctx.Err() == nil {
 		i := d.ready.pop()
-		if out, ok := r.restored(e, i); ok {
-			d.finish(i, out)
-			continue
-		}
 		d.running++
 		e.res[i].Status = StatusRunning
 		switch n := len(d.parked); {
-		case mine < 0:
+		case take && mine < 0:
 			mine = i
 		case n > 0:
 			d.parked[n-1] <- i
@@ -624,7 +645,7 @@ func (d *dispatcher) next() int {
 			go d.worker(i)
 		}
 	}
-	if d.running == 0 && !d.closed {
+	if d.running == 0 && d.syncing == 0 && !d.closed {
 		d.closed = true
 		close(d.idle)
 		for _, w := range d.parked {
@@ -635,11 +656,16 @@ func (d *dispatcher) next() int {
 	return mine
 }
 
-// finish records a step's outcome and takes in the steps it makes ready;
-// the run stops when the journal cannot be written, and an abort cancels
-// the steps still running. d.mu is held.
+// finish records a step's outcome and takes in the steps it makes ready
+// (with a group journal, held until the outcome is written); the run
+// stops when the journal cannot be written, and an abort cancels the
+// steps still running. d.mu is held.
 func (d *dispatcher) finish(i int, out outcome) {
-	d.ready.add(d.e.settle(d.e.finish(i, out)))
+	if ready := d.e.settle(d.e.finish(i, out)); d.r.group != nil {
+		d.hold(ready)
+	} else {
+		d.ready.add(ready)
+	}
 	d.r.checkJournal(d.e)
 	if d.e.stop != nil && d.e.replanAt == nil {
 		d.cancel()
@@ -660,14 +686,16 @@ func (d *dispatcher) worker(i int) {
 	}
 }
 
-// run evaluates the arguments of step i and runs it. It reports false
-// when the step was settled without it: its tool did not return before
-// its context ended (see callPlain).
+// run evaluates the arguments of step i and runs it, or takes the
+// outcome an earlier process of the run recorded. It reports false when
+// the step was settled without it: its tool did not return before its
+// context ended (see callPlain).
 func (d *dispatcher) run(i int) (outcome, bool) {
 	r, e := d.r, d.e
-	ctx, cancel := r.evalContext(d.ctx, e.prog.Steps[i])
-	spec, serr := e.prepare(ctx, i)
-	cancel()
+	if out, ok := r.restored(e, i); ok {
+		return out, true
+	}
+	spec, serr := e.prepare(d.ctx, i, r.timeout(e.prog.Steps[i]))
 	if serr != nil {
 		return outcome{err: serr, start: r.elapsed()}, true
 	}
@@ -705,7 +733,10 @@ func (d *dispatcher) settle(i int, out outcome, wake chan int) int {
 	} else {
 		d.finish(i, out)
 	}
-	next := d.next()
+	if d.r.group != nil {
+		d.commit()
+	}
+	next := d.next(true)
 	if next >= 0 || d.closed || wake == nil {
 		d.mu.Unlock()
 		return next
@@ -885,7 +916,7 @@ func (r *runner) startPlain(d *dispatcher, spec *callSpec) *StepError {
 	s := spec.step
 	now, start := r.clock()
 	id := d.e.prefix + s.ID
-	r.event(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start, Args: spec.args})
+	r.appendSoon(Event{Type: StepStarted, Step: id, Tool: s.Tool.Name, Time: now, Elapsed: start, Args: spec.args})
 	if err := r.journalFailed(); err != nil {
 		return &StepError{Code: codeJournal, Message: err.Error(), Tool: s.Tool.Name, Step: s.ID}
 	}
@@ -971,7 +1002,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	if s.Each == nil {
 		started.Args = spec.args
 	}
-	r.event(started)
+	r.appendSoon(started)
 	if err := r.journalFailed(); err != nil {
 		return fail(codeJournal, err.Error())
 	}
@@ -1188,13 +1219,8 @@ func (r *runner) call(g *callGroup, e *engine, spec *callSpec, tool *compiler.To
 // step's timeout, and the call's identity for the tool. The caller
 // watches it once it is set up.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
-	timeout := r.timeout(s)
-	key := r.opts.RunID + "/" + id
-	if s.Fallback != nil && tool == s.Fallback.Tool && tool != s.Tool {
-		key += "/fallback"
-	}
-	c.group, c.timeout = g, timeout
-	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Key: key}
+	c.group, c.timeout, c.fallback = g, r.timeout(s), tool != s.Tool
+	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt}
 }
 
 // timeout is the time limit of each call of a step: the operator's
@@ -1205,63 +1231,6 @@ func (r *runner) timeout(s *compiler.Step) time.Duration {
 		return s.Timeout
 	}
 	return r.opts.StepTimeout
-}
-
-// evalContext is the context a step's arguments are evaluated under: ctx,
-// ended by the step's time limit when the step has an expression that
-// could take time (CEL), or a hole or a task, which a model fills.
-func (r *runner) evalContext(ctx context.Context, s *compiler.Step) (context.Context, context.CancelFunc) {
-	if !stepHasCEL(s) {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, r.timeout(s))
-}
-
-// stepHasCEL reports whether evaluating a step's arguments runs CEL or
-// asks a model.
-func stepHasCEL(s *compiler.Step) bool {
-	if s.Result != nil {
-		return hasCEL(s.Result)
-	}
-	if s.Task != nil {
-		return true
-	}
-	if s.Each != nil && hasCEL(s.Each.List) {
-		return true
-	}
-	for _, a := range s.Args {
-		if hasCEL(a.Value) {
-			return true
-		}
-	}
-	if s.Fallback != nil {
-		for _, a := range s.Fallback.Args {
-			if hasCEL(a.Value) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func hasCEL(op *compiler.Operand) bool {
-	switch op.Kind {
-	case compiler.OpCEL, compiler.OpHole:
-		return true
-	case compiler.OpList:
-		for _, el := range op.Elems {
-			if hasCEL(el) {
-				return true
-			}
-		}
-	case compiler.OpObject:
-		for _, v := range op.Vals {
-			if hasCEL(v) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // toStepError turns a tool's error into the error value of its step.

@@ -335,7 +335,9 @@ func TestValuesFromJournal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, diags)
 	}
-	// The first process stops once get has completed.
+	// The first process stops once get has completed: the observer hears
+	// of it before the steps that read it start. (Canceled from within
+	// the call, get itself could be canceled.)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := router{"get": callerFunc(func(context.Context, string, map[string]any) (any, error) {
 		return decode(t, reading), nil

@@ -88,6 +88,7 @@ func commands() []*command {
 		applyCommand(),
 		generateCommand(),
 		agentCommand(),
+		mcpServerCommand(),
 		versionCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })

@@ -19,6 +19,9 @@ type checkFlags struct {
 	strict bool
 	limits compiler.Limits
 	mcp    stringList
+	// mcpParallel bounds the calls in progress at once to a server
+	// (--mcp-parallel NAME=N).
+	mcpParallel stringList
 	// servers are the MCP servers connect started.
 	servers *mcpServers
 	// read holds the tools files config read: what a run records to
@@ -31,10 +34,17 @@ type checkFlags struct {
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
-	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.BoolVar(&cf.strict, "strict", false, "report an irreversible call without an approval gate as an error, not a warning")
+	cf.registerTools(fs)
+}
+
+// registerTools adds the flags that name the operator's tools and their
+// grants.
+func (cf *checkFlags) registerTools(fs *flag.FlagSet) {
+	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
 	fs.StringVar(&cf.hints, "hints", "", "a hints file: the routing hints a step may name (hint researcher), and what each routes a task to: {\"researcher\": {\"tools\": [...], \"mcp\": \"SERVER\", \"plan\": \"SUBPLAN\", \"aliases\": [...]}}")
+	fs.Var(&cf.mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME, the others waiting their turn (default: no bound; 1 for a server that loses writes made at once); may be repeated")
 	cf.grants.register(fs)
 }
 

@@ -113,6 +113,8 @@ func applyCommand() *command {
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			var mcpSpecs stringList
 			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
+			var mcpParallel stringList
+			fs.Var(&mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME (default: no bound); may be repeated")
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the planfile's
@@ -141,7 +143,7 @@ func applyCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				ts := &toolSettings{MCP: mcpSpecs, AllowCommands: *allowCommands, Fill: fill}
+				ts := &toolSettings{MCP: mcpSpecs, AllowCommands: *allowCommands, MCPParallel: mcpParallel, Fill: fill}
 				rf, stop, status := ts.connect(ctx, e, "apply")
 				if rf == nil {
 					return status

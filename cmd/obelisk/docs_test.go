@@ -66,6 +66,7 @@ var docNotRun = map[string]string{
 	"go test ./...": "the whole test suite, this test among it",
 	"go test ./runtime/llm/... ./vm/agent ./cmd/obelisk": "tests that hold this one",
 	"go test ./lang -update":                             "it rewrites the conformance suite's files",
+	"go test ./console -run Browser":                     "part of the whole test suite, which runs the browser tests",
 }
 
 // TestDocCommands runs every command shown in a code block of README.md,

@@ -219,6 +219,7 @@ type toolSettings struct {
 	MocksFile     string   `json:"mocksFile,omitempty"`
 	Files         string   `json:"files,omitempty"`
 	MCP           []string `json:"mcp,omitempty"`
+	MCPParallel   []string `json:"mcpParallel,omitempty"`
 	AllowCommands bool     `json:"allowCommands,omitempty"`
 	// Fill says what completes the plan's holes and tasks.
 	Fill fillSettings `json:"fill,omitzero"`
@@ -257,6 +258,7 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
 	rf := &runFlags{files: s.Files, allowCommands: s.AllowCommands}
 	rf.mcp = stringList(s.MCP)
+	rf.mcpParallel = stringList(s.MCPParallel)
 	stop, status := rf.connect(ctx, e, cmd)
 	if stop == nil {
 		return nil, nil, status
@@ -905,7 +907,7 @@ func (t *table) flush() { t.tw.Flush() }
 // toolSettings returns what a run of the prepared plan records of its
 // tools.
 func (p *prepared) toolSettings(rf *runFlags) *toolSettings {
-	s := &toolSettings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, AllowCommands: rf.allowCommands}
+	s := &toolSettings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, MCPParallel: rf.mcpParallel, AllowCommands: rf.allowCommands}
 	if rf.files != "" {
 		if abs, err := filepath.Abs(rf.files); err == nil {
 			s.Files = abs

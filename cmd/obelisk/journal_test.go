@@ -25,6 +25,9 @@ import (
 // TestMain calls it first.
 func asObelisk() {
 	if os.Getenv("OBELISK_TEST_MAIN") == "1" {
+		// The programs obelisk starts (an MCP server that is this test
+		// binary too) are not obelisk.
+		os.Unsetenv("OBELISK_TEST_MAIN")
 		main()
 	}
 }

@@ -35,6 +35,12 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.input, "input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
 	fs.StringVar(&rf.mocks, "mocks", "", "a mocks file answering tool calls (default: NAME.mocks.json beside the plan, if any)")
 	fs.BoolVar(&rf.noMocks, "no-mocks", false, "do not pick up NAME.mocks.json")
+	rf.registerRunTools(fs)
+}
+
+// registerRunTools adds the flags that let the tools run: the file tools'
+// directory, how many steps at once, command tools.
+func (rf *runFlags) registerRunTools(fs *flag.FlagSet) {
 	fs.StringVar(&rf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
 	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
 	fs.BoolVar(&rf.allowCommands, "allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,6 +46,10 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 			}
 		}
 	}
+	parallel, err := cf.parallel()
+	if err != nil {
+		return nil, usageError(e, cmd, "--mcp-parallel %v", err)
+	}
 	names := map[string]bool{}
 	for _, spec := range cf.mcp {
 		name, argv, err := mcp.ParseSpec(spec)
@@ -57,7 +62,7 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 		}
 		names[name] = true
 		log := e.log.Named("mcp").With("server", name)
-		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})})
+		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), MaxParallel: parallel[name]})
 		if err != nil {
 			stop()
 			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
@@ -65,6 +70,12 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 		}
 		log.Info("started", "tools", len(s.Tools()))
 		ms.servers = append(ms.servers, s)
+	}
+	for name := range parallel {
+		if !names[name] {
+			stop()
+			return nil, usageError(e, cmd, "--mcp-parallel %s: no server is named %s: name one of --mcp", name, name)
+		}
 	}
 	builtin := map[string]bool{}
 	for _, d := range builtinSignatures() {
@@ -94,6 +105,20 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 	}
 	cf.servers = ms
 	return stop, exitOK
+}
+
+// parallel reads --mcp-parallel: the bound of calls at once, by server.
+func (cf *checkFlags) parallel() (map[string]int, error) {
+	out := map[string]int{}
+	for _, v := range cf.mcpParallel {
+		name, n, ok := strings.Cut(v, "=")
+		k, err := strconv.Atoi(n)
+		if !ok || name == "" || err != nil || k < 1 {
+			return nil, fmt.Errorf("%q: give NAME=N, with N a whole number of calls, 1 or more", v)
+		}
+		out[name] = k
+	}
+	return out, nil
 }
 
 // registerMCP adds the MCP servers' tools to a registry.

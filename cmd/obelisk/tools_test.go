@@ -155,6 +155,29 @@ func TestMCPServerFailures(t *testing.T) {
 	}
 }
 
+// TestMCPParallelFlag: --mcp-parallel takes NAME=N for a server --mcp
+// names, N at least 1; a plan runs with it as without.
+func TestMCPParallelFlag(t *testing.T) {
+	t.Setenv(mcptest.EnvServer, "1")
+	dir := writeFiles(t, map[string]string{"p.plan": "calc.add(a: 1, b: 2) -> †state.x\ncalc.add(a: 3, b: 4) -> †state.y\noutput †state.x.sum + †state.y.sum\n"})
+	plan := filepath.Join(dir, "p.plan")
+	server := fmt.Sprintf("calc='%s' calc", os.Args[0])
+	for _, tc := range []struct{ value, want string }{
+		{"calc", `--mcp-parallel "calc": give NAME=N`},
+		{"calc=0", `--mcp-parallel "calc=0": give NAME=N, with N a whole number of calls, 1 or more`},
+		{"other=1", "--mcp-parallel other: no server is named other: name one of --mcp"},
+	} {
+		code, _, stderr := cli(t, "check", "--mcp", server, "--mcp-parallel", tc.value, plan)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--mcp-parallel %s: exit %d, want 2 and %q:\n%s", tc.value, code, tc.want, stderr)
+		}
+	}
+	code, stdout, stderr := cli(t, "run", "--mcp", server, "--mcp-parallel", "calc=1", plan)
+	if code != exitOK || strings.TrimSpace(stdout) != "10" {
+		t.Errorf("run with --mcp-parallel calc=1: exit %d, output %q\n%s", code, stdout, stderr)
+	}
+}
+
 // weatherAPI is a loopback HTTP server for the HTTP tools.
 type weatherAPI struct {
 	mu       sync.Mutex

@@ -7,9 +7,17 @@
 // each tool is SERVER.TOOL, and also TOOL when no other server lists a tool
 // of that name and no other tool has it.
 //
-// A call's result is the tool's structured content when it has some, else
-// the text of its text content read as JSON, else that text (a result with
-// neither is its content list). A result marked isError is a step error
+// A tool's input and output schemas keep the order the server gives their
+// properties in, which is the order of the tool's parameters in a plan's
+// signatures.
+//
+// A call's result is the tool's structured content when it has some; else,
+// when its content is text only, the text read as JSON, or the text; else
+// (an image, audio, a resource or a resource link beside the text, or no
+// text) its content list as MCP gives it, each item an object with a
+// "type", so that nothing the tool returned is dropped. Options.MaxParallel
+// bounds the calls a server has in progress at once; the others wait for
+// their turn. A result marked isError is a step error
 // with code tool-error and the text as message; when its structured content
 // is an object with a string "code", that code and its "message" are the
 // error's ("card_declined"), and "retryable": false says a retry cannot
@@ -19,6 +27,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +57,11 @@ type Options struct {
 	// StartTimeout bounds starting, initializing and listing the tools
 	// (default 30s).
 	StartTimeout time.Duration
+	// MaxParallel, when positive, bounds how many calls the server has in
+	// progress at once: the others wait, in the order they come, until one
+	// returns. A server that loses writes made at the same time (a
+	// knowledge graph kept in one file) needs 1.
+	MaxParallel int
 }
 
 // Server is a connected MCP server.
@@ -57,6 +71,9 @@ type Server struct {
 	session *sdk.ClientSession
 	tools   []runtime.Definition
 	stderr  *runtime.TailWriter
+	// slots holds a token for each call in progress when the calls are
+	// bounded (Options.MaxParallel); nil when they are not.
+	slots chan struct{}
 }
 
 // Start runs the server argv names as a child process, connects to it over
@@ -68,7 +85,7 @@ func Start(ctx context.Context, name string, argv []string, opts Options) (*Serv
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.Dir
-	s := &Server{name: name, command: strings.Join(argv, " "), stderr: &runtime.TailWriter{W: opts.Stderr, Max: 2048}}
+	s := &Server{name: name, command: strings.Join(argv, " "), stderr: &runtime.TailWriter{W: opts.Stderr, Max: 2048}, slots: slots(opts.MaxParallel)}
 	cmd.Stderr = s.stderr
 	if err := s.connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, opts); err != nil {
 		return nil, err
@@ -78,11 +95,19 @@ func Start(ctx context.Context, name string, argv []string, opts Options) (*Serv
 
 // Connect connects to a server over a transport and lists its tools.
 func Connect(ctx context.Context, name string, t sdk.Transport, opts Options) (*Server, error) {
-	s := &Server{name: name, stderr: &runtime.TailWriter{Max: 2048}}
+	s := &Server{name: name, stderr: &runtime.TailWriter{Max: 2048}, slots: slots(opts.MaxParallel)}
 	if err := s.connect(ctx, t, opts); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// slots returns the tokens of n calls at once, or nil for no bound.
+func slots(n int) chan struct{} {
+	if n <= 0 {
+		return nil
+	}
+	return make(chan struct{}, n)
 }
 
 func (s *Server) connect(ctx context.Context, t sdk.Transport, opts Options) error {
@@ -92,7 +117,8 @@ func (s *Server) connect(ctx context.Context, t sdk.Transport, opts Options) err
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "obelisk", Version: "v0"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
-	session, err := client.Connect(ctx, t, nil)
+	listed := &listedSchemas{}
+	session, err := client.Connect(ctx, schemaTransport{t, listed}, nil)
 	if err != nil {
 		return s.failure("cannot start", ctx, err)
 	}
@@ -102,7 +128,7 @@ func (s *Server) connect(ctx context.Context, t sdk.Transport, opts Options) err
 			session.Close()
 			return s.failure("cannot list its tools", ctx, err)
 		}
-		def, err := definition(tool)
+		def, err := definition(tool, listed.of(tool.Name))
 		if err != nil {
 			session.Close()
 			return fmt.Errorf("%s: tool %q: %w", s, tool.Name, err)
@@ -154,15 +180,17 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// definition converts an MCP tool definition.
-func definition(t *sdk.Tool) (runtime.Definition, error) {
+// definition converts an MCP tool definition. raw holds the tool's
+// schemas as the server sent them, when they were seen: they keep the
+// order of the properties, which the SDK's maps lose.
+func definition(t *sdk.Tool, raw rawSchemas) (runtime.Definition, error) {
 	d := runtime.Definition{Name: t.Name, Description: t.Description}
 	var err error
-	if d.InputSchema, err = json.Marshal(t.InputSchema); err != nil {
+	if d.InputSchema, err = schemaJSON(raw.InputSchema, t.InputSchema); err != nil {
 		return d, fmt.Errorf("input schema: %w", err)
 	}
 	if t.OutputSchema != nil {
-		if d.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
+		if d.OutputSchema, err = schemaJSON(raw.OutputSchema, t.OutputSchema); err != nil {
 			return d, fmt.Errorf("output schema: %w", err)
 		}
 	}
@@ -172,8 +200,29 @@ func definition(t *sdk.Tool) (runtime.Definition, error) {
 	return d, nil
 }
 
-// Call calls one of the server's tools by the name the server lists.
+// schemaJSON returns a schema as the server sent it (compacted), or else
+// as the SDK decoded it.
+func schemaJSON(raw json.RawMessage, decoded any) (json.RawMessage, error) {
+	if len(raw) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err == nil {
+			return b.Bytes(), nil
+		}
+	}
+	return json.Marshal(decoded)
+}
+
+// Call calls one of the server's tools by the name the server lists. With
+// Options.MaxParallel, it waits for its turn first.
 func (s *Server) Call(ctx context.Context, tool string, args map[string]any) (any, error) {
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	res, err := s.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, s.callError(ctx, tool, err)
@@ -255,7 +304,7 @@ func resultValue(res *sdk.CallToolResult) (any, error) {
 			texts = append(texts, tc.Text)
 		}
 	}
-	if len(texts) > 0 {
+	if len(texts) > 0 && len(texts) == len(res.Content) {
 		return runtime.DecodeJSONOrText([]byte(strings.Join(texts, "\n"))), nil
 	}
 	if len(res.Content) == 0 {

@@ -245,6 +245,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
+	if opts.Filler == nil {
+		// Nothing would fill a hole or choose for a task: the model is
+		// neither taught them nor let write them.
+		g.opts.Check.NoFiller = true
+	}
 	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
 	form, err := newAnswerForm(opts.Form, &g.ctx, g.opts.Check)
 	if err != nil {
@@ -507,7 +512,7 @@ func (g *goal) settings() []string {
 // for: with the schema of a plan of what the context offers now.
 func (g *goal) request(info *turnInfo) *llm.Request {
 	g.form.refresh(&g.ctx, g.opts.Check)
-	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form),
+	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller),
 		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}})
 }
 
@@ -663,7 +668,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		}
 		text, usage, err := llm.Collect(ctx, g.planner, req)
 		if g.refused(err) {
-			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form), g.form.request(req)
+			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller), g.form.request(req)
 			text, usage, err = llm.Collect(ctx, g.planner, req)
 		}
 		if t.Repairs == 0 {

@@ -2,18 +2,24 @@ package journal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	goruntime "runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
 // BenchmarkStep measures what the journal adds to a step: a chain of 50
 // steps of a tool that returns at once, run without a journal and with
-// one (two commits per step, each synced to disk). ns/step is the cost of
-// one step.
+// one. ns/step is the cost of one step.
 func BenchmarkStep(b *testing.B) {
 	const n = 50
 	var text strings.Builder
@@ -53,4 +59,93 @@ func BenchmarkStep(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
 		})
 	}
+}
+
+// BenchmarkJournal runs generated plans of no-op calls, as `obelisk run`
+// does (the tool behind a registry that checks its schemas, at most 8
+// steps at once, an observer), without a journal and with one, one after
+// the other in the same loop, each from a collected heap, so that both
+// see the same load on a shared machine. It reports the medians: steps/s
+// and us/step of the journaled run, none-us/step of the other, and
+// x-unjournaled, the journaled time over the other; cpu-us/step and
+// none-cpu-us/step are the CPU time of each (both cores, the collector
+// included), which the load of others disturbs less; commits/run counts
+// the transactions of a journaled run.
+func BenchmarkJournal(b *testing.B) {
+	plans := []*bench.Plan{
+		bench.Layered(100, 100, 0, bench.LayeredSeed(100, 100)),
+		bench.FanOut(10000, 0),
+		bench.Chain(1000, 0),
+	}
+	for _, p := range plans {
+		b.Run(p.Name, func(b *testing.B) {
+			src := &planfile.Source{Name: p.Name + ".plan", Text: string(p.Text())}
+			prog, _, err := src.Compile()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var file struct{ Tools []runtime.Definition }
+			if err := json.Unmarshal(p.ToolsJSON(), &file); err != nil {
+				b.Fatal(err)
+			}
+			reg := runtime.NewRegistry()
+			reg.MustRegister(file.Tools[0], runtime.ToolFunc(bench.Work))
+			d := open(b, Options{})
+			commits := 0
+			d.committed = func([]record) { commits++ }
+			input := map[string]any{"seed": int64(0)}
+			run := func(o vm.Options) (wall, cpu time.Duration) {
+				o.Tools, o.MaxParallel, o.Observer = reg, 8, func(vm.Event) {}
+				goruntime.GC()
+				t0, c0 := time.Now(), cpuTime()
+				res, err := vm.Run(context.Background(), prog, input, o)
+				wall, cpu = time.Since(t0), cpuTime()-c0
+				if err != nil || res.Status != vm.RunCompleted {
+					b.Fatalf("%v %v", err, res.Err)
+				}
+				return wall, cpu
+			}
+			var plain, journaled, plainCPU, journaledCPU []time.Duration
+			i := 0
+			for b.Loop() {
+				w, c := run(vm.Options{})
+				plain, plainCPU = append(plain, w), append(plainCPU, c)
+				r, err := d.Create(NewRun{ID: fmt.Sprintf("r%d", i), Source: src, Input: input})
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+				w, c = run(vm.Options{Journal: r, RunID: r.ID, Restore: r.Restore})
+				journaled, journaledCPU = append(journaled, w), append(journaledCPU, c)
+			}
+			pm, jm := median(plain), median(journaled)
+			steps := float64(p.Len())
+			b.ReportMetric(float64(median(journaledCPU).Nanoseconds())/1e3/steps, "cpu-us/step")
+			b.ReportMetric(float64(median(plainCPU).Nanoseconds())/1e3/steps, "none-cpu-us/step")
+			b.ReportMetric(steps/jm.Seconds(), "steps/s")
+			b.ReportMetric(float64(jm.Nanoseconds())/1e3/steps, "us/step")
+			b.ReportMetric(float64(pm.Nanoseconds())/1e3/steps, "none-us/step")
+			b.ReportMetric(float64(jm)/float64(pm), "x-unjournaled")
+			b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// median returns the median of durations (it sorts them).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	n := len(ds)
+	if n%2 == 1 {
+		return ds[n/2]
+	}
+	return (ds[n/2-1] + ds[n/2]) / 2
 }

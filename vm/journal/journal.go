@@ -10,11 +10,21 @@
 // result or error and times, the approvals asked and decided, the plans
 // of its replans, and the log of its events.
 //
-// A run records itself through a *Run, which implements vm.Journal: every
-// event is written before the run's observer hears of it, and a step's
-// outcome is committed, with its event, before the step counts as
-// finished. A run resumed from the journal gives each step that finished
-// its recorded outcome (Run.Restore) and runs the others, so a step that
+// A run records itself through a *Run, which implements vm.Journal and
+// vm.GroupJournal: every event is written before the run's observer hears
+// of it, and a step's outcome is committed, with its event, before the
+// step counts as finished and before any step that reads it starts.
+// Events are committed in groups: a run appends them without waiting,
+// and the first goroutine that needs one written commits everything
+// appended so far (up to 1024 events, of all the runs of the process) in
+// one transaction, while the events appended meanwhile wait for the next;
+// so steps that settle together share one transaction and one sync to
+// disk, and a step waits for at most the commit under way and its own. A
+// step's start is written within vm.GroupDelay of its tool's call, or
+// with its outcome when that comes first.
+//
+// A run resumed from the journal gives each step that finished its
+// recorded outcome (Run.Restore) and runs the others, so a step that
 // started but did not finish runs again: a run calls each tool at least
 // once, and a tool makes its retries safe with the idempotency key of
 // runtime.CallInfo.
@@ -283,6 +293,15 @@ type DB struct {
 	now func() time.Time
 	// me is this process, the owner of the runs it creates or resumes.
 	me owner
+	// w commits the events of the runs in groups, with the statements
+	// stmts, prepared when first needed; stmtMu guards stmts.
+	w      *writer
+	stmtMu sync.Mutex
+	stmts  *statements
+	// committed, when set (by tests), is called with each batch of
+	// records once it is committed, before anyone waiting for it goes
+	// on.
+	committed func([]record)
 }
 
 // Options configure Open.
@@ -341,7 +360,7 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening the journal %s: %w", path, err)
 	}
-	d := &DB{db: db, path: path, now: opts.Now, me: self()}
+	d := &DB{db: db, path: path, now: opts.Now, me: self(), w: newWriter()}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -349,7 +368,15 @@ func openMode(dir string, opts Options, mode string) (*DB, error) {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.stmtMu.Lock()
+	if d.stmts != nil {
+		d.stmts.close()
+		d.stmts = nil
+	}
+	d.stmtMu.Unlock()
+	return d.db.Close()
+}
 
 // Path returns the database's file name.
 func (d *DB) Path() string { return d.path }
@@ -628,8 +655,9 @@ func (d *DB) load(id string) (*Stored, error) {
 
 func restoreKey(round int, step string) string { return fmt.Sprintf("%d/%s", round, step) }
 
-// Run is the journal of one run. It implements vm.Journal; give its
-// Restore, Approver and Replanner to vm.Run too.
+// Run is the journal of one run. It implements vm.Journal and
+// vm.GroupJournal; give its Restore, Approver and Replanner to vm.Run
+// too.
 type Run struct {
 	d  *DB
 	ID string
@@ -644,6 +672,9 @@ type Run struct {
 	// goal is set for the run of a goal, whose turns each run a plan:
 	// the end of a turn's plan is not the end of the run.
 	goal bool
+	// err is the error of the first event that could not be written;
+	// nothing is written after it.
+	err error
 }
 
 // Turn makes what is recorded from now on that of turn n of a goal (see
@@ -655,112 +686,69 @@ func (r *Run) Turn(n int) {
 	r.round, r.goal = n, true
 }
 
-// Record writes an event, and the state of the step it decides, in one
-// transaction.
+// Record writes an event, and the state of the step it decides, and
+// returns once they are committed (synced to disk for an event that
+// decides a step, the run or a wait; see Append).
 func (r *Run) Record(ev vm.Event, step *vm.StepResult) error {
+	pos, err := r.Append(ev, step)
+	if err != nil {
+		return err
+	}
+	return r.Sync(pos)
+}
+
+// Append queues an event, and the state of the step it decides, to be
+// written after the events appended before it, and returns its position
+// for Sync. Events are committed in groups: those of steps that settle
+// together, of this run and of others in this process, in one
+// transaction.
+func (r *Run) Append(ev vm.Event, step *vm.StepResult) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("encoding the event: %w", err)
+	if r.err != nil {
+		return 0, r.err
 	}
-	now := r.d.now().UnixNano()
+	r.seq++
 	if ev.Type == vm.Replanned {
 		r.round++
 	}
-	// What decides a step, the run, or a wait is synced before Record
-	// returns; the rest (a step started, a retry, a verdict) survives a
-	// crash of the process and is synced with the next.
-	durable := false
-	switch ev.Type {
-	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
-		durable = true
-	case vm.StepFilled:
-		// An answer is used (shown at an approval, passed to a tool)
-		// only once it is kept.
-		durable = ev.Verdict == vm.FillAccepted
-	}
-	err = r.d.tx(durable, func(tx *sql.Tx) error {
-		r.seq++
-		if _, err := tx.Exec(`INSERT INTO events (run, seq, time, type, step, body) VALUES (?, ?, ?, ?, ?, ?)`,
-			r.ID, r.seq, ev.Time.UnixNano(), string(ev.Type), ev.Step, body); err != nil {
-			return err
+	if ev.Type == vm.StepFilled && ev.Verdict == vm.FillAccepted {
+		value, err := json.Marshal(ev.Result)
+		if err != nil {
+			r.seq--
+			return 0, fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
 		}
-		switch ev.Type {
-		case vm.StepStarted:
-			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, started) VALUES (?, ?, ?, ?, 'running', 0, ?)
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'running', started = excluded.started`,
-				r.ID, r.round, ev.Step, ev.Tool, now)
-			return err
-		case vm.StepRetried:
-			_, err := tx.Exec(`UPDATE steps SET attempts = ? WHERE run = ? AND round = ? AND id = ?`, ev.Attempt, r.ID, r.round, ev.Step)
-			return err
-		case vm.StepWaiting:
-			if ev.Step == "" {
-				return nil
-			}
-			if step != nil {
-				// It waits with its result, for a person's judgment.
-				return r.writeStep(tx, ev.Step, step, now)
-			}
-			_, err := tx.Exec(`INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
-				ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`, r.ID, r.round, ev.Step, ev.Tool)
-			return err
-		case vm.StepFilled:
-			return r.writeFill(tx, ev)
-		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
-			if step == nil {
-				return nil
-			}
-			return r.writeStep(tx, ev.Step, step, now)
-		case vm.ElementCompleted:
-			return r.writeElement(tx, ev, now)
-		case vm.PlanFinished:
-			if r.goal {
-				return nil // a turn's plan: the goal goes on
-			}
-			finished := now
-			if ev.Verdict == string(vm.RunWaiting) {
-				finished = 0
-			}
-			_, err := tx.Exec(`UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`, ev.Verdict, ev.Reason, now, finished, r.ID)
-			return err
+		if r.fills == nil {
+			r.fills = map[string][]byte{}
 		}
-		return nil
-	})
-	if err != nil {
-		r.seq--
-		return err
+		r.fills[fillKey(r.round, ev.Step, ev.Message)] = value
 	}
-	return nil
+	rec := record{run: r, seq: r.seq, round: r.round, now: r.d.now().UnixNano(), ev: ev, goal: r.goal}
+	if step != nil {
+		rec.step, rec.hasStep = *step, true
+	}
+	return r.d.w.add(rec), nil
 }
 
-func (r *Run) writeStep(tx *sql.Tx, id string, s *vm.StepResult, now int64) error {
-	var result, serr, verdicts []byte
-	var err error
-	if s.Status == vm.StatusCompleted || s.Status == vm.StatusWaiting {
-		if result, err = json.Marshal(s.Result); err != nil {
-			return fmt.Errorf("encoding the result of %s: %w", id, err)
-		}
+// Sync returns once the events appended up to pos are committed: synced
+// to disk when one decides a step (its outcome), the run or a wait;
+// otherwise in the operating system's hands, which survives the death of
+// the process, and synced with the next. It returns the error of the
+// first event of the run that could not be written.
+func (r *Run) Sync(pos uint64) error {
+	r.d.w.sync(r.d, pos)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// fail records that an event of the run could not be written.
+func (r *Run) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
 	}
-	if s.Error != nil {
-		if serr, err = json.Marshal(s.Error); err != nil {
-			return err
-		}
-	}
-	if len(s.Verdicts) > 0 {
-		if verdicts, err = json.Marshal(s.Verdicts); err != nil {
-			return err
-		}
-	}
-	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, retries, result, error, handled, reason, verdicts, start_ns, dur_ns, finished)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, round, id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts, retries = excluded.retries,
-		  result = excluded.result, error = excluded.error, handled = excluded.handled, reason = excluded.reason, verdicts = excluded.verdicts,
-		  start_ns = excluded.start_ns, dur_ns = excluded.dur_ns, finished = excluded.finished`,
-		r.ID, s.Round, id, s.Tool, string(s.Status), s.Attempts, s.Retries, result, serr, s.Handled, s.Reason, verdicts,
-		int64(s.Start), int64(s.Duration), now)
-	return err
 }
 
 func fillKey(round int, step, argument string) string {
@@ -769,24 +757,17 @@ func fillKey(round int, step, argument string) string {
 
 // writeFill keeps an answer a model gave for a hole or a task, which a
 // resumed run takes instead of asking again.
-func (r *Run) writeFill(tx *sql.Tx, ev vm.Event) error {
+func writeFill(tx *sql.Tx, run string, round int, ev *vm.Event) error {
 	if ev.Verdict != vm.FillAccepted {
 		return nil
 	}
-	arg := ev.Message
 	value, err := json.Marshal(ev.Result)
 	if err != nil {
 		return fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
 	}
-	if _, err := tx.Exec(`INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`, r.ID, r.round, ev.Step, arg, value); err != nil {
-		return err
-	}
-	if r.fills == nil {
-		r.fills = map[string][]byte{}
-	}
-	r.fills[fillKey(r.round, ev.Step, arg)] = value
-	return nil
+	_, err = tx.Exec(`INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`, run, round, ev.Step, ev.Message, value)
+	return err
 }
 
 // fills reads the answers kept for a run's holes and tasks.
@@ -828,14 +809,14 @@ func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
 
 // writeElement records an element of a for each that returned, as a step
 // of its own ("fetch[2]"), for Restore to give it back.
-func (r *Run) writeElement(tx *sql.Tx, ev vm.Event, now int64) error {
+func writeElement(tx *sql.Tx, run string, round int, ev *vm.Event, now int64) error {
 	result, err := json.Marshal(ev.Result)
 	if err != nil {
 		return fmt.Errorf("encoding the result of %s: %w", ev.Step, err)
 	}
 	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, result, finished) VALUES (?, ?, ?, ?, 'completed', ?, ?, ?)
 		ON CONFLICT (run, round, id) DO UPDATE SET status = 'completed', attempts = excluded.attempts, result = excluded.result, finished = excluded.finished`,
-		r.ID, r.round, ev.Step, ev.Tool, ev.Attempt, result, now)
+		run, round, ev.Step, ev.Tool, ev.Attempt, result, now)
 	return err
 }
 

@@ -1,9 +1,10 @@
 // Command gominimal is the floor of the benchmark comparison: the least a
 // Go program can do to run a generated plan. It decodes the JSON array of
 // calls with encoding/json, maps each †state. reference to the call that
-// writes the slot, starts one goroutine per call that waits for its
-// predecessors' done channels, calls the "work" tool and closes its own.
-// No checking, no state store, no events, no retries.
+// writes the slot, and runs the calls with bench.RunMinimal: one
+// goroutine per call that waits for its predecessors' done channels, calls
+// the "work" tool and closes its own. No checking, no state store, no
+// events, no retries.
 //
 // It prints one JSON line in the peers' format (peer "go-minimal"):
 // build_ms is decoding and resolving, wall_ms starting and awaiting every
@@ -22,17 +23,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/bench"
 )
-
-type node struct {
-	ms    time.Duration
-	preds []int
-}
 
 func main() {
 	warmup := flag.Int("warmup", 0, "runs before the measured one, in the same process")
@@ -68,7 +63,7 @@ func measure(path string, warmup int) error {
 			return err
 		}
 		t1 := time.Now()
-		results, err := execute(context.Background(), nodes)
+		results, err := bench.RunMinimal(context.Background(), nodes)
 		wall, build = time.Since(t1), t1.Sub(t0)
 		if err != nil {
 			return err
@@ -92,7 +87,7 @@ func measure(path string, warmup int) error {
 }
 
 // load decodes the calls and resolves their references to predecessors.
-func load(src []byte) ([]node, error) {
+func load(src []byte) ([]bench.MinimalCall, error) {
 	var calls []map[string]any
 	if err := json.Unmarshal(src, &calls); err != nil {
 		return nil, err
@@ -105,10 +100,10 @@ func load(src []byte) ([]node, error) {
 		}
 		writer[out] = i
 	}
-	nodes := make([]node, len(calls))
+	nodes := make([]bench.MinimalCall, len(calls))
 	for i, c := range calls {
 		if ms, ok := c["ms"].(float64); ok {
-			nodes[i].ms = time.Duration(ms) * time.Millisecond
+			nodes[i].Ms = time.Duration(ms) * time.Millisecond
 		}
 		for k, v := range c {
 			if s, isStr := v.(string); isStr && k != "_outputPath" && strings.HasPrefix(s, "†state.") {
@@ -116,57 +111,11 @@ func load(src []byte) ([]node, error) {
 				if !found {
 					return nil, fmt.Errorf("call %d reads %s, which no call writes", i, s)
 				}
-				nodes[i].preds = append(nodes[i].preds, j)
+				nodes[i].Preds = append(nodes[i].Preds, j)
 			}
 		}
 	}
 	return nodes, nil
-}
-
-// execute runs every call in a goroutine of its own, as soon as the calls
-// it reads are done, and returns each call's result.
-func execute(ctx context.Context, nodes []node) ([]int, error) {
-	done := make([]chan struct{}, len(nodes))
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
-	results := make([]int, len(nodes))
-	var wg sync.WaitGroup
-	var once sync.Once
-	var firstErr error
-	for i := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(done[i])
-			best := 0
-			for _, p := range nodes[i].preds {
-				<-done[p]
-				best = max(best, results[p])
-			}
-			if err := sleep(ctx, nodes[i].ms); err != nil {
-				once.Do(func() { firstErr = err })
-				return
-			}
-			results[i] = best + 1 // the work tool: 1 + the largest input
-		}()
-	}
-	wg.Wait()
-	return results, firstErr
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

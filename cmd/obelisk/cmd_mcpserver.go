@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/mcpserver"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/stdlib"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// envMCPToken gives the token HTTP clients must send; without it the
+// server makes one and prints it.
+const envMCPToken = "OBELISK_MCP_TOKEN"
+
+func mcpServerCommand() *command {
+	return &command{
+		name:    "mcp-server",
+		args:    "",
+		summary: "serve plan mode to MCP clients, on stdio or over HTTP (--http): they find tools, check, dry-run and run plans",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var rf runFlags
+			rf.registerTools(fs)
+			rf.registerLimits(fs)
+			rf.registerRunTools(fs)
+			fs.StringVar(&rf.mocks, "mocks", "", "a mocks file answering tool calls")
+			var sf stateFlags
+			sf.register(fs)
+			yes := fs.Bool("yes", false, "approve every approval gate without asking anyone")
+			noElicit := fs.Bool("no-elicitation", false, "never ask the person through the client: every approval gate waits for obelisk approve")
+			approvalTimeout := fs.Duration("approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
+			approvalDefault := fs.String("approval-default", "reject", "what an approval that times out becomes: reject or approve")
+			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
+			runTimeout := fs.Duration("run-timeout", 0, "the longest a run may take in this server (e.g. 30m); 0 sets no limit")
+			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
+			wait := fs.Duration("wait", 30*time.Second, "how long a call waits for a run before it answers that the run goes on (a call may ask for up to 10m)")
+			httpAddr := fs.String("http", "", "serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio; ADDR is a loopback address (127.0.0.1:8765, localhost:0) unless --allow-remote-clients. Clients send the header Authorization: Bearer TOKEN, the token "+envMCPToken+" gives, or else one the server makes and prints")
+			remote := fs.Bool("allow-remote-clients", false, "let --http listen on an address other machines reach: anyone holding the token may then run plans with every tool and grant of this server, and answer its approvals")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 0 {
+					return usageError(e, "mcp-server", "expected no arguments, got %d: the plans come from the client", len(args))
+				}
+				if *httpAddr != "" {
+					if err := checkListenAddr(*httpAddr, *remote); err != nil {
+						return usageError(e, "mcp-server", "--http %v", err)
+					}
+				}
+				xf := execFlags{approvalTimeout: *approvalTimeout, approvalDefault: *approvalDefault}
+				policy, err := xf.policy()
+				if err != nil {
+					return usageError(e, "mcp-server", "%v", err)
+				}
+				if *runTimeout < 0 {
+					return usageError(e, "mcp-server", "--run-timeout must not be negative")
+				}
+				stop, st := rf.connect(ctx, e, "mcp-server")
+				if stop == nil {
+					return st
+				}
+				defer stop()
+				opts, status := rf.serverOptions(e)
+				if status != exitOK {
+					return status
+				}
+				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
+				if opts.settings, err = opts.tools.record(vmo, policy); err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				stateDir, err := filepath.Abs(sf.dir)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				store, err := (&stateFlags{dir: stateDir}).open()
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer store.Close()
+				wd, _ := os.Getwd()
+				srv, err := mcpserver.New(mcpserver.Options{
+					Version:        moduleVersion(),
+					Tools:          opts.files,
+					Caller:         opts.caller,
+					Preflight:      opts.preflight,
+					Store:          store,
+					Settings:       opts.settings,
+					Limits:         rf.limits,
+					MaxParallel:    rf.maxParallel,
+					ApproveAll:     *yes,
+					NoElicitation:  *noElicit,
+					ApproveCommand: "obelisk approve --state-dir " + shellQuote(stateDir),
+					Wait:           *wait,
+					WorkDir:        wd,
+					Log:            e.log.Named("mcp-server"),
+				})
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer srv.Close()
+				if *httpAddr == "" {
+					e.log.Info("serving MCP on stdio", "journal", store.Path())
+					if err := srv.Run(ctx, &sdk.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+						e.errorf("%v", err)
+						return exitUsage
+					}
+					return exitOK
+				}
+				return serveHTTP(ctx, e, srv, *httpAddr)
+			}
+		},
+	}
+}
+
+// serverSetup is what the server is given of the command line's tools.
+type serverSetup struct {
+	files     []planfile.File
+	caller    vm.Caller
+	preflight func(*compiler.Program) []string
+	tools     *toolSettings
+	settings  durable.Settings
+}
+
+// serverOptions builds the tools the flags give: the built-in tools, the
+// tools files' (with their http and command blocks bound), the MCP
+// servers', and the mocks.
+func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
+	cfg, srcs, diags, err := rf.config(&source{name: "<mcp-server>"})
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
+	}
+	if diags.HasErrors() {
+		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+		return nil, exitUsage
+	}
+	reg, err := rf.registry()
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
+	}
+	// The operator's tools are every tool a plan can call: those with a
+	// binding are bound now, not per plan.
+	info, _ := compiler.Check(&lang.File{Name: "<mcp-server>"}, cfg)
+	bound, bd := bindTools(sortedTools(info), "", rf.grants.httpOptions())
+	if bd.HasErrors() {
+		lang.WriteText(e.stderr, srcs, bd, e.textOptions())
+		return nil, exitUsage
+	}
+	off, err := rf.registerBound(reg, bound)
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
+	}
+	ts := &toolSettings{MCP: rf.mcp, MCPParallel: rf.mcpParallel, AllowCommands: rf.allowCommands}
+	var mocks *runtime.Mocks
+	if rf.mocks != "" {
+		b, err := os.ReadFile(rf.mocks)
+		if err != nil {
+			e.errorf("reading mocks: %v", err)
+			return nil, exitUsage
+		}
+		if mocks, err = runtime.ParseMocks(b); err != nil {
+			e.errorf("%s: %v", rf.mocks, err)
+			return nil, exitUsage
+		}
+		ts.Mocks, ts.MocksFile = string(b), rf.mocks
+	}
+	if rf.files != "" {
+		if ts.Files, err = filepath.Abs(rf.files); err != nil {
+			e.errorf("%v", err)
+			return nil, exitUsage
+		}
+	}
+	netOff := rf.grants.grants().net.Off()
+	preflight := func(prog *compiler.Program) []string {
+		p := &prepared{checked: &checked{bound: bound}, prog: prog, reg: reg, mocks: mocks, commandsOff: len(off) > 0, netOff: netOff}
+		var problems []string
+		for _, name := range p.missingTools() {
+			problems = append(problems, fmt.Sprintf("no implementation for %s: the server's tools cannot call it", name))
+		}
+		return append(problems, p.preflight()...)
+	}
+	// The built-in tools a plan cannot call here (the file tools without
+	// --files, the network's without --allow-net) are left out of what
+	// the model reads and the checker knows.
+	files := slices.Clone(rf.read.tools)
+	for i, f := range files {
+		if f.Name == builtinToolsName {
+			files[i].Text = string(callableBuiltins(reg, netOff))
+		}
+	}
+	return &serverSetup{files: files, caller: runtime.Chain{Mocks: mocks, Registry: reg}, preflight: preflight, tools: ts}, exitOK
+}
+
+// callableBuiltins returns the definitions of the built-in tools reg holds
+// and the grants let run, as a tools file.
+func callableBuiltins(reg *runtime.Registry, netOff bool) []byte {
+	all := runtime.NewRegistry()
+	stdlib.Register(all, stdlib.Options{FilesRoot: "."})
+	var defs []runtime.Definition
+	for _, d := range all.Definitions() {
+		if reg.Has(d.Name) && !(netOff && stdlib.NeedsNetwork(d.Name)) {
+			defs = append(defs, d)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"tools": defs})
+	return b
+}
+
+// checkListenAddr refuses an address that is not a loopback address,
+// unless remote clients are allowed.
+func checkListenAddr(addr string, remote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: give HOST:PORT, such as 127.0.0.1:8765 (port 0 picks one)", addr)
+	}
+	if remote {
+		return nil
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address: other machines could run plans with this server's tools. Listen on 127.0.0.1 or [::1], or give --allow-remote-clients to let them", addr)
+}
+
+// serveHTTP serves MCP over HTTP at ADDR/mcp until ctx ends.
+func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) int {
+	token := e.getenv(envMCPToken)
+	made := token == ""
+	if made {
+		b := make([]byte, 24)
+		rand.Read(b)
+		token = hex.EncodeToString(b)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		e.errorf("--http: %v", err)
+		return exitUsage
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.Handler(mcpserver.HTTPOptions{Token: token}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	if made {
+		fmt.Fprintf(e.stderr, "obelisk mcp-server: serving MCP at %s\nclients send the header: Authorization: Bearer %s\n", url, token)
+	} else {
+		fmt.Fprintf(e.stderr, "obelisk mcp-server: serving MCP at %s (clients send the token of %s)\n", url, envMCPToken)
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		e.errorf("%v", err)
+		return exitUsage
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(shutdown)
+	return exitOK
+}
+
+// moduleVersion is obelisk's module version, as the build records it.
+func moduleVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The tests of obelisk mcp-server with clients and servers nobody here
+// wrote, from npm (versions pinned in testdata/mcp/package-lock.json):
+// the official TypeScript SDK's client, the MCP Inspector's CLI, and the
+// reference servers. They need Node.js and npm; the packages are
+// installed with npm ci the first time (CI's .ci/run installs them first).
+
+// npmDir holds the npm packages of the tests.
+const npmDir = "testdata/mcp"
+
+var (
+	npmOnce sync.Once
+	npmErr  error
+)
+
+// npmPackages returns the absolute path of npmDir, its packages
+// installed. It skips the test when node or npm is not installed.
+func npmPackages(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the tests with MCP clients and servers from npm need Node.js and npm", tool)
+		}
+	}
+	dir, err := filepath.Abs(npmDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	npmOnce.Do(func() {
+		lock, err1 := os.Stat(filepath.Join(dir, "package-lock.json"))
+		installed, err2 := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+		if err1 == nil && err2 == nil && !installed.ModTime().Before(lock.ModTime()) {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", npmDir, err, out)
+		}
+	})
+	if npmErr != nil {
+		t.Fatal(npmErr)
+	}
+	return dir
+}
+
+// fsServer is the --mcp of the reference filesystem server, serving root.
+func fsServer(npm, root string) string {
+	return fmt.Sprintf("fs=node '%s' '%s'", filepath.Join(npm, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root)
+}
+
+// clientSaw is what client.mjs prints.
+type clientSaw struct {
+	Tools       []string `json:"tools"`
+	BrokenOK    bool     `json:"brokenOK"`
+	Diagnostics []struct {
+		Code, Message, Fix string
+	} `json:"diagnostics"`
+	Run      runAnswer `json:"run"`
+	Waiting  runAnswer `json:"waiting"`
+	Approved runAnswer `json:"approved"`
+	Asked    string    `json:"asked"`
+}
+
+type runAnswer struct {
+	Run     string   `json:"run"`
+	Status  string   `json:"status"`
+	Output  any      `json:"output"`
+	Waiting []string `json:"waiting"`
+	Next    string   `json:"next"`
+}
+
+// node runs a script of npmDir, and decodes what it prints on stdout.
+func node(t *testing.T, npm string, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command("node", args...)
+	cmd.Dir = npm
+	cmd.Env = append(os.Environ(), "OBELISK_TEST_MAIN=1", "OBELISK_LOG=error")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("node %s printed no JSON: %v\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+}
+
+// checkSaw checks what client.mjs saw, and that the write that waits
+// wrote nothing while the approved one did.
+func checkSaw(t *testing.T, saw *clientSaw, root, stateDir string) {
+	t.Helper()
+	if saw.BrokenOK || len(saw.Diagnostics) != 1 || saw.Diagnostics[0].Code != "unknown-argument" || saw.Diagnostics[0].Fix != "rename the argument to path" {
+		t.Errorf("the broken plan's diagnostics: %+v", saw.Diagnostics)
+	}
+	if saw.Run.Status != "completed" || fmt.Sprint(saw.Run.Output) != "map[a:alpha\n b:beta\n]" {
+		t.Errorf("the run: %+v", saw.Run)
+	}
+	wantNext := fmt.Sprintf("obelisk approve --state-dir %s %s w", stateDir, saw.Waiting.Run)
+	if saw.Waiting.Status != "waiting" || !strings.Contains(saw.Waiting.Next, wantNext) {
+		t.Errorf("the write that waits: %+v; want a next step with %q", saw.Waiting, wantNext)
+	}
+	if _, err := os.Stat(filepath.Join(root, "out.txt")); err == nil {
+		t.Errorf("out.txt was written before anyone approved it")
+	}
+	if saw.Approved.Status != "completed" || !strings.Contains(saw.Asked, "calls fs.write_file: Write out.txt?") {
+		t.Errorf("the approved write: %+v, the person was asked %q", saw.Approved, saw.Asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "approved.txt")); err != nil || string(b) != "written by a plan" {
+		t.Errorf("approved.txt: %q, %v", b, err)
+	}
+}
+
+// TestNodeClient drives obelisk mcp-server from the official TypeScript
+// SDK's client over stdio, against the reference filesystem server; then a
+// person approves the waiting write with obelisk approve, and obelisk
+// resume finishes it.
+func TestNodeClient(t *testing.T) {
+	npm := npmPackages(t)
+	root, stateDir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "b.txt"), []byte("beta\n"), 0o644)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saw clientSaw
+	node(t, npm, &saw, "client.mjs", "stdio", root, exe, "mcp-server", "--state-dir", stateDir, "--mcp", fsServer(npm, root))
+	checkSaw(t, &saw, root, stateDir)
+
+	if r := runObelisk(t, root, "approve", "--state-dir", stateDir, saw.Waiting.Run, "w"); r.code != exitOK {
+		t.Fatalf("obelisk approve: %+v", r)
+	}
+	r := runObelisk(t, root, "resume", "--state-dir", stateDir, saw.Waiting.Run)
+	if b, err := os.ReadFile(filepath.Join(root, "out.txt")); r.code != exitOK || err != nil || string(b) != "written by a plan" {
+		t.Errorf("obelisk resume of the approved run: %+v; out.txt %q, %v", r, b, err)
+	}
+}
+
+// TestNodeClientHTTP drives obelisk mcp-server over streamable HTTP, from
+// the TypeScript SDK's client and the Inspector's CLI.
+func TestNodeClientHTTP(t *testing.T) {
+	npm := npmPackages(t)
+	root, stateDir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "b.txt"), []byte("beta\n"), 0o644)
+	const token = "t0ken-of-the-test"
+	srv := obelisk(t, root, "mcp-server", "--http", "127.0.0.1:0", "--state-dir", stateDir, "--mcp", fsServer(npm, root))
+	srv.Env = append(srv.Env, envMCPToken+"="+token, "OBELISK_LOG=warn")
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGINT)
+		srv.Wait()
+	}()
+	lines := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && lines.Scan() {
+		url = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/mcp`).FindString(lines.Text())
+	}
+	if url == "" {
+		t.Fatalf("the server did not say where it serves")
+	}
+	go func() {
+		for lines.Scan() { // what it logs after, read so that it never blocks
+		}
+	}()
+	var saw clientSaw
+	node(t, npm, &saw, "client.mjs", "http", root, url, token)
+	checkSaw(t, &saw, root, stateDir)
+
+	inspector := filepath.Join(npm, "node_modules/.bin/mcp-inspector")
+	var listed struct{ Tools []struct{ Name string } }
+	node(t, npm, &listed, inspector, "--cli", url, "--transport", "http", "--header", "Authorization: Bearer "+token, "--method", "tools/list")
+	if len(listed.Tools) != 7 {
+		t.Errorf("the Inspector listed %+v", listed.Tools)
+	}
+	var called struct {
+		Content []struct{ Text string }
+	}
+	plan := fmt.Sprintf("fs.list_directory(path: %q) -> $state.l\noutput $state.l.content\n", root)
+	node(t, npm, &called, inspector, "--cli", url, "--transport", "http", "--header", "Authorization: Bearer "+token,
+		"--method", "tools/call", "--tool-name", "run_plan", "--tool-arg", "plan="+plan)
+	if len(called.Content) != 1 || !strings.Contains(called.Content[0].Text, `"status":"completed"`) || !strings.Contains(called.Content[0].Text, "[FILE] a.txt") {
+		t.Errorf("the Inspector's run_plan: %+v", called)
+	}
+	// Without the token, the Inspector gets nothing.
+	cmd := exec.Command("node", inspector, "--cli", url, "--transport", "http", "--method", "tools/list")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("the Inspector without the token listed the tools:\n%s", out)
+	}
+}
+
+// TestInspectorStdio lists and calls obelisk mcp-server with the
+// Inspector's CLI over stdio.
+func TestInspectorStdio(t *testing.T) {
+	npm := npmPackages(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspector := filepath.Join(npm, "node_modules/.bin/mcp-inspector")
+	server := []string{"-e", "OBELISK_TEST_MAIN=1", "-e", "OBELISK_LOG=error", exe, "mcp-server", "--state-dir", t.TempDir()}
+	var listed struct{ Tools []struct{ Name string } }
+	node(t, npm, &listed, append(append([]string{inspector, "--cli"}, server...), "--method", "tools/list")...)
+	if len(listed.Tools) != 7 {
+		t.Errorf("the Inspector listed %+v", listed.Tools)
+	}
+	var called struct {
+		Content []struct{ Text string }
+	}
+	node(t, npm, &called, append(append([]string{inspector, "--cli"}, server...), "--method", "tools/call", "--tool-name", "check_plan", "--tool-arg", "plan=ecko(value: 1) -> $state.x\noutput $state.x\n")...)
+	if len(called.Content) != 1 || !strings.Contains(called.Content[0].Text, `unknown tool ecko (did you mean \"echo\"?)`) {
+		t.Errorf("the Inspector's check_plan: %+v", called)
+	}
+}

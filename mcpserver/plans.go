@@ -1,0 +1,291 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// defaultLimit is how many tools search_tools answers with, unless asked.
+const defaultLimit = 5
+
+// maxReported bounds the diagnostics of each severity an answer holds,
+// as `obelisk check` prints at most 100: a model repairs the first ones
+// and checks again.
+const maxReported = 20
+
+// planArgs are the arguments of the tools that take a plan.
+type planArgs struct {
+	Plan  string          `json:"plan"`
+	Input json.RawMessage `json:"input,omitempty"`
+	Seed  *uint64         `json:"seed,omitempty"`
+	Wait  *float64        `json:"wait,omitempty"`
+}
+
+// runArgs are the arguments of the tools that take a run.
+type runArgs struct {
+	Run  string   `json:"run"`
+	Wait *float64 `json:"wait,omitempty"`
+}
+
+// searchArgs are the arguments of search_tools.
+type searchArgs struct {
+	Query string `json:"query"`
+	Limit *int   `json:"limit,omitempty"`
+}
+
+// decodeArgs decodes a call's arguments strictly: a key given twice or
+// one the tool does not take is refused with a message that says so.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	if err := runtime.CheckUniqueKeys(raw); err != nil {
+		return fmt.Errorf("the arguments: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the arguments: %w", err)
+	}
+	return nil
+}
+
+// compiled is a plan read, checked and, when it checks, compiled.
+type compiled struct {
+	src   *planfile.Source
+	cfg   compiler.Config
+	file  *lang.File
+	info  *compiler.Info
+	prog  *compiler.Program
+	diags lang.Diagnostics
+}
+
+// ok reports whether the plan compiled.
+func (c *compiled) ok() bool { return c.prog != nil }
+
+// report returns the diagnostics as `obelisk check --format json` prints
+// them.
+func (c *compiled) report(extra lang.Diagnostics) string {
+	diags := append(append(lang.Diagnostics(nil), c.diags...), extra...)
+	diags.Sort()
+	b, err := lang.Report{File: c.src.Name, OK: !diags.HasErrors(), Diagnostics: diags, Source: []byte(c.src.Text), Max: maxReported}.MarshalJSON()
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// compile reads, checks and compiles a plan against the server's tools.
+// A plan sent by a client imports nothing, and is checked strictly: an
+// irreversible call without an approval gate is an error.
+func (s *Server) compile(text string) *compiled {
+	isJSON := looksLikeJSON(text)
+	name := "plan.plan"
+	if isJSON {
+		name = "plan.json"
+	}
+	src := &planfile.Source{Name: name, JSON: isJSON, Text: text, WorkDir: s.opts.WorkDir, Tools: s.opts.Tools, Strict: true, MaxParallel: s.opts.MaxParallel}
+	c := &compiled{src: src}
+	cfg, diags := src.Config()
+	cfg.Imports = nil // this checker reads no files
+	cfg.Limits = s.opts.Limits
+	// The server's runs have no model to fill holes or choose for tasks.
+	cfg.NoFiller = true
+	c.cfg = cfg
+	if isJSON {
+		c.file, c.diags = lang.ParseJSON(name, []byte(text))
+	} else {
+		c.file, c.diags = lang.Parse(name, []byte(text))
+	}
+	c.diags = append(c.diags, diags...)
+	if c.diags.HasErrors() {
+		c.diags.Sort()
+		return c
+	}
+	info, cd := compiler.Check(c.file, cfg)
+	c.info = info
+	c.diags = append(c.diags, cd...)
+	c.diags.Sort()
+	if c.diags.HasErrors() {
+		return c
+	}
+	prog, err := compiler.Compile(info, c.diags, compiler.Options{MaxParallel: s.opts.MaxParallel})
+	if err != nil {
+		c.diags = append(c.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.LimitExceeded, Message: err.Error()})
+		return c
+	}
+	c.prog = prog
+	return c
+}
+
+// looksLikeJSON reports whether text starts, after spaces, with [ or {,
+// which no plan text does.
+func looksLikeJSON(text string) bool {
+	t := strings.TrimLeft(text, " \t\r\n\ufeff")
+	return t != "" && (t[0] == '[' || t[0] == '{')
+}
+
+// input reads the input a call gives, or the one a JSON plan carries, and
+// checks it against the plan's input declaration.
+func (c *compiled) input(raw json.RawMessage) (map[string]any, lang.Diagnostics, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return c.file.InputValues, compiler.CheckInput(c.info, c.file.InputValues), nil
+	}
+	v, err := runtime.DecodeJSON(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the input is not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("the input must be a JSON object, its fields the plan's input block's")
+	}
+	return m, compiler.CheckInput(c.info, m), nil
+}
+
+// checkPlan answers check_plan.
+func (s *Server) checkPlan(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args planArgs
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return failure(err.Error()), nil
+	}
+	c := s.compile(args.Plan)
+	var extra lang.Diagnostics
+	if c.info != nil && len(args.Input) > 0 && !c.diags.HasErrors() {
+		_, d, err := c.input(args.Input)
+		if err != nil {
+			return failure(err.Error()), nil
+		}
+		extra = d
+	}
+	return textResult(c.report(extra), false), nil
+}
+
+// dryRun answers dry_run_plan.
+func (s *Server) dryRun(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args planArgs
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return failure(err.Error()), nil
+	}
+	c := s.compile(args.Plan)
+	if !c.ok() {
+		return textResult(c.report(nil), true), nil
+	}
+	input, diags, err := c.input(args.Input)
+	if err != nil {
+		return failure(err.Error()), nil
+	}
+	if diags.HasErrors() {
+		return textResult(c.report(diags), true), nil
+	}
+	seed := uint64(1)
+	if args.Seed != nil {
+		seed = *args.Seed
+	}
+	res, err := vm.Simulate(ctx, c.prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, CostLimit: s.opts.Limits.MaxCost})
+	if err != nil {
+		return failure(err.Error()), nil
+	}
+	return jsonResult(res, len(res.Problems) > 0)
+}
+
+// runPlan answers run_plan: it starts a run, journaled, and follows it.
+func (s *Server) runPlan(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args planArgs
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return failure(err.Error()), nil
+	}
+	if args.Seed != nil {
+		return failure("the arguments: seed is dry_run_plan's; a run calls the real tools"), nil
+	}
+	c := s.compile(args.Plan)
+	if !c.ok() {
+		return textResult(c.report(nil), true), nil
+	}
+	input, diags, err := c.input(args.Input)
+	if err != nil {
+		return failure(err.Error()), nil
+	}
+	if diags.HasErrors() {
+		return textResult(c.report(diags), true), nil
+	}
+	if s.opts.Preflight != nil {
+		if problems := s.opts.Preflight(c.prog); len(problems) > 0 {
+			return failure("the plan cannot run, and nothing ran:\n" + strings.Join(problems, "\n")), nil
+		}
+	}
+	plan := &durable.Plan{Source: c.src, Program: c.prog, Input: input, Check: c.cfg}
+	r, err := s.opts.Store.Create(plan, "", s.opts.Settings)
+	if err != nil {
+		return failure(fmt.Sprintf("the run could not be recorded, and nothing ran: %v", err)), nil
+	}
+	return s.follow(ctx, req, s.start(r), s.waitFor(args.Wait))
+}
+
+// searchTools answers search_tools.
+func (s *Server) searchTools(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args searchArgs
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return failure(err.Error()), nil
+	}
+	limit := defaultLimit
+	if args.Limit != nil {
+		limit = min(max(*args.Limit, 1), 100)
+	}
+	found, total := s.catalog.search(args.Query, limit)
+	var b strings.Builder
+	switch {
+	case total == 0:
+		fmt.Fprintf(&b, "# no tool matches %q; the tools: %s. Search with other words, or an empty query to list them all.\n", args.Query, s.catalog.summary())
+	case total > len(found):
+		fmt.Fprintf(&b, "# the best %d of %d tools that match; ask for more with limit, or search with more words\n", len(found), total)
+	}
+	full := map[string]bool{}
+	for _, f := range strings.Fields(strings.ReplaceAll(args.Query, ",", " ")) {
+		full[f] = true
+	}
+	b.WriteString(briefText(found, full))
+	if slices.ContainsFunc(found, func(e *entry) bool { return !full[e.name] && e.brief != e.signature }) {
+		b.WriteString("# descriptions are cut to their first sentence: search a tool's full name for all of it\n")
+	}
+	return textResult(b.String(), false), nil
+}
+
+// getPrimer answers get_primer.
+func (s *Server) getPrimer(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return textResult(s.primer, false), nil
+}
+
+// textResult is an answer of one text.
+func textResult(text string, isError bool) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: isError}
+}
+
+// failure is an answer that says why a call did nothing.
+func failure(msg string) *sdk.CallToolResult { return textResult(msg, true) }
+
+// jsonResult is an answer of one JSON text, written compactly: every byte
+// of it goes to the model's context.
+func jsonResult(v any, isError bool) (*sdk.CallToolResult, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return failure(fmt.Sprintf("encoding the answer: %v", err)), nil
+	}
+	return textResult(strings.TrimSuffix(buf.String(), "\n"), isError), nil
+}

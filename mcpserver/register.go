@@ -1,0 +1,93 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The input schemas of the server's tools. Each refuses other properties.
+var (
+	planSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"}},` +
+		`"required":["plan"],"additionalProperties":false}`)
+	dryRunSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"},` +
+		`"seed":{"type":"integer","minimum":0,"description":"of the invented values (default 1)"}},` +
+		`"required":["plan"],"additionalProperties":false}`)
+	runSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"plan":{"type":"string","description":"plan text, or its JSON form"},` +
+		`"input":{"type":"object","description":"the fields of its input block"},` +
+		`"wait":{"type":"number","minimum":0}},` +
+		`"required":["plan"],"additionalProperties":false}`)
+	runIDSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"run":{"type":"string","description":"as run_plan answered it"},` +
+		`"wait":{"type":"number","minimum":0}},` +
+		`"required":["run"],"additionalProperties":false}`)
+	searchSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"query":{"type":"string"},` +
+		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 10"}},` +
+		`"required":["query"],"additionalProperties":false}`)
+	noArgsSchema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+)
+
+// addTools adds the server's tools. None of them approves anything.
+func (s *Server) addTools() {
+	desc := s.descriptions()
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	// A run calls the operator's tools, which may do anything: the
+	// defaults of the annotations (destructive, open world) say so.
+	var runs *sdk.ToolAnnotations
+	for _, t := range []struct {
+		name   string
+		schema json.RawMessage
+		ann    *sdk.ToolAnnotations
+		h      sdk.ToolHandler
+	}{
+		{toolPrimer, noArgsSchema, readOnly, s.getPrimer},
+		{toolSearch, searchSchema, readOnly, s.searchTools},
+		{toolCheck, planSchema, readOnly, s.checkPlan},
+		{toolDryRun, dryRunSchema, readOnly, s.dryRun},
+		{toolRun, runSchema, runs, s.runPlan},
+		{toolStatus, runIDSchema, readOnly, s.runStatus},
+		{toolResume, runIDSchema, runs, s.resumeRun},
+	} {
+		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, t.h)
+	}
+}
+
+// addResources adds the primer and the tools' signatures as resources, and
+// the prompt that asks for a plan.
+func (s *Server) addResources() {
+	s.mcp.AddResource(&sdk.Resource{URI: primerURI, Name: "primer", Title: "How to write an Obelisk plan", MIMEType: "text/markdown", Description: "The workflow and the language, quoted from its reference."},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: primerURI, MIMEType: "text/markdown", Text: s.primer}}}, nil
+		})
+	s.mcp.AddResource(&sdk.Resource{URI: toolsURI, Name: "tools", Title: "The tools a plan may call", MIMEType: "text/plain",
+		Description: fmt.Sprintf("The signatures of the %d tools (%s), as tool lines.", len(s.catalog.tools), s.catalog.summary())},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: toolsURI, MIMEType: "text/plain", Text: text(s.catalog.tools)}}}, nil
+		})
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: toolURIPrefix + "{name}", Name: "tool", Title: "One tool's signature", MIMEType: "text/plain"},
+		func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			name := strings.TrimPrefix(req.Params.URI, toolURIPrefix)
+			e := s.catalog.byName[name]
+			if e == nil {
+				return nil, sdk.ResourceNotFoundError(req.Params.URI)
+			}
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: e.signature + "\n"}}}, nil
+		})
+	s.mcp.AddPrompt(&sdk.Prompt{Name: promptName, Title: "Reach a goal with one plan", Description: "The primer, and a goal to reach with one Obelisk plan.",
+		Arguments: []*sdk.PromptArgument{{Name: "goal", Description: "what the plan is to do", Required: true}}},
+		func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			goal := req.Params.Arguments["goal"]
+			return &sdk.GetPromptResult{Description: "Reach a goal with one Obelisk plan", Messages: []*sdk.PromptMessage{
+				{Role: "user", Content: &sdk.TextContent{Text: s.primer + "\nGoal: " + goal + "\n"}},
+			}}, nil
+		})
+}
