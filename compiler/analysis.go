@@ -155,28 +155,49 @@ func analyze(p *Program, opts Options) *Analysis {
 
 // stepLatency is the expected duration of a step and of one of its calls.
 func stepLatency(p *Program, s *Step, opts Options) (step, call time.Duration, estimated bool) {
-	if s.Result != nil || s.Tool == nil {
+	if s.Result != nil {
 		return 0, 0, false
 	}
-	var per time.Duration
-	switch {
-	case s.Tool.Plan != nil:
-		if sub := p.Sub[s.Tool.Name]; sub != nil {
-			per = sub.Analysis.CriticalLatency
-			estimated = anyEstimated(sub.Analysis.Estimated)
+	if s.Task != nil {
+		// The model's choice, then the slowest candidate.
+		per := opts.DefaultModelLatency
+		var slowest time.Duration
+		for _, t := range s.Task.Candidates {
+			d, _ := toolLatency(p, t, opts)
+			slowest = max(slowest, d)
 		}
-	case s.Tool.Latency > 0:
-		per = s.Tool.Latency
-	case s.Tool.Model:
-		per, estimated = opts.DefaultModelLatency, true
-	default:
-		per, estimated = opts.DefaultLatency, true
+		return per + slowest, per + slowest, true
+	}
+	if s.Tool == nil {
+		return 0, 0, false
+	}
+	per, estimated := toolLatency(p, s.Tool, opts)
+	if n := len(s.Holes()); n > 0 {
+		// Each hole is filled by a model before the call.
+		per += time.Duration(n) * opts.DefaultModelLatency
+		estimated = true
 	}
 	if s.Each != nil {
 		rounds := (eachCount(s) + opts.MaxParallel - 1) / opts.MaxParallel
 		return per * time.Duration(max(rounds, 1)), per, estimated
 	}
 	return per, per, estimated
+}
+
+// toolLatency is the expected duration of one call of a tool or sub-plan.
+func toolLatency(p *Program, t *Tool, opts Options) (per time.Duration, estimated bool) {
+	switch {
+	case t.Plan != nil:
+		if sub := p.Sub[t.Name]; sub != nil {
+			return sub.Analysis.CriticalLatency, anyEstimated(sub.Analysis.Estimated)
+		}
+		return 0, false
+	case t.Latency > 0:
+		return t.Latency, false
+	case t.Model:
+		return opts.DefaultModelLatency, true
+	}
+	return opts.DefaultLatency, true
 }
 
 func anyEstimated(es []bool) bool {
@@ -201,9 +222,17 @@ func eachCount(s *Step) int {
 
 // stepCost counts a step's tool calls, model calls and tokens.
 func stepCost(p *Program, s *Step) (calls, model, tokens float64) {
-	if s.Result != nil || s.Tool == nil {
+	if s.Result != nil {
 		return 0, 0, 0
 	}
+	if s.Task != nil {
+		// The model's choice, and one call of the candidate it chooses.
+		return 1, 1, 0
+	}
+	if s.Tool == nil {
+		return 0, 0, 0
+	}
+	model = float64(len(s.Holes()))
 	times := 1.0
 	if s.Each != nil {
 		times = float64(eachCount(s))
@@ -216,8 +245,9 @@ func stepCost(p *Program, s *Step) (calls, model, tokens float64) {
 		return 0, 0, 0
 	}
 	calls = times
+	model *= times
 	if s.Tool.Model {
-		model = times
+		model += times
 	}
 	return calls, model, times * float64(s.Tool.Tokens)
 }

@@ -31,8 +31,31 @@ type Config struct {
 	// one, each such criterion gets an unjudged-criterion warning: the run
 	// would record it as unjudged and go on.
 	HasEvaluator bool
+	// NoFiller says that the run the plan is checked for has no model to
+	// fill holes and choose for tasks (vm.Options.Filler is nil): each
+	// hole and task is then a no-filler error, since its step could only
+	// fail. Left false, a check says nothing of what fills them.
+	NoFiller bool
 	// Limits bound what an untrusted plan may ask for.
 	Limits Limits
+	// Hints are the routing hints the operator declares, by name: who a
+	// step's `hint` may name, and what each routes a task to. A hint the
+	// plan names that is not here is mapped to the closest one, or
+	// dropped, with a routing-hint warning; never an error.
+	Hints map[string]Hint
+}
+
+// Hint is what a routing hint routes a task to: a tool set (the tools of
+// an MCP server among them) or a sub-plan. A task with the hint chooses
+// among these, narrowed to the candidates it lists when it lists some.
+type Hint struct {
+	// Tools are the tools a task with the hint may use.
+	Tools []string `json:"tools,omitempty"`
+	// Plan is a sub-plan that does the work of the hint, by name.
+	Plan string `json:"plan,omitempty"`
+	// Aliases are other names models give the hint (analyst for
+	// researcher), taken as the hint with a warning.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // Limits bound untrusted plans. A zero field takes its default. A plan
@@ -749,11 +772,13 @@ func (c *checker) orderSubPlans() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	calls := map[string][]*lang.Step{}
+	calls := map[string][]string{}
 	for _, n := range names {
 		for _, s := range lang.Steps(c.planDecls[n].Items) {
-			if _, ok := c.planDecls[s.Call.Tool.Name]; ok {
-				calls[n] = append(calls[n], s)
+			for _, callee := range c.callees(s) {
+				if _, ok := c.planDecls[callee]; ok {
+					calls[n] = append(calls[n], callee)
+				}
 			}
 		}
 	}
@@ -779,8 +804,8 @@ func (c *checker) orderSubPlans() {
 		}
 		state[n] = 1
 		stack = append(stack, n)
-		for _, s := range calls[n] {
-			visit(s.Call.Tool.Name, depth+1)
+		for _, callee := range calls[n] {
+			visit(callee, depth+1)
 		}
 		stack = stack[:len(stack)-1]
 		state[n] = 2
@@ -814,10 +839,10 @@ func (c *checker) subPlanTool(p *Plan, d *lang.PlanDecl) *Tool {
 	// A sub-plan is as dangerous as the worst step it runs without a gate
 	// of its own; its caller's gate covers those.
 	for _, s := range p.Steps {
-		if s.Tool != nil && !s.Approve && !p.Approve {
+		if (s.Tool != nil || s.Task != nil) && !s.Approve && !p.Approve {
 			t.Effect = min(t.Effect, stepEffect(s))
 		}
-		if s.Tool != nil && s.Tool.Model {
+		if s.Tool != nil && s.Tool.Model || s.Task != nil || len(s.Holes()) > 0 {
 			t.Model = true
 		}
 	}
@@ -833,6 +858,11 @@ func stepEffect(s *Step) Effect {
 	}
 	if s.Tool != nil {
 		e = s.Tool.Effect
+	}
+	if s.Task != nil {
+		for _, c := range s.Task.Candidates {
+			e = min(e, c.Effect)
+		}
 	}
 	if s.Fallback != nil && s.Fallback.Tool != nil {
 		e = min(e, s.Fallback.Tool.Effect)

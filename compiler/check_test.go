@@ -75,8 +75,9 @@ func TestConformanceCheck(t *testing.T) {
 }
 
 // caseConfig is the checker's configuration for a conformance case: the
-// operator's tools are its section "operator.json", and the plan's
-// directory holds its sections named "dir/NAME".
+// operator's tools are its section "operator.json", the operator's hints
+// its section "hints.json", and the plan's directory holds its sections
+// named "dir/NAME".
 func caseConfig(t *testing.T, c *spec.Case) Config {
 	t.Helper()
 	dir := fstest.MapFS{}
@@ -91,6 +92,13 @@ func caseConfig(t *testing.T, c *spec.Case) Config {
 		}
 		cfg.Tools = decls
 	}
+	if b, ok := c.Section("hints.json"); ok {
+		hints, err := ParseHints(b, nil)
+		if err != nil {
+			t.Fatalf("hints.json: %v", err)
+		}
+		cfg.Hints = hints
+	}
 	return cfg
 }
 
@@ -102,7 +110,7 @@ func TestExamplesCheckClean(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*")
 	n := 0
 	for _, path := range files {
-		if !strings.HasSuffix(path, ".plan") && !(strings.HasSuffix(path, ".json") && !strings.Contains(filepath.Base(path), ".input.") && !strings.Contains(filepath.Base(path), ".mocks.") && !strings.Contains(filepath.Base(path), ".tools.")) {
+		if !strings.HasSuffix(path, ".plan") && !(strings.HasSuffix(path, ".json") && !strings.Contains(filepath.Base(path), ".input.") && !strings.Contains(filepath.Base(path), ".mocks.") && !strings.Contains(filepath.Base(path), ".tools.") && !strings.Contains(filepath.Base(path), ".fills.")) {
 			continue
 		}
 		n++
@@ -206,5 +214,35 @@ func TestNonFiniteCEL(t *testing.T) {
 		if !diags.HasErrors() || !strings.Contains(diags.Error(), "invalid double literal") {
 			t.Errorf("%s: got %v, want an error at the literal", tc.src, diags)
 		}
+	}
+}
+
+// TestNoFiller: checked for a run with no model to complete them, a hole
+// and a task are errors; checked without saying, neither is.
+func TestNoFiller(t *testing.T) {
+	src := `tool find(city: string) -> {id: string} pure
+tool book(id: string) -> {id: string} irreversible
+hotel: task "find a hotel in Oslo" using [find] -> †state.hotel
+booked: book(id: ? "the id of †state.hotel") -> †state.booking
+  approve "Book it?"
+output †state.booking.id
+`
+	_, diags := checkSource("p.plan", []byte(src), Config{})
+	if diags.HasErrors() {
+		t.Fatalf("checked without saying what fills them:\n%s", diagText(diags))
+	}
+	_, diags = checkSource("p.plan", []byte(src), Config{NoFiller: true})
+	var got []string
+	for _, d := range diags {
+		if d.Code == lang.NoFiller && d.Severity == lang.SeverityError {
+			got = append(got, d.Message)
+		}
+	}
+	want := []string{
+		"task hotel is left for a model to complete, and this run has no model to choose its tool",
+		"argument id of book is left for a model to fill, and this run has no model to fill it",
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("no-filler errors:\n%s", diagText(diags))
 	}
 }

@@ -87,10 +87,17 @@ type jsonStep struct {
 	Fallback  *jsonFallback  `json:"fallback,omitempty"`
 	Approve   *jsonApprove   `json:"approve,omitempty"`
 	Result    any            `json:"result,omitempty"`
+	Task      *jsonTask      `json:"task,omitempty"`
+	Hint      string         `json:"hint,omitempty"`
 	Gated     bool           `json:"gated"`
 	Level     int            `json:"level"`
 	Latency   string         `json:"latency"`
 	Estimated bool           `json:"latencyEstimated,omitempty"`
+}
+
+type jsonTask struct {
+	Goal       string   `json:"goal"`
+	Candidates []string `json:"candidates"`
 }
 
 type jsonEach struct {
@@ -178,7 +185,7 @@ func (p *Program) export() *jsonProgram {
 	for i, s := range p.Steps {
 		js := jsonStep{
 			ID: s.ID, Index: i, Position: s.Node.Span.Start.String(),
-			Tool: s.Node.Call.Tool.Name, Args: map[string]any{}, Out: s.Out, ErrOut: s.ErrOut,
+			Tool: s.Node.Callee(), Args: map[string]any{}, Out: s.Out, ErrOut: s.ErrOut, Hint: s.Hint,
 			OutType: s.OutType.String(), Deps: []string{},
 			Retry: s.Retry, Criteria: s.Criteria, Gated: s.Gated,
 			Level: int(a.Level[i]), Latency: fmtDuration(a.Latency[i]), Estimated: a.Estimated[i],
@@ -187,6 +194,13 @@ func (p *Program) export() *jsonProgram {
 			js.Effect = stepEffect(s).String()
 			js.Model = s.Tool.Model
 			js.SubPlan = s.Tool.Plan != nil
+		}
+		if s.Task != nil {
+			js.Effect = stepEffect(s).String()
+			js.Task = &jsonTask{Goal: s.Task.Goal, Candidates: []string{}}
+			for _, t := range s.Task.Candidates {
+				js.Task.Candidates = append(js.Task.Candidates, t.Name)
+			}
 		}
 		for _, arg := range s.Args {
 			js.Args[arg.Name] = operandJSON(arg.Value)
@@ -325,6 +339,8 @@ func operandJSON(o *Operand) any {
 		return out
 	case OpCEL:
 		return map[string]any{"cel": o.Text}
+	case OpHole:
+		return map[string]any{"hole": o.Text, "type": o.Type.String()}
 	}
 	return nil
 }
@@ -428,6 +444,9 @@ func (p *Program) WriteMermaid(w io.Writer) error {
 		label := s.ID
 		if s.Tool != nil && s.Tool.Name != s.ID {
 			label += "<br/>" + s.Tool.Name
+		}
+		if s.Task != nil {
+			label += "<br/>task: " + taskCandidates(s.Task, " or ")
 		}
 		open, close := "[", "]"
 		switch {

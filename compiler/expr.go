@@ -125,6 +125,8 @@ func (pc *planChecker) operand(e lang.Expr, sc *scope, reads *[]*RefPath) *Opera
 		return op
 	case *lang.CELExpr:
 		return pc.cel(e, sc, reads)
+	case *lang.HoleExpr:
+		return pc.hole(e, sc, reads)
 	}
 	return &Operand{Kind: OpConst, Type: AnyType}
 }

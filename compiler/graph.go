@@ -70,7 +70,7 @@ func (pc *planChecker) graph() []int {
 				if d.Kind != DepError {
 					ok, errSlot = errSlot, ok
 				}
-				c.warnf(lang.Unreachable, s.Node.Call.Span, "step %s never runs: it reads both †state.%s and †state.%s, and step %s writes only one of them", s.ID, ok, errSlot, p.Steps[d.Step].ID)
+				c.warnf(lang.Unreachable, s.Node.Head(), "step %s never runs: it reads both †state.%s and †state.%s, and step %s writes only one of them", s.ID, ok, errSlot, p.Steps[d.Step].ID)
 			}
 		}
 		g.reset()
@@ -99,7 +99,7 @@ func (pc *planChecker) graph() []int {
 		}
 		names = append(names, p.Steps[cyc[0]].ID)
 		first := p.Steps[cyc[0]]
-		d := c.errorf(lang.Cycle, first.Node.Call.Tool.Span, "cycle: %s", strings.Join(names, " -> "))
+		d := c.errorf(lang.Cycle, calleeSpan(first.Node), "cycle: %s", strings.Join(names, " -> "))
 		for k, i := range cyc {
 			from := p.Steps[i]
 			to := p.Steps[cyc[(k+1)%len(cyc)]]
@@ -109,7 +109,7 @@ func (pc *planChecker) graph() []int {
 					slot = dep.Slot
 				}
 			}
-			related(d, c.file.Name, from.Node.Call.Tool.Span, "%s writes †state.%s, which %s reads", from.ID, slot, to.ID)
+			related(d, c.file.Name, calleeSpan(from.Node), "%s writes †state.%s, which %s reads", from.ID, slot, to.ID)
 		}
 		d.Fix = &lang.Fix{Message: "a step may not wait, directly or through others, for a slot it writes itself; read a different slot or remove one of the steps"}
 	}
@@ -381,25 +381,37 @@ func (pc *planChecker) warnings() {
 				}
 			}
 			if allDead {
-				c.warnf(lang.Unreachable, n.Call.Span, "step %s never runs: it reads only the error slot of a step whose result is given", s.ID)
+				c.warnf(lang.Unreachable, n.Head(), "step %s never runs: it reads only the error slot of a step whose result is given", s.ID)
 			}
 		}
-		if p.Name == "" && stepEffect(s) == Irreversible && s.Tool != nil && !s.Gated && !pc.onCycle[s.Index] {
+		if p.Name == "" && stepEffect(s) == Irreversible && (s.Tool != nil || s.Task != nil) && !s.Gated && !pc.onCycle[s.Index] {
 			sev := lang.SeverityWarning
 			if c.cfg.Strict {
 				sev = lang.SeverityError
 			}
-			what := "is irreversible"
-			if s.Tool.Plan != nil {
-				what = "runs irreversible steps"
-			} else if s.Tool.Effect != Irreversible && s.Fallback != nil {
-				what = "falls back to an irreversible tool"
+			var d *lang.Diagnostic
+			switch {
+			case s.Task != nil:
+				var irreversible []string
+				for _, t := range s.Task.Candidates {
+					if t.Effect == Irreversible {
+						irreversible = append(irreversible, t.Name)
+					}
+				}
+				d = c.report(sev, lang.UnapprovedEffect, "", n.Task.Span, "task %s may choose %s, which is irreversible, and no approval comes before it; an approval of the task is asked once the model has chosen, and shows the choice", s.ID, strings.Join(irreversible, " or "))
+			default:
+				what := "is irreversible"
+				if s.Tool.Plan != nil {
+					what = "runs irreversible steps"
+				} else if s.Tool.Effect != Irreversible && s.Fallback != nil {
+					what = "falls back to an irreversible tool"
+				}
+				d = c.report(sev, lang.UnapprovedEffect, "", n.Call.Tool.Span, "%s %s, and no approval comes before it", s.Tool.Name, what)
 			}
-			d := c.report(sev, lang.UnapprovedEffect, "", n.Call.Tool.Span, "%s %s, and no approval comes before it", s.Tool.Name, what)
-			if s.Tool.Plan != nil {
+			if s.Tool != nil && s.Tool.Plan != nil {
 				for _, inner := range s.Tool.Plan.Steps {
 					if stepEffect(inner) == Irreversible && !inner.Approve {
-						related(d, c.file.Name, inner.Node.Call.Tool.Span, "%s in sub-plan %s is irreversible", inner.Tool.Name, s.Tool.Name)
+						related(d, c.file.Name, calleeSpan(inner.Node), "%s in sub-plan %s is irreversible", inner.ToolName(), s.Tool.Name)
 					}
 				}
 			}
@@ -449,9 +461,17 @@ func (pc *planChecker) warnings() {
 	}
 }
 
+// calleeSpan is where a step names what it calls: its tool, or its task.
+func calleeSpan(n *lang.Step) lang.Span {
+	if n.Task != nil {
+		return n.Task.Span
+	}
+	return n.Call.Tool.Span
+}
+
 // suggestSlot proposes a slot name for a step's result.
 func suggestSlot(s *Step, p *Plan) string {
-	base := s.Node.Call.Tool.Name
+	base := s.Node.Callee()
 	if i := strings.LastIndexAny(base, ".-"); i >= 0 {
 		base = base[i+1:]
 	}

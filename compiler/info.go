@@ -270,6 +270,12 @@ type Step struct {
 	// Gated is set when an approval gate (this step's, an ancestor's, or
 	// the plan's) comes before the step.
 	Gated bool
+	// Task is set for a task: a goal and the candidates a model chooses
+	// among when the step runs; Tool is nil then.
+	Task *Task
+	// Hint is the step's routing hint as the operator declares it (a
+	// near miss mapped to it), or "" when it has none or it was dropped.
+	Hint string
 
 	// outSlot and errSlot are 1 + the positions of Out and ErrOut in
 	// Plan.SlotNames, set by Compile; 0 when absent or not compiled.
@@ -285,12 +291,50 @@ func (s *Step) OutIndex() (pos int, ok bool) { return int(s.outSlot) - 1, s.outS
 func (s *Step) ErrOutIndex() (pos int, ok bool) { return int(s.errSlot) - 1, s.errSlot > 0 }
 
 // ToolName is the name of the tool or sub-plan the step calls, whether it
-// was resolved or not.
+// was resolved or not; "task" for a task.
 func (s *Step) ToolName() string {
 	if s.Tool != nil {
 		return s.Tool.Name // the same name, without reaching into the tree
 	}
-	return s.Node.Call.Tool.Name
+	return s.Node.Callee()
+}
+
+// Task is what a task step leaves to a model: the goal, and the tools and
+// sub-plans it may choose among. The model chooses one candidate and fills
+// its arguments; the result must fit the step's slot.
+type Task struct {
+	// Goal is the goal's text and Reads the references in it, whose
+	// values the model is given.
+	Goal  string
+	Reads []*RefPath
+	// Candidates are the tools and sub-plans the model may choose, the
+	// ones the plan lists (narrowed to those its hint routes to), or
+	// those the hint routes to when the plan lists none. Each is one the
+	// checker resolved: the operator's, or one the plan declares.
+	Candidates []*Tool
+}
+
+// Candidate returns the candidate of the given name, or nil: a model's
+// choice is taken only when it names one.
+func (t *Task) Candidate(name string) *Tool {
+	for _, c := range t.Candidates {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Holes returns the arguments of the step that a model fills when it
+// runs, in order.
+func (s *Step) Holes() []*Arg {
+	var out []*Arg
+	for _, a := range s.Args {
+		if a.Value != nil && a.Value.Kind == OpHole {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Dep is a dependency of a step on an earlier one.

@@ -19,6 +19,7 @@ const (
 	OpList                      // a list of operands
 	OpObject                    // an object of operands
 	OpCEL                       // a CEL expression
+	OpHole                      // an argument a model fills when the step runs
 )
 
 // Operand is a checked expression in the form the interpreter evaluates: a
@@ -33,8 +34,8 @@ type Operand struct {
 	Elems []*Operand
 	Keys  []string
 	Vals  []*Operand
-	// Text is a CEL expression's source as written in the plan, and Refs
-	// the references it reads.
+	// Text is a CEL expression's source as written in the plan, or a
+	// hole's instruction, and Refs the references it reads.
 	Text string
 	Refs []*RefPath
 	// Type is the operand's static type.
@@ -123,7 +124,7 @@ func (o *Operand) AllRefs() []*RefPath {
 		switch x.Kind {
 		case OpRef:
 			out = append(out, x.Ref)
-		case OpCEL:
+		case OpCEL, OpHole:
 			out = append(out, x.Refs...)
 		}
 	})

@@ -157,6 +157,9 @@ func (pc *planChecker) size(steps []*lang.Step) {
 				slots++
 			}
 		}
+		if n.Call == nil {
+			continue
+		}
 		args += len(n.Call.Args)
 		for _, a := range n.Call.Args {
 			if _, ok := a.Value.(*lang.Ref); ok {
@@ -349,7 +352,7 @@ func (pc *planChecker) declareSteps(steps []*lang.Step) {
 			}
 			pc.labels[n.Label.Name] = n.Label.Span
 		} else {
-			use(n.Call.Tool.Name).unlabeled++
+			use(n.Callee()).unlabeled++
 		}
 	}
 	mem := make([]Step, len(steps)) // one allocation for all the steps
@@ -363,7 +366,7 @@ func (pc *planChecker) declareSteps(steps []*lang.Step) {
 	for i, n := range steps {
 		s := &mem[i]
 		s.Node, s.Index = n, i
-		name := n.Call.Tool.Name
+		name := n.Callee()
 		switch u := use(name); {
 		case n.Label != nil:
 			s.ID = n.Label.Name
@@ -386,15 +389,27 @@ func (pc *planChecker) declareSteps(steps []*lang.Step) {
 			}
 			numbered = append(numbered, idAt{int32(i), int32(start), int32(len(ids))})
 		}
-		if lastTool != nil && name == lastTool.Name {
+		switch {
+		case n.Task != nil:
+			// The model chooses the tool when the step runs; the
+			// result is the slot's declared type (see task).
+			s.Task = &Task{Goal: n.Task.Goal.StringValue()}
+		case lastTool != nil && name == lastTool.Name:
 			s.Tool = lastTool
-		} else {
+		default:
 			s.Tool = pc.lookupTool(n.Call)
 			lastTool = s.Tool
 		}
 		s.OutType = AnyType
 		if s.Tool != nil {
 			s.OutType = s.Tool.Result
+		}
+		if s.Task != nil && n.Out != nil {
+			if slot := pc.p.Slots[n.Out.Success.Slot()]; slot != nil && slot.Declared != nil {
+				s.OutType = slot.Declared
+			} else if t, _ := c.candidatesType(n); t != nil {
+				s.OutType = t
+			}
 		}
 		if n.Each != nil {
 			s.OutType = ListOf(s.OutType)
@@ -638,9 +653,16 @@ func (pc *planChecker) checkStep(s *Step) {
 		pc.eachSize(s, n.Each)
 		callScope = &scope{elem: s.Each.Var, elemType: s.Each.ElemType, env: pc.elemEnv(s.Each.Var, s.Each.ElemType)}
 	}
-	if s.Tool != nil {
+	switch {
+	case n.Task != nil:
+		if c.cfg.NoFiller {
+			d := c.errorf(lang.NoFiller, n.Task.Goal.Span, "task %s is left for a model to complete, and this run has no model to choose its tool", s.ID)
+			d.Fix = &lang.Fix{Message: "call one of its candidates instead, with `when` on each call if a rule decides which"}
+		}
+		pc.task(s, n, &r.data)
+	case s.Tool != nil:
 		s.Args = pc.args(n.Call, s.Tool, callScope, &r.data)
-	} else {
+	default:
 		pc.argsUnchecked(n.Call, callScope, &r.data)
 	}
 	seen := map[string]lang.Span{}
@@ -654,7 +676,18 @@ func (pc *planChecker) checkStep(s *Step) {
 		seen[kw] = o.Range()
 		pc.option(s, o, base, r)
 	}
-	if s.Result != nil {
+	if n.Task != nil {
+		for _, kw := range []string{"result", "fallback"} {
+			if sp, ok := seen[kw]; ok {
+				c.errorf(lang.InvalidOption, sp, "%s does not apply to a task: a model chooses among its candidates when it runs; list another candidate in using […] instead", kw)
+			}
+		}
+		pc.taskCandidates(s, n)
+	}
+	if s.Result != nil && n.Task == nil {
+		for _, a := range s.Holes() {
+			c.errorf(lang.InvalidOption, a.Value.Span, "argument %s is a hole, and the step's result is given, so its tool is not called and the hole is never filled: give the argument a value, or drop the result", a.Name)
+		}
 		for _, kw := range []string{"retry", "timeout", "fallback"} {
 			if sp, ok := seen[kw]; ok {
 				c.errorf(lang.InvalidOption, sp, "%s does not apply to a step whose result is given: the tool is not called", kw)
@@ -705,6 +738,18 @@ func (pc *planChecker) args(call *lang.Call, tool *Tool, sc *scope, reads *[]*Re
 		given.add(name, a.Name.Span)
 		param := tool.Param(name)
 		op := pc.operandAt(lang.Place{Kind: lang.PlaceArgument, Call: call.Tool.Name, Name: name}, a.Value, sc, reads)
+		if op != nil && op.Kind == OpHole && c.cfg.NoFiller {
+			d := c.errorf(lang.NoFiller, a.Value.Range(), "argument %s of %s is left for a model to fill, and this run has no model to fill it", name, tool.Name)
+			d.Fix = &lang.Fix{Message: "write the value: a reference or CEL when it comes from a result, a constant when it is known"}
+		}
+		if op != nil && op.Kind == OpHole && param != nil {
+			// A model fills it with a value of the parameter's type,
+			// which the run checks.
+			op.Type = param.Type
+			mem[k] = Arg{Name: name, Param: param, Value: op}
+			out = append(out, &mem[k])
+			continue
+		}
 		if param == nil {
 			names := paramNames(tool)
 			msg := fmt.Sprintf("%s has no parameter %s%s", tool.Name, name, didYouMean(name, names))
@@ -955,6 +1000,11 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 			s.Timeout = d
 		}
 	case *lang.FallbackOption:
+		for _, a := range o.Call.Args {
+			if h, ok := a.Value.(*lang.HoleExpr); ok {
+				c.errorf(lang.InvalidOption, h.Span, "argument %s of the fallback %s is a hole: a fallback's arguments are given, not filled by a model; give it a value, or make the fallback a candidate of a task", a.Name.Name, o.Call.Tool.Name)
+			}
+		}
 		fb := &Fallback{Tool: pc.lookupTool(o.Call)}
 		sc := base
 		if s.Each != nil {
@@ -974,6 +1024,8 @@ func (pc *planChecker) option(s *Step, o lang.Option, base *scope, r *stepReads)
 	case *lang.ApproveOption:
 		s.Approve = true
 		s.ApproveMessage = o.Message.StringValue()
+	case *lang.HintOption:
+		pc.hint(s, o)
 	case *lang.ResultOption:
 		s.Result = pc.operandAt(lang.Place{Kind: lang.PlaceStatement, Name: "result"}, o.Value, base, &r.data)
 		if s.Tool != nil && s.Result != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,9 +98,15 @@ func Compile(info *Info, diags lang.Diagnostics, opts Options) (*Program, error)
 		compiling[name] = true
 		plan := info.Plans[name]
 		for _, s := range plan.Steps {
-			if s.Tool != nil && s.Tool.Plan != nil {
-				if _, err := compile(s.Tool.Plan.Name); err != nil {
-					return nil, err
+			callees := []*Tool{s.Tool}
+			if s.Task != nil {
+				callees = s.Task.Candidates
+			}
+			for _, t := range callees {
+				if t != nil && t.Plan != nil {
+					if _, err := compile(t.Plan.Name); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -290,6 +297,9 @@ func (p *Program) Graph() graph.Graph[int, int] {
 			if s.Tool != nil && s.Tool.Name != s.ID {
 				label += "\\n" + s.Tool.Name
 			}
+			if s.Task != nil {
+				label += "\\ntask: " + taskCandidates(s.Task, " | ")
+			}
 			attrs := []func(*graph.VertexProperties){
 				graph.VertexAttribute("label", label),
 				graph.VertexAttribute("shape", "box"),
@@ -374,4 +384,13 @@ func (p *Program) CEL(op *Operand, costLimit uint64) (cel.Program, error) {
 type celProgramKey struct {
 	op    *Operand
 	limit uint64
+}
+
+// taskCandidates joins the names of a task's candidates.
+func taskCandidates(t *Task, sep string) string {
+	names := make([]string, len(t.Candidates))
+	for i, c := range t.Candidates {
+		names[i] = c.Name
+	}
+	return strings.Join(names, sep)
 }

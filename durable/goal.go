@@ -141,6 +141,7 @@ func (g *goalJournal) Turn(n int, opts vm.Options) vm.Options {
 	opts.RunID = fmt.Sprintf("%s/%d", g.run.ID, n)
 	opts.Journal = turnRecorder{jr: jr, turn: n}
 	opts.Restore = func(_ int, step string) (*vm.StepResult, bool) { return jr.Restore(n, step) }
+	opts.RestoreFill = func(_ int, step, argument string) (any, bool) { return jr.RestoreFill(n, step, argument) }
 	approver := jr.Approver(opts.Approver, g.run.settings.Approval)
 	opts.Approver = vm.ApproverFunc(func(ctx context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 		req.Round = n

@@ -218,6 +218,11 @@ type ExecOptions struct {
 	// records where their sequences are, and a resumed run goes on from
 	// there instead of starting them again.
 	Mocks *runtime.Mocks
+	// Filler completes the plan's holes and tasks, and MaxFills bounds
+	// how often it is asked (see vm.Options). A journaled run records
+	// each answer, and a resumed run takes it instead of asking again.
+	Filler   vm.Filler
+	MaxFills int
 }
 
 // Execute runs the run until it ends or waits, and records how it went.
@@ -249,6 +254,7 @@ func (r *Run) options(o ExecOptions) (vm.Options, error) {
 		Tools: o.Tools, Observer: o.Observer, Replanner: o.Replanner, Evaluator: o.Evaluator,
 		MaxParallel: set.MaxParallel, StepTimeout: set.StepTimeout, RunTimeout: set.RunTimeout,
 		MaxOutputBytes: set.MaxOutputBytes, CostLimit: set.CostLimit, RunID: r.ID,
+		Filler: o.Filler, MaxFills: o.MaxFills,
 	}
 	if o.RunTimeout > 0 {
 		opts.RunTimeout = o.RunTimeout
@@ -269,7 +275,7 @@ func (r *Run) options(o ExecOptions) (vm.Options, error) {
 		o.Mocks.SetCalls(calls)
 		o.Mocks.OnAnswer(r.jr.RecordMockCall)
 	}
-	opts.Journal, opts.Restore = r.jr, r.jr.Restore
+	opts.Journal, opts.Restore, opts.RestoreFill = r.jr, r.jr.Restore, r.jr.RestoreFill
 	opts.Approver = r.jr.Approver(approver, set.Approval)
 	if rp := r.jr.Replanner(opts.Replanner); rp != nil {
 		opts.Replanner = rp

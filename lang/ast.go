@@ -235,17 +235,50 @@ type OutputDecl struct {
 type Step struct {
 	Span
 	Comments
-	Label *Ident   // nil when not given
-	Each  *Each    // nil unless the step is a `for each`
-	Call  *Call    //
-	Out   *Outputs // nil when the result is not written
-	// Options are when, expect, retry, timeout, fallback, approve and
-	// result, in source order.
+	Label *Ident // nil when not given
+	Each  *Each  // nil unless the step is a `for each`
+	// Call is the call the step makes; nil for a task, which names a goal
+	// and the candidates a model chooses among instead (Task).
+	Call *Call
+	Task *Task
+	Out  *Outputs // nil when the result is not written
+	// Options are when, expect, retry, timeout, fallback, approve,
+	// result and hint, in source order.
 	Options []Option
 	// LineComments holds the comments at the end of the step's lines
 	// before its last one (which has Comments.Trailing): index 0 is the
 	// call's line, index i the line of option i. Entries may be nil.
 	LineComments []*Comment
+}
+
+// Task is a step a model completes when it runs:
+// `task "goal" using [tool, plan, …]`. The model chooses one candidate and
+// fills its arguments; Refs are the references the goal's text reads,
+// whose values it is given.
+type Task struct {
+	Span
+	Goal *Literal
+	Refs []*Ref
+	// Using lists the candidates, tools or sub-plans; nil when the step
+	// gives none (a hint then says who does it).
+	Using []*Ident
+}
+
+// Head returns the span of the step's call, or of its task.
+func (s *Step) Head() Span {
+	if s.Task != nil {
+		return s.Task.Span
+	}
+	return s.Call.Span
+}
+
+// Callee returns the name of the tool or sub-plan the step calls, or
+// "task" for a task.
+func (s *Step) Callee() string {
+	if s.Task != nil {
+		return "task"
+	}
+	return s.Call.Tool.Name
 }
 
 // Each is the `for each x in LIST [max N]:` clause of a step: the call runs
@@ -330,6 +363,15 @@ type FallbackOption struct {
 type ApproveOption struct {
 	Span
 	Message *Literal // a string, or nil
+}
+
+// HintOption is `hint NAME`: who should do the step (a researcher, a
+// coder), which the operator maps to a tool set, an MCP server or a
+// sub-plan. A name the operator does not declare is mapped to the closest
+// one or dropped, with a warning.
+type HintOption struct {
+	Span
+	Name *Ident
 }
 
 // ResultOption is `result EXPR`: the step's result is already known (a model
@@ -421,6 +463,16 @@ type ObjectField struct {
 	Value Expr
 }
 
+// HoleExpr is an argument left for a model to fill when the step runs:
+// `? "instruction"`. The value's type is the parameter's; Refs are the
+// references the instruction's text reads, whose values the model is
+// given.
+type HoleExpr struct {
+	Span
+	Instruction *Literal
+	Refs        []*Ref
+}
+
 // CELExpr is an expression in CEL (https://cel.dev), kept as source text.
 // References inside it are written as elsewhere (†state.x); Refs lists them
 // in order of appearance.
@@ -503,6 +555,7 @@ func (*TimeoutOption) optionNode()  {}
 func (*FallbackOption) optionNode() {}
 func (*ApproveOption) optionNode()  {}
 func (*ResultOption) optionNode()   {}
+func (*HintOption) optionNode()     {}
 
 // Keyword returns "when".
 func (*WhenOption) Keyword() string { return "when" }
@@ -525,11 +578,15 @@ func (*ApproveOption) Keyword() string { return "approve" }
 // Keyword returns "result".
 func (*ResultOption) Keyword() string { return "result" }
 
+// Keyword returns "hint".
+func (*HintOption) Keyword() string { return "hint" }
+
 func (*Literal) exprNode()    {}
 func (*Ref) exprNode()        {}
 func (*ListExpr) exprNode()   {}
 func (*ObjectExpr) exprNode() {}
 func (*CELExpr) exprNode()    {}
+func (*HoleExpr) exprNode()   {}
 
 func (*NamedType) typeNode()    {}
 func (*ListType) typeNode()     {}

@@ -35,6 +35,8 @@ const (
 	EmptyPlan          Code = "empty-plan"
 	UnjudgedCriterion  Code = "unjudged-criterion"
 	ReferenceInString  Code = "reference-in-string"
+	RoutingHint        Code = "routing-hint"
+	NoFiller           Code = "no-filler"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -152,6 +154,14 @@ func CodeDocs() []CodeDoc {
 			"a string holds what looks like a reference (\"Hello $input.name\"), which stays text: a string is never read as a reference",
 			"tool greet(text: string) -> string pure\ninput {\n  name: string\n}\ngreet(text: \"Hello $input.name\") -> †state.r\noutput †state.r\n",
 			"Write the reference outside the quotes and join the parts with +: \"Hello \" + †input.name. In the JSON form, an argument that is a reference alone is the string \"†input.name\"; one that joins text is {\"_expr\": \"'Hello ' + †input.name\"}."},
+		{RoutingHint, SeverityWarning,
+			"a step's hint is not one the operator declares: a near miss is taken as the closest hint (or an alias the operator declares), anything else is dropped; or a hint routes elsewhere than the step goes",
+			"tool f() -> string pure\nf() -> †state.r\n  hint researcher\noutput †state.r\n",
+			"Name a hint the operator declares (obelisk check --hints FILE lists them in its messages), or remove the hint; a hint never stops a plan, and a dropped one routes nothing."},
+		{NoFiller, SeverityError,
+			"a hole (`? \"…\"`) or a task is left for a model to complete when it runs, and the plan is checked for a run that has no model to complete it",
+			"",
+			"Write the value: a reference or CEL when it comes from a result, a constant when it is known; call one tool instead of a task, with `when` on each branch if a rule decides. Or run the plan where a model fills it (obelisk run --model or --fills)."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

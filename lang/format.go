@@ -173,7 +173,11 @@ func (pr *printer) step(s *Step, ind int) {
 		}
 		pr.b.WriteString(": ")
 	}
-	pr.call(s.Call, ind)
+	if s.Task != nil {
+		pr.task(s.Task)
+	} else {
+		pr.call(s.Call, ind)
+	}
 	if s.Out != nil {
 		pr.b.WriteString(" -> ")
 		pr.ref(s.Out.Success)
@@ -199,6 +203,23 @@ func (pr *printer) step(s *Step, ind int) {
 		}
 		pr.nl()
 	}
+}
+
+// task prints `task "goal" using [a, b]`.
+func (pr *printer) task(t *Task) {
+	pr.b.WriteString("task ")
+	pr.literal(t.Goal)
+	if t.Using == nil {
+		return
+	}
+	pr.b.WriteString(" using [")
+	for i, u := range t.Using {
+		if i > 0 {
+			pr.b.WriteString(", ")
+		}
+		pr.b.WriteString(u.Name)
+	}
+	pr.b.WriteByte(']')
 }
 
 func (pr *printer) lineComment(s *Step, i int) {
@@ -238,6 +259,9 @@ func (pr *printer) option(o Option, ind int) {
 	case *ResultOption:
 		pr.b.WriteByte(' ')
 		pr.expr(o.Value, ind)
+	case *HintOption:
+		pr.b.WriteByte(' ')
+		pr.name(o.Name)
 	}
 }
 
@@ -397,6 +421,9 @@ func (pr *printer) expr(e Expr, ind int) {
 		pr.ref(e)
 	case *CELExpr:
 		pr.b.WriteString(e.Text)
+	case *HoleExpr:
+		pr.b.WriteString("? ")
+		pr.literal(e.Instruction)
 	case *ListExpr:
 		if e.Multiline && len(e.Elems) > 0 {
 			pr.b.WriteByte('[')

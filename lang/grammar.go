@@ -200,11 +200,23 @@ type fieldName struct {
 // A step does not start with a keyword (other than "for", which starts a
 // for each clause and so cannot name the tool either).
 type step struct {
-	Label   *string   `parser:"(?! ( 'mode' | 'on' | 'approve' | 'import' | 'type' | 'tool' | 'input' | 'state' | 'plan' | 'output' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'result' ) (?! ':' | GluedParen | GluedDot | GluedMinus ) ) ( @Ident ':' )?"`
+	Label   *string   `parser:"(?! ( 'mode' | 'on' | 'approve' | 'import' | 'type' | 'tool' | 'input' | 'state' | 'plan' | 'output' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'result' | 'hint' ) (?! ':' | GluedParen | GluedDot | GluedMinus ) ) ( @Ident ':' )?"`
 	Each    *each     `parser:"( @@"`
-	Call    *call     `parser:"  @@ | (?! 'for' (?! ':' | GluedParen | GluedDot | GluedMinus ) ) @@ )"`
+	Call    *call     `parser:"  @@ | (?! 'for' (?! ':' | GluedParen | GluedDot | GluedMinus ) ) ( @@"`
+	Task    *task     `parser:"| @@ ) )"`
 	Outputs *outputs  `parser:"@@?"`
 	Options []*option `parser:"@@*"`
+}
+
+// task is a step a model completes when it runs: a goal, and the tools
+// and sub-plans it may choose among.
+type task struct {
+	Goal  string     `parser:"'task' @String"`
+	Using *usingList `parser:"( 'using' @@ )?"`
+}
+
+type usingList struct {
+	Names []*toolName `parser:"'[' NL? ( @@ NL? ( ',' NL? @@ NL? )* ( ',' NL? )? )? ']'"`
 }
 
 type each struct {
@@ -225,7 +237,8 @@ type toolName struct {
 
 type arg struct {
 	Name  *fieldName `parser:"@@ ':'"`
-	Value *elemExpr  `parser:"NL? @@"`
+	Hole  *string    `parser:"NL? ( '?' @String"`
+	Value *elemExpr  `parser:"| @@ )"`
 }
 
 // outputs are "-> †state.ok [|| †state.err]"; both parts may start a
@@ -246,14 +259,15 @@ type outputPath struct {
 // its own ("\n\t" is a line break before an indented line); its keyword
 // must be a keyword (see item).
 type option struct {
-	NewLine  bool           `parser:"( @'\\n\\t' (?= 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' ) )? (?! ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' ) ( ':' | GluedParen | GluedDot | GluedMinus ) )"`
+	NewLine  bool           `parser:"( @'\\n\\t' (?= 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' ) )? (?! ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' ) ( ':' | GluedParen | GluedDot | GluedMinus ) )"`
 	When     *stmtExpr      `parser:"( 'when' @@"`
 	Expect   *stmtExpr      `parser:"| 'expect' @@"`
 	Retry    *retryOption   `parser:"| @@"`
 	Timeout  *string        `parser:"| 'timeout' @Duration"`
 	Fallback *call          `parser:"| 'fallback' @@"`
 	Approve  *approveOption `parser:"| @@"`
-	Result   *stmtExpr      `parser:"| 'result' @@ )"`
+	Result   *stmtExpr      `parser:"| 'result' @@"`
+	Hint     *fieldName     `parser:"| 'hint' @@ )"`
 }
 
 type retryOption struct {
@@ -370,7 +384,7 @@ type groupItem struct {
 type elemExpr struct {
 	Tokens []lexer.Token
 	Value  *value      `parser:"( @@"`
-	Head   *exprItem   `parser:"| (?! '[' | '{' ) @@ )"`
+	Head   *exprItem   `parser:"| (?! '[' | '{' | '?' ) @@ )"`
 	Tail   []*exprItem `parser:"( NL? @@ )*"`
 }
 
@@ -379,7 +393,7 @@ type elemExpr struct {
 type fieldExpr struct {
 	Tokens []lexer.Token
 	Value  *value      `parser:"( @@"`
-	Head   *exprItem   `parser:"| (?! '[' | '{' ) @@ )"`
+	Head   *exprItem   `parser:"| (?! '[' | '{' | '?' ) @@ )"`
 	Tail   []*exprItem `parser:"@@*"`
 }
 
@@ -396,32 +410,32 @@ type exprItem struct {
 // keyword.
 type stmtExpr struct {
 	Tokens []lexer.Token
-	Value  *value      `parser:"( (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' ) ) @@"`
-	Head   *stmtItem   `parser:"| (?! '[' | '{' ) @@ )"`
+	Value  *value      `parser:"( (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' ) ) @@"`
+	Head   *stmtItem   `parser:"| (?! '[' | '{' | '?' ) @@ )"`
 	Tail   []*stmtItem `parser:"@@*"`
 }
 
 type stmtItem struct {
-	Ref   *ref   `parser:"  (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' ) ) @@"`
+	Ref   *ref   `parser:"  (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' ) ) @@"`
 	Group *group `parser:"| @@"`
 	Dot   bool   `parser:"| @'.' ( Ident | GluedIdent )?"`
-	Token bool   `parser:"| ~( '(' | ')' | '[' | ']' | '{' | '}' | Dagger | Duration | NL | ';' | '->' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' )"`
+	Token bool   `parser:"| ~( '(' | ')' | '[' | ']' | '{' | '}' | Dagger | Duration | NL | ';' | '->' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' )"`
 }
 
 // eachExpr is the list of a for each: like stmtExpr, and it also ends at
 // ':' and "max"; a '?' must be in parentheses.
 type eachExpr struct {
 	Tokens []lexer.Token
-	Value  *value      `parser:"( (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'max' ) ) @@"`
-	Head   *eachItem   `parser:"| (?! '[' | '{' ) @@ )"`
+	Value  *value      `parser:"( (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' | 'max' ) ) @@"`
+	Head   *eachItem   `parser:"| (?! '[' | '{' | '?' ) @@ )"`
 	Tail   []*eachItem `parser:"@@*"`
 }
 
 type eachItem struct {
-	Ref   *ref   `parser:"  (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'max' ) ) @@"`
+	Ref   *ref   `parser:"  (?! Dagger ( 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' | 'max' ) ) @@"`
 	Group *group `parser:"| @@"`
 	Dot   bool   `parser:"| @'.' ( Ident | GluedIdent )?"`
-	Token bool   `parser:"| ~( '(' | ')' | '[' | ']' | '{' | '}' | Dagger | Duration | NL | ';' | '->' | ':' | '?' | 'max' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' )"`
+	Token bool   `parser:"| ~( '(' | ')' | '[' | ']' | '{' | '}' | Dagger | Duration | NL | ';' | '->' | ':' | '?' | 'max' | 'when' | 'expect' | 'retry' | 'timeout' | 'fallback' | 'approve' | 'result' | 'hint' )"`
 }
 
 // ---------------------------------------------------------------- lexer
@@ -747,7 +761,12 @@ func (c *refConverter) fieldName(n *fieldName) *Ident {
 }
 
 func (c *refConverter) step(s *step) Item {
-	st := &Step{Call: c.call(s.Call)}
+	st := &Step{}
+	if s.Task != nil {
+		st.Task = c.task(s.Task)
+	} else {
+		st.Call = c.call(s.Call)
+	}
 	if s.Label != nil {
 		st.Label = &Ident{Name: *s.Label}
 	}
@@ -772,9 +791,42 @@ func (c *refConverter) step(s *step) Item {
 func (c *refConverter) call(cl *call) *Call {
 	out := &Call{Tool: &Ident{Name: cl.Tool.Name}}
 	for _, a := range cl.Args {
+		if a.Hole != nil {
+			lit := c.stringLit(*a.Hole)
+			if strings.TrimSpace(lit.StringValue()) == "" {
+				c.fail("the instruction of a hole is empty")
+			}
+			out.Args = append(out.Args, &Arg{Name: c.fieldName(a.Name), Value: &HoleExpr{Instruction: lit, Refs: c.textRefs(lit)}})
+			continue
+		}
 		out.Args = append(out.Args, &Arg{Name: c.fieldName(a.Name), Value: c.elemExpr(a.Value)})
 	}
 	return out
+}
+
+func (c *refConverter) task(t *task) *Task {
+	goal := c.stringLit(t.Goal)
+	if strings.TrimSpace(goal.StringValue()) == "" {
+		c.fail("the goal of a task is empty")
+	}
+	out := &Task{Goal: goal, Refs: c.textRefs(goal)}
+	if t.Using != nil {
+		out.Using = []*Ident{}
+		for _, n := range t.Using.Names {
+			out.Using = append(out.Using, &Ident{Name: n.Name})
+		}
+	}
+	return out
+}
+
+// textRefs reads the references of an instruction or a goal, as Parse
+// does.
+func (c *refConverter) textRefs(lit *Literal) []*Ref {
+	refs, diags := TextRefs("", lit, false)
+	if len(diags) > 0 {
+		c.fail("%s", diags[0].Message)
+	}
+	return refs
 }
 
 func (c *refConverter) outputPath(o *outputPath) *Ref {
@@ -805,6 +857,10 @@ func (c *refConverter) option(o *option) Option {
 		return &FallbackOption{Call: c.call(o.Fallback)}
 	case o.Approve != nil:
 		return &ApproveOption{Message: c.optString(o.Approve.Message)}
+	case o.Hint != nil:
+		id := c.fieldName(o.Hint)
+		id.Quoted = !isPlainName(id.Name)
+		return &HintOption{Name: id}
 	}
 	return &ResultOption{Value: c.stmtExpr(o.Result)}
 }

@@ -127,6 +127,9 @@ func byIndex[T any](s []T) map[int]T {
 // must parse without diagnostics.
 var grammarCases = []struct{ name, src string }{
 	{"empty", ""},
+	{"holes", "f(a: ? \"the amount from †state.history.\", b: 1)\nf(\n  a:\n    ? 'x $input.y and $5'\n  ,\n)\n"},
+	{"tasks", "t: task \"find a hotel in †input.city\" using [findHotel, m.bookHotel, get-x] -> †state.h\n  hint researcher\ntask \"notify\"\ntask \"a\" using []\ntask \"b\" using [\n  x,\n  y\n]\ntask(x: 1)\ntask: f()\n"},
+	{"hints", "f()\n  hint \"coder\"\n  hint \"a b\"\nhint(x: 1)\n"},
 	{"blank lines", "\n\n;\n"},
 	{"mode", "mode eager\nmode lazy\n"},
 	{"policy", "on failure abort\non failure skip\non failure continue\non failure replan max 3\non failure replan max -1\n"},
@@ -212,6 +215,15 @@ output {hits: †state.hits, done: †state.done}
 
 // grammarMalformed are inputs that both parsers must reject.
 var grammarMalformed = []struct{ name, src string }{
+	{"hole in a list", "f(a: [? \"x\"])\n"},
+	{"hole in an option", "f() when ? \"x\"\n"},
+	{"hole with more", "f(a: ? \"x\" + 1)\n"},
+	{"hole without instruction", "f(a: ?)\n"},
+	{"hole with a CEL string", "f(a: ? r\"x\")\n"},
+	{"task in a for each", "for each x in [1]: task \"a\"\n"},
+	{"task using no list", "task \"a\" using x\n"},
+	{"hint without name", "f()\n  hint\n"},
+	{"hint at an item's start", "hint x\n"},
 	{"unknown mode", "mode fast\n"},
 	{"policy action", "on failure retry\n"},
 	{"policy no failure", "on error abort\n"},

@@ -395,7 +395,8 @@ func (c *jconv) unknownKey(mem jmember, where string, known []string) {
 
 // callKeys are the keys of a call object that are not arguments.
 var callKeys = []string{"_tool", "_outputPath", "_output", "_id", "_when", "_expect", "_criterion",
-	"_retry", "_backoff", "_timeout", "_fallback", "_approve", "_forEach", "_as", "_max", "_description"}
+	"_retry", "_backoff", "_timeout", "_fallback", "_approve", "_forEach", "_as", "_max", "_description",
+	"_task", "_using", "_hint"}
 
 // step lowers one call object.
 func (c *jconv) step(v *jvalue) *Step {
@@ -404,17 +405,27 @@ func (c *jconv) step(v *jvalue) *Step {
 		return nil
 	}
 	tool := v.get("_tool")
-	if tool == nil {
-		c.errorf(v.span, "call has no \"_tool\": name the tool to call")
+	var task *Task
+	var call *Call
+	switch goal := v.get("_task"); {
+	case tool != nil && goal != nil:
+		c.errorf(v.span, "a step is a call (\"_tool\") or a task (\"_task\"), not both")
 		return nil
-	}
-	call := c.call(v, tool)
-	if call == nil {
+	case goal != nil:
+		if task = c.task(v, goal); task == nil {
+			return nil
+		}
+	case tool == nil:
+		c.errorf(v.span, "call has no \"_tool\": name the tool to call, or give a task its goal in \"_task\"")
 		return nil
+	default:
+		if call = c.call(v, tool); call == nil {
+			return nil
+		}
 	}
 	m := c.steps.new()
 	s := &m.step
-	s.Span, s.Call = v.span, call
+	s.Span, s.Call, s.Task = v.span, call, task
 	var retry *RetryOption
 	var each *Each
 	for _, mem := range v.obj {
@@ -514,6 +525,17 @@ func (c *jconv) step(v *jvalue) *Step {
 			if val.kind == jString {
 				s.Leading = docComments(val.str)
 			}
+		case "_task":
+		case "_using":
+			if task == nil {
+				c.errorf(mem.keySpan, "\"_using\" lists the candidates of a task: it needs \"_task\"")
+			}
+		case "_hint":
+			if val.kind != jString || val.str == "" {
+				c.errorf(val.span, "\"_hint\" names who should do the step, a string such as \"researcher\"")
+				continue
+			}
+			s.Options = append(s.Options, &HintOption{Span: mem.keySpan.Join(val.span), Name: &Ident{Span: innerSpan(val), Name: val.str, Quoted: !isPlainName(val.str)}})
 		default:
 			if strings.HasPrefix(mem.key, "_") {
 				c.unknownKey(mem, "call", callKeys)
@@ -524,6 +546,10 @@ func (c *jconv) step(v *jvalue) *Step {
 		if b := v.get("_backoff"); b != nil {
 			retry.Backoff = c.duration(b, "_backoff")
 		}
+	}
+	if each != nil && task != nil {
+		c.errorf(v.get("_forEach").span, "a task cannot run for each element: a model chooses one candidate for one task; give \"_forEach\" to a call of a tool, or drop it")
+		return nil
 	}
 	if each != nil {
 		if as := v.get("_as"); as != nil {
@@ -577,10 +603,51 @@ func (c *jconv) call(v, tool *jvalue) *Call {
 		}
 		a := &args[len(call.Args)]
 		a.name = Ident{Span: mem.keySpan, Name: mem.key, Quoted: !isPlainName(mem.key)}
-		a.arg = Arg{Span: mem.keySpan.Join(mem.val.span), Name: &a.name, Value: c.expr(mem.val)}
+		val := c.hole(mem.val)
+		if val == nil {
+			val = c.expr(mem.val)
+		}
+		a.arg = Arg{Span: mem.keySpan.Join(mem.val.span), Name: &a.name, Value: val}
 		call.Args = append(call.Args, &a.arg)
 	}
 	return call
+}
+
+// task lowers a task object: its goal ("_task") and its candidates
+// ("_using"). A task has no arguments: the model fills those of the
+// candidate it chooses.
+func (c *jconv) task(v, goal *jvalue) *Task {
+	if goal.kind != jString || strings.TrimSpace(goal.str) == "" {
+		c.errorf(goal.span, "\"_task\" is the task's goal, a sentence that says what the step must achieve")
+		return nil
+	}
+	lit := jsonLiteral(goal)
+	refs, diags := TextRefs(c.name, lit, !goal.escaped)
+	c.diags = append(c.diags, diags...)
+	t := &Task{Span: v.span, Goal: lit, Refs: refs}
+	for _, mem := range v.obj {
+		if !strings.HasPrefix(mem.key, "_") {
+			c.errorf(mem.keySpan, "a task takes no arguments: the model fills the arguments of the candidate it chooses; remove %q, or call the tool with \"_tool\"", mem.key)
+			return nil
+		}
+	}
+	using := v.get("_using")
+	if using == nil {
+		return t
+	}
+	if using.kind != jArray {
+		c.errorf(using.span, "\"_using\" is a list of the names of tools and sub-plans: [\"findHotel\", \"bookHotel\"]")
+		return nil
+	}
+	t.Using = []*Ident{}
+	for _, e := range using.arr {
+		if e.kind != jString || !isToolName(e.str) {
+			c.errorf(e.span, "a candidate of a task is the name of a tool or sub-plan: letters, digits and _, joined by . or -")
+			return nil
+		}
+		t.Using = append(t.Using, &Ident{Span: innerSpan(e), Name: e.str})
+	}
+	return t
 }
 
 // isToolName reports whether s can be written as a tool name in .plan text.
@@ -675,6 +742,9 @@ func (c *jconv) expr(v *jvalue) Expr {
 				return e
 			}
 		}
+		if len(v.obj) == 1 && v.obj[0].key == "_hole" {
+			c.errorf(v.span, "a hole, {\"_hole\": \"instruction\"}, is the whole value of an argument of a call: it cannot be part of a list, an object or a result")
+		}
 		o := &ObjectExpr{Span: v.span}
 		for _, m := range v.obj {
 			o.Fields = append(o.Fields, &ObjectField{
@@ -687,6 +757,23 @@ func (c *jconv) expr(v *jvalue) Expr {
 	}
 	c.numbers(v)
 	return literalIn(c.lits.new(), v)
+}
+
+// hole lowers an argument's value written {"_hole": "instruction"}, or
+// returns nil for any other value.
+func (c *jconv) hole(v *jvalue) Expr {
+	if v.kind != jObject || len(v.obj) != 1 || v.obj[0].key != "_hole" {
+		return nil
+	}
+	ins := v.obj[0].val
+	if ins.kind != jString || strings.TrimSpace(ins.str) == "" {
+		c.errorf(ins.span, "\"_hole\" is the instruction for the model that fills the argument, a sentence such as \"the refundable amount from †state.history\"")
+		return &Literal{Span: v.span, Kind: LitNull}
+	}
+	lit := jsonLiteral(ins)
+	refs, diags := TextRefs(c.name, lit, !ins.escaped)
+	c.diags = append(c.diags, diags...)
+	return &HoleExpr{Span: v.span, Instruction: lit, Refs: refs}
 }
 
 // numbers reports the integers of a value, an argument, an input or an
@@ -967,7 +1054,7 @@ func (c *jconv) annotations(ann *jvalue) []*ToolAttr {
 func (c *jconv) layout(f *File) {
 	pr := &printer{} // its buffer is reused for every step
 	for i, it := range f.Items {
-		if s, ok := it.(*Step); ok && len(s.Call.Args) > 1 {
+		if s, ok := it.(*Step); ok && s.Call != nil && len(s.Call.Args) > 1 {
 			pr.b.Reset()
 			pr.step(s, 0)
 			line := pr.b.Bytes()

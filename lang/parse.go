@@ -387,7 +387,7 @@ func bracketDelta(k tokenKind) int {
 
 var optionKeywords = map[string]bool{
 	"when": true, "expect": true, "retry": true, "timeout": true,
-	"fallback": true, "approve": true, "result": true,
+	"fallback": true, "approve": true, "result": true, "hint": true,
 }
 
 // continues reports whether the next line continues the current step: it
@@ -448,7 +448,7 @@ func (p *parser) endItem(it Item) {
 // before its last line: the call's line and each option's line.
 func (p *parser) attachLineComments(s *Step) {
 	ends := make([]Pos, 0, 1+len(s.Options))
-	head := s.Call.Span.End
+	head := s.Head().End
 	if s.Out != nil {
 		head = s.Out.Span.End
 	}
@@ -892,8 +892,16 @@ func (p *parser) parseStep() Item {
 	if t.Kind != tokIdent {
 		p.unexpected(t, "a tool call such as tool(arg: value)")
 	}
-	s.Call = p.parseCall()
-	s.Span = s.Span.Join(s.Call.Span)
+	if p.startsTask() {
+		if s.Each != nil {
+			p.errorf(t.Span, "a task cannot be the call of a for each: a model chooses one candidate for one task; write the for each with a call of a tool, or a task without for each")
+		}
+		s.Task = p.parseTask()
+		s.Span = s.Span.Join(s.Task.Span)
+	} else {
+		s.Call = p.parseCall()
+		s.Span = s.Span.Join(s.Call.Span)
+	}
 	if p.tok().Kind == tokArrow || (p.tok().Kind == tokNewline && p.continues() && p.peekPastNewlines().Kind == tokArrow) {
 		p.skipNewlines()
 		s.Out = p.parseOutputs()
@@ -916,6 +924,56 @@ func (p *parser) parseStep() Item {
 		s.Span = s.Span.Join(o.Range())
 	}
 	return s
+}
+
+// startsTask reports whether the step at the current token is a task:
+// the word task followed by a string (task(…) is a call of a tool named
+// task, and task: a label).
+func (p *parser) startsTask() bool {
+	return p.isKeyword(p.tok(), "task") && p.at(1).Kind == tokString
+}
+
+// parseTask parses `task "goal" [using [name, …]]`.
+func (p *parser) parseTask() *Task {
+	kw := p.advance()
+	goal := p.parseStringLit("the goal of the task, a string")
+	if strings.TrimSpace(goal.StringValue()) == "" {
+		p.report(goal.Span, "the goal of a task is empty: say what the step must achieve, in words")
+	}
+	refs, diags := TextRefs(p.name, goal, exactText(goal))
+	p.diags = append(p.diags, diags...)
+	t := &Task{Span: kw.Span.Join(goal.Span), Goal: goal, Refs: refs}
+	if !p.isKeyword(p.tok(), "using") {
+		return t
+	}
+	p.advance()
+	open := p.tok()
+	if open.Kind != tokLBrack {
+		p.errorf(open.Span, "expected '[' after using, found %s: the candidates are a list of tools and sub-plans, using [findHotel, bookHotel]", describe(open))
+	}
+	p.advance()
+	t.Using = []*Ident{}
+	for {
+		p.skipNewlines()
+		if p.tok().Kind == tokRBrack {
+			break
+		}
+		if n := p.tok(); n.Kind != tokIdent {
+			p.errorf(n.Span, "expected the name of a tool or sub-plan in the candidates of the task, found %s", describe(n))
+		}
+		t.Using = append(t.Using, p.parseToolName())
+		p.skipNewlines()
+		if p.tok().Kind == tokComma {
+			p.advance()
+			continue
+		}
+		if n := p.tok(); n.Kind != tokRBrack {
+			p.errorf(n.Span, "expected ',' or ']' in the candidates of the task, found %s", describe(n))
+		}
+	}
+	end := p.advance()
+	t.Span = t.Span.Join(end.Span)
+	return t
 }
 
 func (p *parser) peekPastNewlines() *token {
@@ -1102,6 +1160,18 @@ func (p *parser) parseOption() Option {
 	case "result":
 		v := p.parseExpr(ctxStatement)
 		return &ResultOption{Span: kw.Span.Join(v.Range()), Value: v}
+	case "hint":
+		var id *Ident
+		switch t := p.tok(); t.Kind {
+		case tokIdent:
+			id = p.parseIdent("")
+		case tokString:
+			lit := p.parseStringLit("a hint")
+			id = &Ident{Span: lit.Span, Name: lit.StringValue(), Quoted: !isPlainName(lit.StringValue())}
+		default:
+			p.errorf(t.Span, "expected who should do the step after hint, such as hint researcher, found %s", describe(t))
+		}
+		return &HintOption{Span: kw.Span.Join(id.Span), Name: id}
 	}
 	panic("unreachable")
 }

@@ -57,6 +57,9 @@ func (p *parser) parseExpr(ctx exprContext) Expr {
 	if ctx == ctxArg || ctx == ctxList {
 		p.skipNewlines() // the value may start on the next line
 	}
+	if p.tok().Kind == tokQuestion {
+		return p.parseHole(ctx)
+	}
 	n := p.extent(ctx)
 	if n == 0 {
 		p.unexpected(p.tok(), "a value or an expression")
@@ -67,6 +70,31 @@ func (p *parser) parseExpr(ctx exprContext) Expr {
 	}
 	p.i = start
 	return p.parseCEL(n)
+}
+
+// parseHole parses `? "instruction"`, an argument left for a model to
+// fill when the step runs; it is the whole value of an argument.
+func (p *parser) parseHole(ctx exprContext) Expr {
+	q := p.tok()
+	if ctx != ctxArg {
+		p.errorf(q.Span, "a hole, ? \"instruction\", is the whole value of an argument of a call: it cannot be part of a list, an object, an expression or an option")
+	}
+	n := p.extent(ctx)
+	t := p.at(1)
+	if t.Kind != tokString || n < 2 {
+		p.errorf(q.Span.Join(t.Span), "a hole is written ? \"instruction\": a string that tells the model what to fill in, found %s after '?'", describe(t))
+	}
+	if n > 2 {
+		p.errorf(p.at(2).Span, "a hole, ? \"instruction\", is the whole value of its argument: nothing may follow it")
+	}
+	p.advance()
+	lit := p.parseStringLit("the instruction of a hole")
+	if strings.TrimSpace(lit.StringValue()) == "" {
+		p.report(lit.Span, "the instruction of a hole is empty: say what the model must fill in, and from what (\"the refundable amount from †state.history\")")
+	}
+	refs, diags := TextRefs(p.name, lit, exactText(lit))
+	p.diags = append(p.diags, diags...)
+	return &HoleExpr{Span: q.Span.Join(lit.Span), Instruction: lit, Refs: refs}
 }
 
 // extent returns how many tokens, from the current one, make up the

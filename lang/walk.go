@@ -66,6 +66,7 @@ func Inspect(n Node, fn func(Node) bool) {
 		visit(n.Label)
 		visit(n.Each)
 		visit(n.Call)
+		visit(n.Task)
 		visit(n.Out)
 		for _, o := range n.Options {
 			visit(o)
@@ -82,6 +83,21 @@ func Inspect(n Node, fn func(Node) bool) {
 	case *Arg:
 		visit(n.Name)
 		visit(n.Value)
+	case *Task:
+		visit(n.Goal)
+		for _, r := range n.Refs {
+			visit(r)
+		}
+		for _, u := range n.Using {
+			visit(u)
+		}
+	case *HoleExpr:
+		visit(n.Instruction)
+		for _, r := range n.Refs {
+			visit(r)
+		}
+	case *HintOption:
+		visit(n.Name)
 	case *Outputs:
 		visit(n.Success)
 		visit(n.Error)
@@ -154,6 +170,8 @@ func isNilNode(n Node) bool {
 		return n == nil
 	case *Call:
 		return n == nil
+	case *Task:
+		return n == nil
 	}
 	switch n.(type) {
 	case Expr, TypeExpr:
@@ -169,6 +187,8 @@ func isNilPtr(n Node) bool {
 	case *ObjectExpr:
 		return n == nil
 	case *CELExpr:
+		return n == nil
+	case *HoleExpr:
 		return n == nil
 	case *NamedType:
 		return n == nil

@@ -61,7 +61,7 @@ The language, quoted from its reference:
 // languagePrimer is agent.Primer without the comment that says how it
 // is generated, which means nothing to a model.
 func languagePrimer() string {
-	p := agent.Primer()
+	p := agent.Primer(false)
 	if strings.HasPrefix(p, "<!--") {
 		if _, rest, ok := strings.Cut(p, "-->"); ok {
 			return strings.TrimLeft(rest, "\n")

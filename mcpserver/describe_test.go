@@ -19,8 +19,11 @@ import (
 func TestDescriptions(t *testing.T) {
 	h := start(t, Options{Wait: 7 * time.Second}, nil)
 	s := h.server
-	if !strings.HasSuffix(agent.Primer(), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer())-300 {
+	if !strings.HasSuffix(agent.Primer(false), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer(false))-300 {
 		t.Errorf("the primer does not end with the language primer")
+	}
+	if strings.Contains(s.Primer(), "## Holes") || strings.Contains(s.Primer(), "## Tasks") || !strings.Contains(agent.Primer(true), "## Holes") {
+		t.Errorf("the server's primer teaches holes and tasks, which its runs cannot fill")
 	}
 	if want := fmt.Sprintf("Tools: %d (%s).", len(s.catalog.tools), s.catalog.summary()); !strings.Contains(s.Primer(), want) || s.catalog.summary() != "charge (1), lookup (1), slow (1)" {
 		t.Errorf("the primer does not say %q", want)

@@ -209,6 +209,12 @@ func TestCheckPlan(t *testing.T) {
 	if !strings.Contains(got, `"ok":false`) || !strings.Contains(got, "type-mismatch") {
 		t.Errorf("an input of the wrong type: %s", got)
 	}
+	// The server's runs have no model to fill a hole: one is an error.
+	holed := strings.Replace(refund, "charge(amount: 20)", `charge(amount: ? "the amount the customer asks back")`, 1)
+	got, _ = h.call(t, toolCheck, map[string]any{"plan": holed, "input": map[string]any{"id": "c1"}})
+	if !strings.Contains(got, `"ok":false`) || !strings.Contains(got, "no-filler") || !strings.Contains(got, "argument amount of charge is left for a model to fill") {
+		t.Errorf("a plan with a hole: %s", got)
+	}
 }
 
 // TestRunOutput: run_plan answers with the output and a summary, not the

@@ -213,7 +213,7 @@ func (s *stream) add(it lang.Item) []int {
 // for errors, held while it reads slots nothing writes yet, or admitted.
 func (s *stream) offer(st *lang.Step) []int {
 	if st.Label == nil {
-		st.Label = &lang.Ident{Span: st.Call.Tool.Span, Name: s.freshLabel(st.Call.Tool.Name)}
+		st.Label = &lang.Ident{Span: st.Head(), Name: s.freshLabel(st.Callee())}
 	} else {
 		s.labels[st.Label.Name] = true
 	}
@@ -242,14 +242,14 @@ func (s *stream) offer(st *lang.Step) []int {
 		// declaration): report that.
 		s.diags = append(s.diags, errorsOnly(diags)...)
 	}
-	s.r.event(Event{Type: StepSkipped, Step: st.Label.Name, Tool: st.Call.Tool.Name, Reason: "rejected: it does not check"})
+	s.r.event(Event{Type: StepSkipped, Step: st.Label.Name, Tool: st.Callee(), Reason: "rejected: it does not check"})
 	return nil
 }
 
 func (s *stream) reject(st *lang.Step, why string) {
 	s.steps = s.steps[:len(s.steps)-1]
 	s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ConflictingSlot, File: s.file.Name, Span: st.Span, Message: why})
-	s.r.event(Event{Type: StepSkipped, Step: st.Label.Name, Tool: st.Call.Tool.Name, Reason: "rejected: " + why})
+	s.r.event(Event{Type: StepSkipped, Step: st.Label.Name, Tool: st.Callee(), Reason: "rejected: " + why})
 }
 
 // alreadyRead reports a new step that writes a slot an earlier step has
@@ -364,6 +364,7 @@ func (s *stream) admit() []int {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil
 		}
+		e.fills = modelFiller{s.r}
 		s.e = e
 		return e.settle(e.roots())
 	}

@@ -54,6 +54,8 @@ type engine struct {
 	sim       bool
 	onProblem func(step, code, message string)
 	onUnknown func(s *compiler.Step)
+	// fills completes the steps' holes and tasks; nil fails them.
+	fills stepFiller
 }
 
 // newEngine prepares a run of prog with the given input. state holds slot
@@ -309,7 +311,7 @@ func (e *engine) blocked(i int) (string, *StepError) {
 			}
 		}
 		if err != nil {
-			return "", &StepError{Code: errorCode(err, "condition-error"), Message: fmt.Sprintf("cannot evaluate the condition of %s: %v", s.ID, err), Tool: s.Node.Call.Tool.Name, Step: s.ID}
+			return "", &StepError{Code: errorCode(err, "condition-error"), Message: fmt.Sprintf("cannot evaluate the condition of %s: %v", s.ID, err), Tool: s.ToolName(), Step: s.ID}
 		}
 	}
 	return "", nil
@@ -336,8 +338,10 @@ func (e *engine) unwrittenReason(s *compiler.Step, d compiler.Dep) string {
 // callSpec is what a driver does to run a step: call a tool (once, or once
 // per element of a for each) or take the known result.
 type callSpec struct {
-	i        int
-	step     *compiler.Step
+	i    int
+	step *compiler.Step
+	// tool is the step's tool, or the candidate its task chose (nil in
+	// a dry run, which chooses none).
 	tool     *compiler.Tool
 	args     map[string]any
 	elems    []map[string]any
@@ -375,7 +379,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 	spec.eval = boundCtx{Context: ctx, timeout: timeout}
 	ctx = &spec.eval
 	fail := func(code, format string, args ...any) *StepError {
-		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.Node.Call.Tool.Name, Step: s.ID}
+		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
 	}
 	// failed is the error of an expression that cannot be evaluated: its
 	// arguments are invalid, unless a limit stopped it.
@@ -390,10 +394,26 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 		spec.known, spec.hasKnown = v, true
 		return spec, nil
 	}
+	if s.Task != nil {
+		if e.fills == nil {
+			return nil, fail(CodeNoFiller, "task %s is left for a model to complete, and the run has no model", s.ID)
+		}
+		tctx, cancel := bounded(ctx)
+		tool, args, serr := e.fills.task(tctx, e, s, &e.sc)
+		cancel()
+		if serr != nil {
+			return nil, serr
+		}
+		spec.tool, spec.args = tool, args
+		return spec, nil
+	}
 	if s.Each == nil {
 		args, err := e.args(ctx, s.Args, s.Tool, &e.sc)
 		if err != nil {
 			return nil, failed(err, "%v", err)
+		}
+		if serr := e.fillHoles(ctx, s, s.ID, args, &e.sc); serr != nil {
+			return nil, serr
 		}
 		spec.args = args
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -427,12 +447,15 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 	if len(list) > s.Each.Max {
 		return nil, fail(runtime.CodeLimitExceeded, "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
 	}
-	for _, el := range list {
+	for k, el := range list {
 		sc := e.sc
 		sc.elem, sc.elemVal = s.Each.Var, el
 		args, err := e.args(ctx, s.Args, s.Tool, &sc)
 		if err != nil {
 			return nil, failed(err, "element %s: %v", describe(el), err)
+		}
+		if serr := e.fillHoles(ctx, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
+			return nil, serr
 		}
 		spec.elems = append(spec.elems, args)
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -451,6 +474,9 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 func (e *engine) args(ctx context.Context, args []*compiler.Arg, tool *compiler.Tool, sc *scope) (map[string]any, error) {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
+		if a.Value.Kind == compiler.OpHole {
+			continue // filled by fillHoles
+		}
 		v, err := e.eval(ctx, a.Value, sc)
 		if err != nil {
 			return nil, fmt.Errorf("argument %s: %w", a.Name, err)
@@ -484,6 +510,8 @@ type outcome struct {
 	// waiting is set when the step waits for a decision that another
 	// process will record (an approval): it is not finished.
 	waiting bool
+	// tool is the candidate a task chose, or nil.
+	tool *compiler.Tool
 }
 
 // finish records a step's outcome: it validates the result, checks the
@@ -498,11 +526,14 @@ func (e *engine) finish(i int, out outcome) []int {
 		// Checked when it was recorded; its verdicts come with it.
 		r.Verdicts = out.verdicts
 	}
-	if out.err == nil && s.Tool != nil {
+	if out.tool != nil {
+		r.Tool = out.tool.Name
+	}
+	if out.err == nil && (s.Tool != nil || s.Task != nil) {
 		// The one place a step's result enters the state: whatever
 		// produced it (a tool, a mock, a recording, a sub-plan, the
 		// journal of an earlier process), it conforms to its type.
-		out.value, out.err = e.conformResult(s, out.value)
+		out.value, out.err = e.conformResult(s, out.tool, out.value)
 	}
 	if out.err == nil && !out.restored {
 		out.err = e.expect(s, r, out.value, out.verdicts)
@@ -592,14 +623,25 @@ func holdsUnknown(v any, depth int) bool {
 // conformResult conforms a step's result to its type and to the type of
 // its slot (see compiler.Conform), or fails the step with
 // invalid-output.
-func (e *engine) conformResult(s *compiler.Step, v any) (any, *StepError) {
-	cv, msg := conform(v, s.OutType, "")
-	if msg != "" {
-		return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", s.Tool.Name, s.OutType, msg), Tool: s.Tool.Name, Step: s.ID}
+func (e *engine) conformResult(s *compiler.Step, chosen *compiler.Tool, v any) (any, *StepError) {
+	name, outType := s.ToolName(), s.OutType
+	if chosen != nil {
+		// A task's candidate: its own result type first, then the
+		// task's, which its slot declares.
+		name = chosen.Name
+		cv, msg := conform(v, chosen.Result, "")
+		if msg != "" {
+			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, chosen.Result, msg), Tool: name, Step: s.ID}
+		}
+		v = cv
 	}
-	if s.SlotType != nil && s.SlotType != s.OutType {
+	cv, msg := conform(v, outType, "")
+	if msg != "" {
+		return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, outType, msg), Tool: name, Step: s.ID}
+	}
+	if s.SlotType != nil && s.SlotType != outType {
 		if cv, msg = conform(cv, s.SlotType, ""); msg != "" {
-			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not fit †state.%s, of type %s: %s", s.Tool.Name, s.Out, s.SlotType, msg), Tool: s.Tool.Name, Step: s.ID}
+			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not fit †state.%s, of type %s: %s", name, s.Out, s.SlotType, msg), Tool: name, Step: s.ID}
 		}
 	}
 	return cv, nil

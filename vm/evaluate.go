@@ -59,7 +59,7 @@ func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id s
 	if r.opts.Evaluator == nil && len(prior) == 0 || len(s.Criteria) == 0 {
 		return nil, false, nil
 	}
-	tool := s.Node.Call.Tool.Name
+	tool := s.ToolName()
 	for _, c := range s.Criteria {
 		v, judged := priorVerdict(prior, c)
 		if !judged {

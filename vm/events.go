@@ -35,6 +35,12 @@ const (
 	// be recorded in the journal; the run stops as waiting when nothing
 	// else can run.
 	StepWaiting EventType = "step-waiting"
+	// StepFilled: a model answered for a hole of the step (Message names
+	// the argument) or for its task (Tool names the candidate chosen).
+	// Verdict accepted: Result is the answer as the run uses it, and the
+	// journal keeps it, so that a resumed run does not ask again; Verdict
+	// rejected: the answer did not fit (Reason says why) and was not used.
+	StepFilled EventType = "step-filled"
 	// ElementCompleted: an element of a for each returned its result
 	// (Step is the step's ID and the element's index, "fetch[2]"). A
 	// journaled run records it, so that a resumed run restores the
@@ -127,7 +133,7 @@ func LogEvents(log hclog.Logger) Observer {
 			args = append(args, "verdict", e.Verdict)
 		}
 		switch {
-		case e.Type == StepFailed || e.Type == StepRetried:
+		case e.Type == StepFailed || e.Type == StepRetried || e.Type == StepFilled && e.Verdict == FillRejected:
 			log.Warn(string(e.Type), args...)
 		case e.Type == StepVerdict && e.Verdict == VerdictUnjudged && e.Reason == NoEvaluator:
 			// A criterion the plan states goes unchecked: say so.

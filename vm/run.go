@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -54,9 +55,12 @@ type ApprovalRequest struct {
 	Tool    string
 	Message string
 	// Args are the step's arguments; Plan is the plan's text for a plan
-	// approval.
-	Args map[string]any
-	Plan string
+	// approval. Filled names the arguments a model filled in (a step's
+	// holes, every argument of a task), which a person should read as
+	// such; for a task, Tool is the candidate the model chose.
+	Args   map[string]any
+	Filled []string
+	Plan   string
 	// Diff shows a replanned plan against the one it replaces, and
 	// Changed lists its new or changed steps: those are what a person
 	// approves after a replan, the rest was approved before.
@@ -155,6 +159,27 @@ type Options struct {
 	// failed is not run again, its recorded outcome is taken as it is.
 	// Nil restores nothing.
 	Restore func(round int, step string) (*StepResult, bool)
+	// Filler completes what the plan leaves to a model when a step runs:
+	// the value of a hole, the choice of a task and its arguments. Its
+	// answers are held to the plan's types before they are used (see
+	// Filler). Without one, a step with a hole or a task fails with
+	// code no-filler.
+	Filler Filler
+	// MaxFillAttempts bounds how many times the Filler is asked for one
+	// answer that does not fit (default 3); then the step fails with code
+	// invalid-fill.
+	MaxFillAttempts int
+	// MaxFills bounds how many times a run asks the Filler in all, in
+	// this process (default 1000): a plan cannot make a model answer
+	// without end, with a hole in a large for each. A step that would ask
+	// once more fails with code limit-exceeded.
+	MaxFills int
+	// RestoreFill returns the answer an earlier process of the same run
+	// recorded (a StepFilled event) for a hole or a task, by replanning
+	// round, step ID (as in FillRequest.Step) and argument ("" for a
+	// task): the run takes it, held to the plan's types again, and does
+	// not ask the Filler. Nil restores nothing.
+	RestoreFill func(round int, step, argument string) (any, bool)
 }
 
 // Journal makes a run durable. Run calls Record with every event, one at
@@ -197,6 +222,9 @@ func (o *Options) defaults() {
 	}
 	if o.RunID == "" {
 		o.RunID = NewRunID()
+	}
+	if o.MaxFills <= 0 {
+		o.MaxFills = defaultMaxFills
 	}
 	if o.Evaluator != nil {
 		// Replanned and edited plans are checked knowing that their
@@ -265,6 +293,8 @@ type runner struct {
 	randMu sync.Mutex
 	// calls watches the deadlines of the tool calls.
 	calls watcher
+	// asked counts the times the Filler was asked (MaxFills).
+	asked atomic.Int64
 	// group is set when the journal commits in groups.
 	group *groupCommit
 }
@@ -373,6 +403,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		if err != nil {
 			return nil, err
 		}
+		e.fills = modelFiller{r}
 		e.round = round
 		r.drive(ctx, e)
 		all = append(all, e.res...)
@@ -499,7 +530,7 @@ func (r *runner) conclude(ctx context.Context, e *engine, steps []*StepResult, r
 func (r *runner) waitingPlan(prog *compiler.Program, why string) *Result {
 	res := &Result{Status: RunWaiting, CriticalPath: prog.Analysis.CriticalLatency, State: map[string]any{}, Err: errors.New(why)}
 	for _, s := range prog.Steps {
-		res.Steps = append(res.Steps, &StepResult{ID: s.ID, Tool: s.Node.Call.Tool.Name, Status: StatusPending})
+		res.Steps = append(res.Steps, &StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending})
 	}
 	r.finishPlan(res)
 	return res
@@ -940,11 +971,17 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	start := r.elapsed()
 	id := e.prefix + s.ID
 	tool := s.ToolName()
+	var chosen *compiler.Tool
+	if s.Task != nil {
+		// The candidate the model chose: its approval, its call.
+		chosen = spec.tool
+		tool = chosen.Name
+	}
 	fail := func(code, msg string) outcome {
-		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start}
+		return outcome{err: &StepError{Code: code, Message: msg, Tool: tool, Step: s.ID}, start: start, duration: r.elapsed() - start, tool: chosen}
 	}
 	if s.Approve && !spec.hasKnown {
-		dec, err := r.approve(ctx, ApprovalRequest{Round: spec.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args}, nil)
+		dec, err := r.approve(ctx, ApprovalRequest{Round: spec.round, Step: id, Tool: tool, Message: s.ApproveMessage, Args: spec.args, Filled: filledArgs(s, spec.args)}, nil)
 		switch {
 		case errors.Is(err, ErrWaiting):
 			return outcome{waiting: true, start: start}
@@ -987,7 +1024,7 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 		if serr != nil && serr.Code == codeWaiting {
 			return outcome{waiting: true, start: start}
 		}
-		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start}, nil)
+		return r.judged(ctx, e, s, id, spec.args, outcome{value: v, err: serr, attempts: attempts, retries: retries, start: start, duration: r.elapsed() - start, tool: chosen}, nil)
 	}
 	// A for each: the elements run in parallel, up to the bound; the first
 	// failure cancels the rest.
@@ -1051,13 +1088,26 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 	return r.judged(ctx, e, s, id, nil, outcome{value: results, err: firstErr, attempts: total, retries: retried, start: start, duration: r.elapsed() - start}, nil)
 }
 
-// attempts calls a step's tool with its retries and backoff, then its
-// fallback. It returns the value, the number of calls made, how many of
-// them were retries, and the error of the last call when all failed.
+// filledArgs names the arguments of a step that a model filled in.
+func filledArgs(s *compiler.Step, args map[string]any) []string {
+	if s.Task != nil {
+		return sortedKeys(args)
+	}
+	var out []string
+	for _, a := range s.Holes() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// attempts calls a step's tool (a task's, the candidate chosen) with its
+// retries and backoff, then its fallback. It returns the value, the number
+// of calls made, how many of them were retries, and the error of the last
+// call when all failed.
 func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, args, fbArgs map[string]any) (any, int, int, *StepError) {
 	s := spec.step
+	tool := spec.tool
 	ctx := g.ctx
-	tool := s.Tool
 	calls, retries := 0, 0
 	var last *StepError
 	for attempt := 0; attempt <= s.Retry; attempt++ {
@@ -1230,6 +1280,7 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
+	e.fills = modelFiller{r}
 	e.prefix = id + "/"
 	e.round = spec.round
 	r.drive(ctx, e)

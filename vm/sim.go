@@ -49,6 +49,23 @@ type SimResult struct {
 	Branches []Branch `json:"branches"`
 	// Approvals are the approval gates the run would stop at.
 	Approvals []string `json:"approvals"`
+	// Fills are what the run leaves to a model: each hole, whose value is
+	// known only after the run, and each task, with the candidates it
+	// may choose.
+	Fills []Fill `json:"fills"`
+}
+
+// Fill is a hole or a task of a plan, as a dry run shows it.
+type Fill struct {
+	Step string `json:"step"`
+	// Tool and Argument name a hole; Candidates a task's tools and
+	// sub-plans.
+	Tool        string   `json:"tool,omitempty"`
+	Argument    string   `json:"argument,omitempty"`
+	Instruction string   `json:"instruction"`
+	Type        string   `json:"type"`
+	Candidates  []string `json:"candidates,omitempty"`
+	Hint        string   `json:"hint,omitempty"`
 }
 
 // Wave is the steps that start at one moment of a dry run.
@@ -84,10 +101,11 @@ func Simulate(ctx context.Context, prog *compiler.Program, input map[string]any,
 	if opts.MaxParallel <= 0 {
 		opts.MaxParallel = 8
 	}
-	s := &simulator{opts: opts, out: &SimResult{Problems: []Problem{}, Branches: []Branch{}, Approvals: []string{}, Waves: []Wave{}}}
+	s := &simulator{opts: opts, out: &SimResult{Problems: []Problem{}, Branches: []Branch{}, Approvals: []string{}, Waves: []Wave{}, Fills: []Fill{}}}
 	if prog.Plan.Approve {
 		s.out.Approvals = append(s.out.Approvals, "the plan: "+orDefault(prog.Plan.ApproveMessage, "approve the whole plan"))
 	}
+	s.fills(prog)
 	e, makespan, err := s.run(ctx, prog, input, "")
 	if err != nil {
 		return nil, err
@@ -168,6 +186,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 	}
 	e.prefix = prefix
 	e.sim = true
+	e.fills = simFiller{}
 	e.onProblem = s.problem
 	e.onUnknown = func(st *compiler.Step) { s.branchOnCondition(e, st) }
 	if prefix == "" {
@@ -188,7 +207,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 				continue
 			}
 			st := prog.Steps[i]
-			e.event(Event{Type: StepStarted, Step: st.ID, Tool: st.Node.Call.Tool.Name})
+			e.event(Event{Type: StepStarted, Step: st.ID, Tool: st.ToolName()})
 			if prefix == "" {
 				s.wave(now, st.ID)
 				if st.Approve {
@@ -246,6 +265,14 @@ func (s *simulator) step(ctx context.Context, e *engine, spec *callSpec, prefix 
 		return outcome{value: spec.known}, 0
 	}
 	per := e.prog.Analysis.CallLatency[spec.i]
+	if st.Task != nil {
+		// The model chooses a candidate only when the run gets there:
+		// the result is one of the task's type.
+		if s.opts.Symbolic {
+			return outcome{value: Unknown{}, attempts: 1}, per
+		}
+		return outcome{value: invent(st.OutType, fmt.Sprintf("%d/%s", s.opts.Seed, prefix+st.ID), prefix+st.ID, 0), attempts: 1}, per
+	}
 	if st.Each == nil {
 		v, d, attempts, serr := s.call(ctx, e, st, spec.args, "", prefix, per)
 		retries := attempts - 1
@@ -328,6 +355,35 @@ func (s *simulator) callTool(ctx context.Context, e *engine, st *compiler.Step, 
 		return Unknown{}, per, 1, nil
 	}
 	return invent(tool.Result, fmt.Sprintf("%d/%s", s.opts.Seed, id), id, 0), per, 1, nil
+}
+
+// fills notes the holes and tasks of a program and its sub-plans, in the
+// order of their steps, whether the run reaches them or not; a sub-plan's
+// steps are named after it ("draft: write").
+func (s *simulator) fills(prog *compiler.Program) {
+	note := func(p *compiler.Program, prefix string) {
+		for _, st := range p.Steps {
+			for _, a := range st.Holes() {
+				s.out.Fills = append(s.out.Fills, Fill{Step: prefix + st.ID, Tool: st.ToolName(), Argument: a.Name, Instruction: a.Value.Text, Type: a.Value.Type.String(), Hint: st.Hint})
+			}
+			if st.Task != nil {
+				f := Fill{Step: prefix + st.ID, Instruction: st.Task.Goal, Type: st.OutType.String(), Candidates: []string{}, Hint: st.Hint}
+				for _, c := range st.Task.Candidates {
+					f.Candidates = append(f.Candidates, c.Name)
+				}
+				s.out.Fills = append(s.out.Fills, f)
+			}
+		}
+	}
+	note(prog, "")
+	names := make([]string, 0, len(prog.Sub))
+	for name := range prog.Sub {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		note(prog.Sub[name], name+": ")
+	}
 }
 
 // invent makes a value of a type, deterministically from key. name seeds

@@ -172,19 +172,27 @@ func (e *engine) eval(ctx context.Context, op *compiler.Operand, sc *scope) (any
 	return nil, fmt.Errorf("cannot evaluate operand of kind %d", op.Kind)
 }
 
+// bounded returns ctx with the deadline of the step's time limit when ctx
+// is the bound of a step's evaluation: the limit starts when first
+// needed, and holds for all that the step's evaluation runs after.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	b, ok := ctx.(*boundCtx)
+	if !ok || b.timeout <= 0 {
+		return ctx, func() {}
+	}
+	if b.deadline.IsZero() {
+		b.deadline = time.Now().Add(b.timeout)
+	}
+	return context.WithDeadline(b.Context, b.deadline)
+}
+
 // evalCEL runs a CEL expression. The activation holds only the slots the
 // expression reads. Converting its value counts against the cost limit
 // too: a value may hold one string or list many times over, and would
 // take as many copies.
 func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
-	if b, ok := ctx.(*boundCtx); ok && b.timeout > 0 {
-		if b.deadline.IsZero() {
-			b.deadline = time.Now().Add(b.timeout)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(b.Context, b.deadline)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	limit := e.costLimit
 	if limit == 0 {
 		limit = compiler.DefaultCostLimit

@@ -29,6 +29,8 @@ type checkFlags struct {
 	read *readFiles
 	// grants are the network and environment the tools may use.
 	grants grantFlags
+	// hints is the operator's hints file.
+	hints string
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,7 @@ func (cf *checkFlags) register(fs *flag.FlagSet) {
 func (cf *checkFlags) registerTools(fs *flag.FlagSet) {
 	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
+	fs.StringVar(&cf.hints, "hints", "", "a hints file: the routing hints a step may name (hint researcher), and what each routes a task to: {\"researcher\": {\"tools\": [...], \"mcp\": \"SERVER\", \"plan\": \"SUBPLAN\", \"aliases\": [...]}}")
 	fs.Var(&cf.mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME, the others waiting their turn (default: no bound; 1 for a server that loses writes made at once); may be repeated")
 	cf.grants.register(fs)
 }
@@ -74,6 +77,16 @@ func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.D
 	if cf.servers != nil {
 		cf.read.tools = append(cf.read.tools, cf.servers.files...)
 	}
+	if cf.hints != "" {
+		b, err := os.ReadFile(cf.hints)
+		if err != nil {
+			return cfg, srcs, nil, fmt.Errorf("reading hints: %w", err)
+		}
+		if cfg.Hints, err = compiler.ParseHints(b, cf.serverTools); err != nil {
+			return cfg, srcs, nil, fmt.Errorf("%s: %w", cf.hints, err)
+		}
+		cf.read.hints = cfg.Hints
+	}
 	builtins := builtinToolsJSON()
 	decls, _ := lang.ParseTools(builtinToolsName, builtins)
 	cfg.Tools = append(cfg.Tools, decls...)
@@ -102,9 +115,10 @@ func builtinSignatures() []*lang.ToolDecl {
 	return decls
 }
 
-// readFiles keeps the tools files a check reads.
+// readFiles keeps the tools files and the hints a check reads.
 type readFiles struct {
 	tools []planfile.File
+	hints map[string]compiler.Hint
 }
 
 // checked is a plan read, parsed and checked.

@@ -118,6 +118,8 @@ func applyCommand() *command {
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the planfile's
+			var ff fillFlags
+			ff.register(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "apply", "expected one planfile, got %d", len(args))
@@ -136,7 +138,12 @@ func applyCommand() *command {
 					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
-				ts := &toolSettings{MCP: mcpSpecs, MCPParallel: mcpParallel, AllowCommands: *allowCommands}
+				fill, err := ff.settings("")
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				ts := &toolSettings{MCP: mcpSpecs, AllowCommands: *allowCommands, MCPParallel: mcpParallel, Fill: fill}
 				rf, stop, status := ts.connect(ctx, e, "apply")
 				if rf == nil {
 					return status
@@ -203,7 +210,7 @@ func applyCommand() *command {
 				if store != nil {
 					defer store.Close()
 				}
-				return xf.execute(ctx, e, r, tools, nil)
+				return xf.execute(ctx, e, r, tools, nil, fill)
 			}
 		},
 	}

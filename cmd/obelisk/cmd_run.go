@@ -30,6 +30,8 @@ func runCommand() *command {
 			rf.register(fs)
 			var xf execFlags
 			xf.register(fs, true)
+			var ff fillFlags
+			ff.register(fs)
 			mode := fs.String("mode", "", "lazy: check the whole plan, then run it; eager: run each statement as it arrives (FILE may be - for a stream, journaled as it arrives); default: the plan's mode")
 			stepTimeout := fs.Duration("step-timeout", 60*time.Second, "the longest a step's tool call (each attempt) or the evaluation of its arguments may take; a step's own timeout may only lower it")
 			maxOutput := fs.Int("max-output", 16<<20, "the largest result a step may have, in bytes of JSON; a larger one fails the step")
@@ -51,7 +53,16 @@ func runCommand() *command {
 				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
-					return runEager(ctx, e, &rf, &xf, args[0], opts, policy)
+					base := ""
+					if args[0] != "-" {
+						base = strings.TrimSuffix(strings.TrimSuffix(args[0], ".plan"), ".json")
+					}
+					fill, err := ff.settings(base)
+					if err != nil {
+						e.errorf("%v", err)
+						return exitUsage
+					}
+					return runEager(ctx, e, &rf, &xf, args[0], opts, policy, fill)
 				}
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
@@ -71,7 +82,19 @@ func runCommand() *command {
 					}
 					return exitUsage
 				}
-				set, err := p.toolSettings(&rf).record(opts, policy)
+				fill, err := ff.settings(p.base())
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				if _, err := fill.filler(e, p.prog); err != nil && xf.replay == "" {
+					// Refused before the run starts, as missing tools are.
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				ts := p.toolSettings(&rf)
+				ts.Fill = fill
+				set, err := ts.record(opts, policy)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -85,7 +108,7 @@ func runCommand() *command {
 				if store != nil {
 					defer store.Close()
 				}
-				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg}, nil)
+				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg}, nil, fill)
 			}
 		},
 	}
@@ -193,6 +216,9 @@ func (t *terminalApprover) Approve(ctx context.Context, req vm.ApprovalRequest) 
 		}
 		args, _ := json.MarshalIndent(req.Args, "  ", "  ")
 		fmt.Fprintf(&b, "\n  arguments: %s\n", lang.EscapeControlJSON(args))
+		if len(req.Filled) > 0 {
+			fmt.Fprintf(&b, "  filled in by a model: %s\n", strings.Join(req.Filled, ", "))
+		}
 	}
 	io.WriteString(t.out, lang.EscapeControl(b.String()))
 	for {
@@ -330,6 +356,7 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 			fmt.Fprintf(w, "  %s\n", ap)
 		}
 	}
+	writeFills(w, res.Fills)
 	if len(res.Branches) > 0 {
 		fmt.Fprintf(w, "\nchoices left to the run:\n")
 		for _, b := range res.Branches {
@@ -362,6 +389,26 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 	}
 	fmt.Fprintf(w, "\nfinal state:\n%s\n", indentLines(jsonText(res.State)))
 	fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(res.Output)))
+}
+
+// writeFills prints what a run leaves to a model: holes, known after the
+// run, and tasks with their candidates.
+func writeFills(w io.Writer, fills []vm.Fill) {
+	if len(fills) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nleft to a model when the step runs:\n")
+	for _, f := range fills {
+		hint := ""
+		if f.Hint != "" {
+			hint = " (hint " + f.Hint + ")"
+		}
+		if f.Candidates != nil {
+			fmt.Fprintf(w, "  %s: task %q%s: a model chooses one of %s; its result is of type %s\n", f.Step, f.Instruction, hint, strings.Join(f.Candidates, ", "), f.Type)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: argument %s of %s, of type %s: %q, known after the run\n", f.Step, f.Argument, f.Tool, f.Type, f.Instruction)
+	}
 }
 
 func jsonText(v any) string {

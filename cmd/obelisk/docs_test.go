@@ -48,6 +48,8 @@ var docExpect = []struct {
 		why: `examples/README.md: "prints the files that are not" canonical: none`},
 	{match: `^/tmp/obelisk run --yes examples/payment-failure\.(plan|json)$`, check: outputHas(`"status": "Failed"`),
 		why: `examples/README.md: payment-failure's "output is {status: "Failed", message} and the run completes (exit 0)"`},
+	{match: `^/tmp/obelisk run --yes examples/research-briefing\.plan$`, check: outputHas(`"url": "https://briefings.example.com/rag-2023"`),
+		why: `examples/README.md: research-briefing's output, with the library's papers summarized by the sub-plan`},
 	{match: `^/tmp/obelisk dry-run examples/booking-fallback\.plan$`, check: outputHas("problems:\n  none found"),
 		why: `examples/README.md: a dry run "exits 0 when it reports problems: none found"`},
 	{match: `^OPENAI_API_KEY=\S+ go run \./cmd/obelisk generate .* -o /tmp/refund\.plan$`, check: wroteRefundPlan,

@@ -19,7 +19,7 @@ import (
 // (or from standard input, as they arrive) and each step runs as soon as
 // it is complete and checked. The run is journaled as its text arrives,
 // unless --no-journal.
-func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy journal.ApprovalPolicy) int {
+func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy journal.ApprovalPolicy, fs fillSettings) int {
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {
@@ -65,7 +65,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 			return exitUsage
 		}
 	}
-	ts := &toolSettings{MCP: rf.mcp, AllowCommands: rf.allowCommands}
+	ts := &toolSettings{MCP: rf.mcp, AllowCommands: rf.allowCommands, Fill: fs}
 	var mocks *runtime.Mocks
 	if rf.mocks != "" {
 		b, err := os.ReadFile(rf.mocks)
@@ -92,7 +92,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	set.Limits = rf.limits
 	// The plan's source holds what its checking reads; its text is
 	// journaled as it arrives.
-	ps := &planfile.Source{Name: name, Tools: rf.read.tools, Strict: rf.strict, MaxParallel: rf.maxParallel}
+	ps := &planfile.Source{Name: name, Tools: rf.read.tools, Hints: rf.read.hints, Strict: rf.strict, MaxParallel: rf.maxParallel}
 	if src.path != "" {
 		ps.Dir = filepath.Dir(src.path)
 	}
@@ -106,7 +106,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	if store != nil {
 		defer store.Close()
 	}
-	return xf.execute(ctx, e, run, runtime.Chain{Mocks: mocks, Registry: reg}, r)
+	return xf.execute(ctx, e, run, runtime.Chain{Mocks: mocks, Registry: reg}, r, fs)
 }
 
 // boundDecls returns, as the checker's tools, the declarations of tools

@@ -18,6 +18,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // goalSettings are what the run of a goal records, besides its tools'
@@ -61,7 +62,7 @@ func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Di
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ps := &planfile.Source{Name: src.name, JSON: src.json, Text: string(src.text), Tools: gf.read.tools, Strict: gf.strict}
+	ps := &planfile.Source{Name: src.name, JSON: src.json, Text: string(src.text), Tools: gf.read.tools, Hints: gf.read.hints, Strict: gf.strict}
 	if ps.Name == "" {
 		ps.Name = "<goal>" // no context document
 	}
@@ -86,6 +87,7 @@ func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map
 	var c agent.Context
 	cfg, diags := ps.Config()
 	cfg.Imports = compiler.ImportDir(ps.ImportRoot())
+	c.Hints = cfg.Hints
 	if ps.Text != "" {
 		var f *lang.File
 		var d lang.Diagnostics
@@ -211,7 +213,8 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 		}()
 	}
 	opts := agent.Options{Context: c, Planner: gx.planner, Evaluator: gx.evaluator, Check: cfg, Tools: tools,
-		Approver: gx.approver, Observer: vm.Observers(observers...), RunTimeout: gx.runTimeout}
+		Approver: gx.approver, Observer: vm.Observers(observers...), RunTimeout: gx.runTimeout,
+		Filler: &fill.Model{Model: gx.planner}}
 	res, err := r.Pursue(ctx, opts, tools.Mocks)
 	if err != nil {
 		e.errorf("%v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/obelisk-plan/obelisk/runtime/replay"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
@@ -95,6 +96,10 @@ type execFlags struct {
 	approvalTimeout time.Duration
 	approvalDefault string
 	runTimeout      time.Duration
+	// recorder and replayer are what wrapTools made of --record and
+	// --replay, which the fillings go through too (wrapFiller).
+	recorder *replay.Recorder
+	replayer *replay.Replayer
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
@@ -152,16 +157,30 @@ func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error)
 		if err != nil {
 			return nil, nil, err
 		}
-		tools = p
+		tools, xf.replayer = p, p
 	}
 	if xf.record != "" {
 		rec, err := replay.NewRecorder(tools, xf.record)
 		if err != nil {
 			return nil, nil, err
 		}
+		xf.recorder = rec
 		return rec, rec.Close, nil
 	}
 	return tools, func() error { return nil }, nil
+}
+
+// wrapFiller gives the fillings of a run the recording of --replay in
+// place of f, and records them with --record, as wrapTools does for the
+// tool calls (which it must have been called for).
+func (xf *execFlags) wrapFiller(f vm.Filler) vm.Filler {
+	if xf.replayer != nil {
+		f = fill.Replayed(xf.replayer)
+	}
+	if xf.recorder != nil && f != nil {
+		f = fill.Recorded(f, xf.recorder)
+	}
+	return f
 }
 
 // eventsFile returns the observer that writes the events to the file of
@@ -202,6 +221,8 @@ type toolSettings struct {
 	MCP           []string `json:"mcp,omitempty"`
 	MCPParallel   []string `json:"mcpParallel,omitempty"`
 	AllowCommands bool     `json:"allowCommands,omitempty"`
+	// Fill says what completes the plan's holes and tasks.
+	Fill fillSettings `json:"fill,omitzero"`
 }
 
 // record returns the settings a run records: its limits and approval
@@ -225,7 +246,7 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 		src.WorkDir = wd
 	}
 	if rf.read != nil {
-		src.Tools = rf.read.tools
+		src.Tools, src.Hints = rf.read.tools, rf.read.hints
 	}
 	src.Imports = planfile.Imports(c.info)
 	return src
@@ -310,11 +331,12 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 	return r, st, exitOK
 }
 
-// execute runs a run with its tools, as the flags say (--record or
-// --replay, --events, --approve or --yes, --run-timeout), and reports how
-// it went. The plan of a streamed run is read from text as it arrives;
-// nil reads it from the journal, for a resumed run.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain, text io.Reader) int {
+// execute runs a run with its tools, and with what fs says fills its
+// holes and tasks, as the flags say (--record or --replay, --events,
+// --approve or --yes, --run-timeout), and reports how it went. The plan
+// of a streamed run is read from text as it arrives; nil reads it from
+// the journal, for a resumed run.
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain, text io.Reader, fs fillSettings) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
@@ -344,7 +366,21 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	}
 	progress := newProgress(e, total)
 	observer := vm.Observers(vm.LogEvents(e.log.Named(e.cmd)), showReplans(e), events, progress.observe)
-	o := durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout}
+	var filler vm.Filler
+	switch {
+	case xf.replay != "":
+	case r.Plan().Program == nil:
+		filler, err = fs.streamFiller(e)
+	default:
+		filler, err = fs.filler(e, r.Plan().Program)
+	}
+	if err != nil {
+		progress.stop()
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	o := durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
+		Filler: xf.wrapFiller(filler), MaxFills: fs.MaxFills}
 	var res *vm.Result
 	var rejected lang.Diagnostics
 	if r.Streamed() {
@@ -471,7 +507,7 @@ func resumeCommand() *command {
 					r.Leave(errors.New("its tools may not run: " + problems[0]))
 					return exitUsage
 				}
-				return xf.execute(ctx, e, r, tools, nil)
+				return xf.execute(ctx, e, r, tools, nil, ts.Fill)
 			}
 		},
 	}

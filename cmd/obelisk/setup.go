@@ -130,6 +130,15 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	return p, exitOK
 }
 
+// base returns the plan's path without its extension, for the files
+// beside it (NAME.fills.json); "" for a plan read from standard input.
+func (p *prepared) base() string {
+	if p.src.path == "" {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(p.src.path, ".plan"), ".json")
+}
+
 // readInput reads --input, or NAME.input.json, or the input a JSON plan
 // carries.
 func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
@@ -215,7 +224,11 @@ func (p *prepared) calledTools() []string {
 		}
 		visited[prog] = true
 		for _, s := range prog.Steps {
-			for _, t := range []*compiler.Tool{s.Tool, fallbackTool(s)} {
+			tools := []*compiler.Tool{s.Tool, fallbackTool(s)}
+			if s.Task != nil {
+				tools = append(tools, s.Task.Candidates...)
+			}
+			for _, t := range tools {
 				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
 					continue
 				}

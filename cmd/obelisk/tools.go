@@ -134,6 +134,27 @@ func (cf *checkFlags) registerMCP(reg *runtime.Registry) error {
 	return nil
 }
 
+// serverTools lists the tools of an MCP server, by the names a plan
+// calls them by, for a hint that routes to the server.
+func (cf *checkFlags) serverTools(server string) ([]string, error) {
+	var out []string
+	found := false
+	if cf.servers != nil {
+		for _, s := range cf.servers.servers {
+			found = found || s.Name() == server
+		}
+		for _, b := range cf.servers.bindings {
+			if b.Server.Name() == server {
+				out = append(out, b.Definition.Name)
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("it routes to MCP server %s, which no --mcp starts", server)
+	}
+	return out, nil
+}
+
 // mcpDecls returns the signatures of the MCP servers' tools.
 func (cf *checkFlags) mcpDecls() []*lang.ToolDecl {
 	if cf.servers == nil {

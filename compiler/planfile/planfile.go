@@ -57,6 +57,9 @@ type Source struct {
 	// options.
 	Strict      bool `json:"strict,omitempty"`
 	MaxParallel int  `json:"maxParallel,omitempty"`
+	// Hints are the operator's routing hints the plan was checked with,
+	// an MCP server's resolved to its tools.
+	Hints map[string]compiler.Hint `json:"hints,omitempty"`
 }
 
 // Path returns where the file the source names name is now: relative
@@ -85,7 +88,7 @@ func (s *Source) Config() (compiler.Config, lang.Diagnostics) {
 			}
 		}
 	}
-	cfg := compiler.Config{Strict: s.Strict, Imports: imports}
+	cfg := compiler.Config{Strict: s.Strict, Imports: imports, Hints: s.Hints}
 	var diags lang.Diagnostics
 	for _, f := range s.Tools {
 		decls, d := lang.ParseTools(f.Name, []byte(f.Text))
@@ -200,6 +203,9 @@ func Signatures(prog *compiler.Program) []Signature {
 			tools := []*compiler.Tool{s.Tool}
 			if s.Fallback != nil {
 				tools = append(tools, s.Fallback.Tool)
+			}
+			if s.Task != nil {
+				tools = append(tools, s.Task.Candidates...)
 			}
 			for _, t := range tools {
 				if t == nil || t.Plan != nil || seen[t.Name] {

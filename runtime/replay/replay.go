@@ -32,10 +32,14 @@ type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }
 
-// Call is one recorded tool call.
+// Call is one recorded tool call, or one recorded filling: what a model
+// answered for a hole or a task of a step (Fill is set).
 type Call struct {
 	Tool string         `json:"tool"`
 	Args map[string]any `json:"args"`
+	// Fill is set for a filling: the hole's argument, or "task" for a
+	// task's choice.
+	Fill string `json:"fill,omitempty"`
 	// Step and Attempt identify the call in its run (runtime.CallInfo).
 	Step    string `json:"step,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
@@ -98,6 +102,28 @@ func (r *Recorder) Call(ctx context.Context, name string, args map[string]any) (
 	}
 	return v, err
 }
+
+// RecordFill records what a model answered for a hole (argument names
+// it) or a task (argument is "") of a step, on its attempt-th ask.
+func (r *Recorder) RecordFill(step, tool, argument string, attempt int, value any) error {
+	if argument == "" {
+		argument = taskFill
+	}
+	c := Call{Tool: tool, Step: step, Attempt: attempt, Fill: argument, Result: value}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, c)
+	if r.err == nil {
+		r.err = writeCall(r.w, c)
+		if r.err == nil {
+			r.err = r.w.Flush()
+		}
+	}
+	return r.err
+}
+
+// taskFill is the Fill of a task's recorded choice.
+const taskFill = "task"
 
 func recordedError(ctx context.Context, err error) *Error {
 	var re *runtime.Error
@@ -164,6 +190,8 @@ type Replayer struct {
 	mu      sync.Mutex
 	answers map[string][]answer
 	order   []string
+	// fills are the recorded fillings, by step and argument.
+	fills map[string][]answer
 }
 
 // answer is a recorded call, its result kept as JSON text so that each
@@ -179,7 +207,7 @@ func Load(path string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the recording: %w", err)
 	}
-	p := &Replayer{answers: map[string][]answer{}}
+	p := &Replayer{answers: map[string][]answer{}, fills: map[string][]answer{}}
 	for n, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -193,6 +221,11 @@ func Load(path string) (*Replayer, error) {
 			return nil, fmt.Errorf("%s:%d: not a recorded call: %w", path, n+1, err)
 		}
 		a := answer{call: raw.Call, result: raw.Result}
+		if a.call.Fill != "" {
+			k := fillKey(a.call.Step, a.call.Fill)
+			p.fills[k] = append(p.fills[k], a)
+			continue
+		}
 		if a.call.Tool == "" {
 			return nil, fmt.Errorf("%s:%d: a recorded call names no tool", path, n+1)
 		}
@@ -245,6 +278,36 @@ func (p *Replayer) Call(ctx context.Context, name string, args map[string]any) (
 	if e := a.call.Error; e != nil {
 		return nil, &runtime.Error{Code: e.Code, Message: e.Message, NotRetryable: e.NotRetryable}
 	}
+	if len(a.result) == 0 {
+		return nil, nil
+	}
+	return runtime.DecodeJSON(a.result)
+}
+
+func fillKey(step, argument string) string { return step + "\x00" + argument }
+
+// Fill answers a filling from the recording: the answers recorded for the
+// hole (argument names it) or the task (argument is "") of a step, in the
+// order they were recorded. A filling the recording has no answer for
+// fails.
+func (p *Replayer) Fill(step, argument string) (any, error) {
+	if argument == "" {
+		argument = taskFill
+	}
+	k := fillKey(step, argument)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.fills[k]
+	if len(list) == 0 {
+		what := "argument " + argument
+		if argument == taskFill {
+			what = "the task"
+		}
+		return nil, &runtime.Error{Code: CodeNotRecorded, NotRetryable: true,
+			Message: fmt.Sprintf("the recording has no answer of a model for %s of step %s", what, step)}
+	}
+	a := list[0]
+	p.fills[k] = list[1:]
 	if len(a.result) == 0 {
 		return nil, nil
 	}

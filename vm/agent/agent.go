@@ -88,6 +88,9 @@ type Options struct {
 	// vm.Options.RunTimeout says, and the goal ends canceled with an error
 	// of code limit-exceeded.
 	RunTimeout time.Duration
+	// Filler completes the holes and tasks of the plans the model writes
+	// (see vm.Options.Filler), usually on the planner (vm/fill.Model).
+	Filler vm.Filler
 	// Journal, when set, makes the goal durable: see Journal. A goal with
 	// a journal and no Approver waits at an approval gate or a hitl
 	// verdict: it ends with status GoalWaiting, to be run again with the
@@ -242,6 +245,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	g.ctx.Decls = append([]lang.Item(nil), opts.Context.Decls...)
 	g.opts.Check = offeredConfig(opts.Check, &g.ctx)
+	if opts.Filler == nil {
+		// Nothing would fill a hole or choose for a task: the model is
+		// neither taught them nor let write them.
+		g.opts.Check.NoFiller = true
+	}
 	g.opts.Tools = newOfferedTools(&g.ctx, opts.Tools)
 	form, err := newAnswerForm(opts.Form, &g.ctx, g.opts.Check)
 	if err != nil {
@@ -462,7 +470,7 @@ func (g *goal) finish(status string, output any, err error) *Result {
 // vmOptions are the options of the run of turn n.
 func (g *goal) vmOptions(n, remaining int) vm.Options {
 	o := vm.Options{Tools: g.opts.Tools, Approver: g.opts.Approver, Observer: g.opts.Observer,
-		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check}
+		MaxParallel: g.opts.MaxParallel, StepTimeout: g.opts.StepTimeout, Check: g.opts.Check, Filler: g.opts.Filler}
 	o.Check.Limits.MaxSteps = remaining
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
@@ -504,7 +512,7 @@ func (g *goal) settings() []string {
 // for: with the schema of a plan of what the context offers now.
 func (g *goal) request(info *turnInfo) *llm.Request {
 	g.form.refresh(&g.ctx, g.opts.Check)
-	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form),
+	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller),
 		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}})
 }
 
@@ -660,7 +668,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		}
 		text, usage, err := llm.Collect(ctx, g.planner, req)
 		if g.refused(err) {
-			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form), g.form.request(req)
+			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller), g.form.request(req)
 			text, usage, err = llm.Collect(ctx, g.planner, req)
 		}
 		if t.Repairs == 0 {

@@ -37,7 +37,7 @@ func labelSteps(steps []*lang.Step) {
 			taken[st.Label.Name] = true
 			continue
 		}
-		base := st.Call.Tool.Name
+		base := st.Callee()
 		if i := strings.LastIndexAny(base, ".-"); i >= 0 {
 			base = base[i+1:]
 		}
@@ -46,7 +46,7 @@ func labelSteps(steps []*lang.Step) {
 			name = fmt.Sprintf("%s%d", base, k)
 		}
 		taken[name] = true
-		st.Label = &lang.Ident{Span: st.Call.Tool.Span, Name: name}
+		st.Label = &lang.Ident{Span: st.Head(), Name: name}
 	}
 }
 

@@ -26,6 +26,10 @@ type Context struct {
 	State *lang.StateDecl
 	// Plan is a plan to go on from (steps and output), or nil.
 	Plan []lang.Item
+	// Hints are the routing hints the operator declares (the checker's
+	// compiler.Config.Hints), shown to the model with what each routes
+	// a task to.
+	Hints map[string]compiler.Hint
 }
 
 // ContextOf splits a parsed context document (seed 003's JSON form) or a

@@ -31,6 +31,8 @@ var primerSections = []struct {
 	{"6.3 `for each`", "", []string{"text", "plan"}},
 	{"6.5 Output paths", "", []string{"text", "plan"}},
 	{"6.6 Options", "", []string{"table", "plan"}},
+	{"6.8 Holes: arguments a model fills when the step runs", "Holes", []string{"text", "table", "plan"}},
+	{"6.9 Tasks: a goal and the tools a model chooses among", "Tasks", []string{"text", "plan"}},
 	{"7.2 References", "", []string{"text"}},
 	{"7.5 CEL expressions", "", []string{"plan"}},
 }

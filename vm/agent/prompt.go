@@ -29,11 +29,12 @@ The language, quoted from its reference. In its examples, a Context block stands
 `
 
 // systemPrompt is the planner's system prompt for a mode and an answer
-// form: the language primer and how to answer.
-func systemPrompt(mode string, minSteps, maxSteps int, form string) string {
+// form: the language primer (with holes and tasks when a model fills
+// them) and how to answer.
+func systemPrompt(mode string, minSteps, maxSteps int, form string, fills bool) string {
 	var b strings.Builder
 	b.WriteString(systemIntro)
-	b.WriteString(primer)
+	b.WriteString(primerFor(fills))
 	b.WriteString("\nHow to answer:\n")
 	if form == FormJSON {
 		b.WriteString(jsonRules)
@@ -140,6 +141,7 @@ func contextMessage(c *Context, t *turnInfo) string {
 			b.WriteString("\n[sub-plan] Declared (call it like a tool; do not declare it again):\n" + formatItem(d))
 		}
 	}
+	b.WriteString(hintsText(c.Hints))
 	if t.plan != "" {
 		b.WriteString("\n[plan] The plan so far (# says what became of each step):\n")
 		b.WriteString(t.plan)

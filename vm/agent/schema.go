@@ -62,6 +62,7 @@ func PlanSchema(c *Context, cfg compiler.Config) (map[string]any, error) {
 		"duration":   map[string]any{"type": []any{"string", "null"}, "pattern": durationPattern},
 		"name":       map[string]any{"type": []any{"string", "null"}, "pattern": namePattern},
 		"expr":       object(ordered{{"_expr", map[string]any{"type": "string", "description": "an expression in plan syntax or CEL, such as {name: †state.customer.name} or size(†state.items) > 0"}}}),
+		"hole":       object(ordered{{"_hole", map[string]any{"type": "string", "description": "an instruction for the model that fills the argument when the step runs, which may read †state.SLOT"}}}),
 		"any": map[string]any{"anyOf": []any{
 			map[string]any{"type": "string"}, map[string]any{"type": "number"}, map[string]any{"type": "boolean"}, map[string]any{"type": "null"},
 			map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/any"}},
@@ -75,6 +76,7 @@ func PlanSchema(c *Context, cfg compiler.Config) (map[string]any, error) {
 	if len(calls) == 0 {
 		return nil, errors.New("no tools are offered: a plan could call nothing")
 	}
+	calls = append(calls, ref(b.task(tools)))
 	root := object(ordered{
 		{"calls", map[string]any{"type": "array", "items": map[string]any{"anyOf": calls}, "description": "the steps"}},
 		{"output", map[string]any{"anyOf": []any{map[string]any{"type": "null"}, ref("ref"), ref("expr")},
@@ -139,10 +141,30 @@ func (b *schemaBuilder) call(t *compiler.Tool) string {
 		member{"_when", ref("text")}, member{"_expect", ref("text")}, member{"_criterion", ref("text")}, member{"_approve", ref("text")},
 		member{"_retry", ref("count")}, member{"_timeout", ref("duration")},
 		member{"_forEach", ref("text")}, member{"_as", ref("name")}, member{"_max", ref("count")},
+		member{"_hint", ref("text")},
 	)
 	// The tool's description is in the prompt's [tools] message already.
 	b.defs[key] = object(props)
 	return key
+}
+
+// task defines a task: a goal and the offered tools and sub-plans it
+// chooses among, with the options of a call but for a for each, a
+// fallback and a given result. It returns the definition's key.
+func (b *schemaBuilder) task(tools []*compiler.Tool) string {
+	names := make([]any, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	b.defs["task"] = object(ordered{
+		{"_task", map[string]any{"type": "string", "description": "the goal, which may read †state.SLOT"}},
+		{"_using", map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": names}}},
+		{"_id", map[string]any{"type": "string", "pattern": namePattern}},
+		{"_outputPath", ref("outputPath")},
+		{"_when", ref("text")}, {"_expect", ref("text")}, {"_criterion", ref("text")}, {"_approve", ref("text")},
+		{"_retry", ref("count")}, {"_timeout", ref("duration")}, {"_hint", ref("text")},
+	})
+	return "task"
 }
 
 // arg is the schema of an argument of a type: a value of the type, a
@@ -157,6 +179,9 @@ func (b *schemaBuilder) arg(t *compiler.Type, depth int) map[string]any {
 	}
 	if depth == 0 && (t == nil || t.Kind != compiler.KindAny) {
 		alts = append(alts, ref("expr"))
+	}
+	if depth == 0 {
+		alts = append(alts, ref("hole"))
 	}
 	if len(alts) == 1 {
 		return alts[0].(map[string]any)

@@ -65,7 +65,7 @@ func TestPlanSchemaIsStrict(t *testing.T) {
 // call is a call of the JSON form with every option null, as a strict
 // schema makes a model write it.
 func call(tool, id string, args string) string {
-	opts := `"_outputPath": "†state.` + id + `", "_when": null, "_expect": null, "_criterion": null, "_approve": null, "_retry": null, "_timeout": null, "_forEach": null, "_as": null, "_max": null`
+	opts := `"_outputPath": "†state.` + id + `", "_when": null, "_expect": null, "_criterion": null, "_approve": null, "_retry": null, "_timeout": null, "_forEach": null, "_as": null, "_max": null, "_hint": null`
 	if args != "" {
 		args += ", "
 	}
@@ -181,5 +181,40 @@ func TestPromptTokens(t *testing.T) {
 	req.Schema = &llm.Schema{JSON: map[string]any{"type": "object"}}
 	if got := promptTokens(0, req); got != 104 {
 		t.Errorf("estimate with a schema %d, want 104", got)
+	}
+}
+
+// TestPlanSchemaHolesAndTasks: an answer in the JSON form may leave an
+// argument to a model ({"_hole": …}) and make a step a task among the
+// offered tools; the schema holds both, refuses a task's candidate that
+// is not offered, and the plan checks.
+func TestPlanSchemaHolesAndTasks(t *testing.T) {
+	_, s, c, cfg := planSchema(t)
+	task := `{"_task": "score †state.customer", "_using": ["score"], "_id": "s", "_outputPath": "†state.s", "_when": null, "_expect": null, "_criterion": null, "_approve": null, "_retry": null, "_timeout": null, "_hint": null}`
+	good := `{"calls": [` +
+		call("lookup", "customer", `"id": {"_hole": "the id of the customer in †input.id"}`) + `, ` + task +
+		`], "output": {"_expr": "†state.s"}}`
+	var v any
+	if err := json.Unmarshal([]byte(good), &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Fatalf("the schema refuses a plan with a hole and a task: %v", err)
+	}
+	sigs, err := offeredSignatures(&c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := dropNulls(good, toolsByName(sigs))
+	ch := checkAnswer("plan", answer, c.prelude(nil, nil), &c, cfg, checkRules{settings: true, approve: true})
+	if ch.diags.HasErrors() {
+		t.Fatalf("the plan does not check:\n%s\n%s", answer, ch.diags)
+	}
+	bad := strings.Replace(good, `"_using": ["score"]`, `"_using": ["http.get"]`, 1)
+	if err := json.Unmarshal([]byte(bad), &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); err == nil {
+		t.Errorf("the schema accepts a task that may choose a tool not offered")
 	}
 }

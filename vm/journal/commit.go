@@ -41,6 +41,10 @@ func (rec *record) durable() bool {
 	switch rec.ev.Type {
 	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
 		return true
+	case vm.StepFilled:
+		// A model's answer is used (shown at an approval, passed to a
+		// tool) only once it is kept.
+		return rec.ev.Verdict == vm.FillAccepted
 	}
 	return false
 }
@@ -374,6 +378,8 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies,
 			_, err = ts.get(st.waiting).Exec(r.ID, rec.round, ev.Step, ev.Tool)
 		case vm.ElementCompleted:
 			err = writeElement(tx, r.ID, rec.round, ev, rec.now)
+		case vm.StepFilled:
+			err = writeFill(tx, r.ID, rec.round, ev)
 		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
 			if !rec.hasStep {
 				continue

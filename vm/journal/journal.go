@@ -117,6 +117,14 @@ CREATE TABLE IF NOT EXISTS approvals (
   by        TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (run, round, step)
 );
+CREATE TABLE IF NOT EXISTS fills (
+  run      TEXT NOT NULL,
+  round    INTEGER NOT NULL,
+  step     TEXT NOT NULL,
+  argument TEXT NOT NULL,
+  value    BLOB,
+  PRIMARY KEY (run, round, step, argument)
+);
 CREATE TABLE IF NOT EXISTS replans (
   run     TEXT NOT NULL,
   round   INTEGER NOT NULL,
@@ -225,8 +233,9 @@ func damaged(err error) bool {
 // schemaVersion is the layout of the journal, kept in SQLite's
 // user_version: 1 records when a run's owner started (runs.pid_start); 2
 // adds the positions of mocks (mock_calls), texts received as they
-// arrive (texts, text_ends) and a goal's facts (facts).
-const schemaVersion = 2
+// arrive (texts, text_ends) and a goal's facts (facts); 3 the answers a
+// model gave for holes and tasks (fills).
+const schemaVersion = 3
 
 // migrate makes the tables a journal needs, or brings those of an
 // earlier layout up to date, in one transaction. A journal of a later
@@ -453,7 +462,7 @@ func (d *DB) Create(nr NewRun) (*Run, error) {
 		}
 		return nil, fmt.Errorf("recording the run: %w", err)
 	}
-	return &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}}, nil
+	return &Run{d: d, ID: id, restore: map[string]*vm.StepResult{}, fills: map[string][]byte{}}, nil
 }
 
 func checkID(id string) error {
@@ -590,6 +599,9 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 	if err := d.db.QueryRow(`SELECT coalesce(max(seq), 0) FROM events WHERE run = ?`, id).Scan(&r.seq); err != nil {
 		return nil, nil, err
 	}
+	if r.fills, err = d.fills(id); err != nil {
+		return nil, nil, err
+	}
 	steps, err := d.steps(id)
 	if err != nil {
 		return nil, nil, err
@@ -654,6 +666,9 @@ type Run struct {
 	seq     int64
 	round   int
 	restore map[string]*vm.StepResult
+	// fills are the answers a model gave for holes and tasks, by
+	// fillKey, as JSON.
+	fills map[string][]byte
 	// goal is set for the run of a goal, whose turns each run a plan:
 	// the end of a turn's plan is not the end of the run.
 	goal bool
@@ -697,6 +712,17 @@ func (r *Run) Append(ev vm.Event, step *vm.StepResult) (uint64, error) {
 	if ev.Type == vm.Replanned {
 		r.round++
 	}
+	if ev.Type == vm.StepFilled && ev.Verdict == vm.FillAccepted {
+		value, err := json.Marshal(ev.Result)
+		if err != nil {
+			r.seq--
+			return 0, fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
+		}
+		if r.fills == nil {
+			r.fills = map[string][]byte{}
+		}
+		r.fills[fillKey(r.round, ev.Step, ev.Message)] = value
+	}
 	rec := record{run: r, seq: r.seq, round: r.round, now: r.d.now().UnixNano(), ev: ev, goal: r.goal}
 	if step != nil {
 		rec.step, rec.hasStep = *step, true
@@ -723,6 +749,62 @@ func (r *Run) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}
+}
+
+func fillKey(round int, step, argument string) string {
+	return fmt.Sprintf("%d/%s\x00%s", round, step, argument)
+}
+
+// writeFill keeps an answer a model gave for a hole or a task, which a
+// resumed run takes instead of asking again.
+func writeFill(tx *sql.Tx, run string, round int, ev *vm.Event) error {
+	if ev.Verdict != vm.FillAccepted {
+		return nil
+	}
+	value, err := json.Marshal(ev.Result)
+	if err != nil {
+		return fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
+	}
+	_, err = tx.Exec(`INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`, run, round, ev.Step, ev.Message, value)
+	return err
+}
+
+// fills reads the answers kept for a run's holes and tasks.
+func (d *DB) fills(id string) (map[string][]byte, error) {
+	rows, err := d.db.Query(`SELECT round, step, argument, value FROM fills WHERE run = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var round int
+		var step, arg string
+		var value []byte
+		if err := rows.Scan(&round, &step, &arg, &value); err != nil {
+			return nil, err
+		}
+		out[fillKey(round, step, arg)] = value
+	}
+	return out, rows.Err()
+}
+
+// RestoreFill returns the answer a model gave, in an earlier process of
+// the run, for a hole of a step (argument names it) or for its task
+// (argument ""). It is vm.Options.RestoreFill.
+func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
+	r.mu.Lock()
+	b, ok := r.fills[fillKey(round, step, argument)]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	v, err := runtime.DecodeJSON(b)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // writeElement records an element of a for each that returned, as a step
