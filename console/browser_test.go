@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
@@ -229,4 +231,77 @@ func TestBrowserPlanPage(t *testing.T) {
 		chromedp.Click(`form.plan-form button[type="submit"]`))
 	b.WaitFor("the plan is drawn and dry-run", node("c", "pending")+` && document.body.innerText.includes('The plan checks clean') && document.body.innerText.includes('Schedule')`)
 	b.Screenshot("plan")
+}
+
+// TestBrowserChangeBeforeWatching: what is recorded after a page was
+// rendered and before its stream of changes began reaches the page. The
+// browser holds the stream's request while the page loads and a step
+// starts; once it goes through, the page shows the step running,
+// although no change follows.
+func TestBrowserChangeBeforeWatching(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1280, 800)
+	ctx := b.Context()
+	paused := make(chan fetch.RequestID, 8)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e.RequestID
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/watch*"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	p, diags, err := durable.Compile(&planfile.Source{Name: "chain.plan", Text: chain}, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, diags)
+	}
+	r, err := st.Create(p, "gap", durable.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Open(base + "/runs/gap")
+	watch := <-paused
+	if browsertest.Eval[bool](b, node("a", "running")) {
+		t.Fatal("a runs before the run started")
+	}
+	tools := newGatedTools()
+	done := make(chan *vm.Result, 1)
+	go func() {
+		res, err := r.Execute(context.Background(), durable.ExecOptions{Tools: tools})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	if got := <-tools.arrived; got != 1 {
+		t.Fatalf("call %d arrived first", got)
+	}
+	// The start of a is recorded within vm.GroupDelay of its call.
+	for {
+		det, err := st.Show("gap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(det.Steps) > 0 && det.Steps[0].Status == vm.StatusRunning {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: watch}); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitFor("a runs", node("a", "running"))
+	for n := int64(1); n <= 3; n++ {
+		close(tools.gate(n))
+		if n < 3 {
+			<-tools.arrived
+		}
+	}
+	if res := <-done; res.Status != vm.RunCompleted {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
 }

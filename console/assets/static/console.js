@@ -70,7 +70,10 @@
   });
 
   var es = new EventSource(url);
-  es.addEventListener("ready", function () { say("live", "on"); });
+  // The page was rendered before the stream began: what was recorded in
+  // between comes with no change event, so fetch the page once the
+  // stream is ready (and again after each reconnection).
+  es.addEventListener("ready", function () { say("live", "on"); refresh(); });
   es.addEventListener("change", function () { say("live", "on"); refresh(); });
   es.onerror = function () { say("reconnecting…", "off"); };
 })();
