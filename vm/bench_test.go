@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	goruntime "runtime"
@@ -204,4 +205,28 @@ type callerFunc func(ctx context.Context, name string, args map[string]any) (any
 
 func (f callerFunc) Call(ctx context.Context, name string, args map[string]any) (any, error) {
 	return f(ctx, name, args)
+}
+
+// BenchmarkRunStream runs the plans of BenchmarkRun in eager mode, as a
+// model's stream would deliver them: each statement is checked against
+// what came before it, and dispatched as it arrives. us/step is the
+// whole cost per step, checking included, which should not grow with
+// the plan's size.
+func BenchmarkRunStream(b *testing.B) {
+	for _, e := range bench.Shapes(100, 1000, 10000) {
+		b.Run(e.Name, func(b *testing.B) {
+			p := e.Plan()
+			text := p.Text()
+			tools := benchRegistry(b, p)
+			b.ReportAllocs()
+			for b.Loop() {
+				sp := lang.NewStreamParser(p.Name, bytes.NewReader(text))
+				res, diags, err := RunStream(context.Background(), sp, map[string]any{"seed": int64(0)}, Options{Tools: tools, MaxParallel: 64})
+				if err != nil || diags.HasErrors() || res.Status != RunCompleted {
+					b.Fatalf("%v %v %v", err, diags, res.Err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N)/float64(p.Len()), "us/step")
+		})
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +35,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
 	defer cancel()
-	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}}
+	s := &stream{r: r, input: input, file: &lang.File{Name: sp.Name()}, labels: map[string]bool{}, numbered: map[string]int{}}
 	return s.run(ctx, sp)
 }
 
@@ -46,7 +48,13 @@ type stream struct {
 	steps  []*lang.Step
 	held   []*lang.Step
 	labels map[string]bool
-	diags  lang.Diagnostics
+	// readers are the engine's steps that read each slot, of its first
+	// indexed steps (see alreadyRead).
+	readers map[string][]int
+	indexed int
+	// numbered is the next number to try for a fresh label, by its base.
+	numbered map[string]int
+	diags    lang.Diagnostics
 	// sawStep is set once the stream has given a step, admitted or not.
 	sawStep bool
 	e       *engine
@@ -66,7 +74,9 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 	s.ctx = ctx
 	calls := s.r.calls.group(ctx)
 	defer calls.stop()
-	items := make(chan parsed)
+	// The parser runs ahead of the checking, so that statements that
+	// arrive together are checked together (see offerAll).
+	items := make(chan parsed, streamAhead)
 	go func() {
 		defer close(items)
 		for {
@@ -135,18 +145,41 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 				streaming = false
 				continue
 			}
-			s.diags = append(s.diags, p.diags...)
-			if p.err != nil {
-				streaming = false
-				if !errors.Is(p.err, io.EOF) {
-					s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ParseError, Message: p.err.Error(), File: s.file.Name})
+			// Take the items that have arrived with it too.
+			batch := []parsed{p}
+			for p.err == nil && len(batch) < streamAhead {
+				var more bool
+				select {
+				case p, more = <-items:
+				default:
 				}
-				ready = mergeSorted(ready, s.finishStream())
-				continue
+				if !more {
+					break
+				}
+				batch = append(batch, p)
 			}
-			if p.item != nil {
-				ready = mergeSorted(ready, s.add(p.item))
+			var steps []*lang.Step
+			for _, p := range batch {
+				s.diags = append(s.diags, p.diags...)
+				if st, ok := p.item.(*lang.Step); ok {
+					steps = append(steps, st)
+					continue
+				}
+				ready = mergeSorted(ready, s.offerAll(steps))
+				steps = nil
+				if p.err != nil {
+					streaming = false
+					if !errors.Is(p.err, io.EOF) {
+						s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ParseError, Message: p.err.Error(), File: s.file.Name})
+					}
+					ready = mergeSorted(ready, s.finishStream())
+					break
+				}
+				if p.item != nil {
+					ready = mergeSorted(ready, s.add(p.item))
+				}
 			}
+			ready = mergeSorted(ready, s.offerAll(steps))
 		case <-ctx.Done():
 			streaming = false
 		}
@@ -209,23 +242,113 @@ func (s *stream) add(it lang.Item) []int {
 	return ready
 }
 
-// offer checks a new step against what is known so far: it is rejected
-// for errors, held while it reads slots nothing writes yet, or admitted.
-func (s *stream) offer(st *lang.Step) []int {
+// streamAhead bounds the items the parser of a stream reads ahead of the
+// checking, and the steps checked together.
+const streamAhead = 4096
+
+// offerAll offers steps that arrived together, in order, and returns the
+// steps they make ready. It is offer for each in turn, with the same
+// outcome, but checks them together while they check clean together: so
+// a stream whose text arrives faster than it can be checked statement by
+// statement (a plan read from a file) is checked once for each batch,
+// not once for each statement, whose cost would grow with the square of
+// the plan's length. A batch that does not check is split in halves
+// until the steps at fault are offered alone.
+func (s *stream) offerAll(sts []*lang.Step) []int {
+	if len(sts) == 0 {
+		return nil
+	}
+	if len(sts) == 1 {
+		return s.add(sts[0])
+	}
+	s.sawStep = true
+	for _, st := range sts {
+		s.label(st)
+	}
+	n := len(s.steps)
+	s.steps = append(s.steps, sts...)
+	prog, _, err := s.compile()
+	if err == nil && s.inOrder(prog, n) && !s.letsInHeld() {
+		for _, st := range sts {
+			if s.alreadyRead(st) != "" {
+				err = errors.New("a step came too late")
+				break
+			}
+		}
+		if err == nil {
+			ready := s.admit(prog)
+			if len(s.held) > 0 {
+				ready = mergeSorted(ready, s.admitHeld())
+			}
+			return ready
+		}
+	}
+	s.steps = s.steps[:n]
+	half := len(sts) / 2
+	return mergeSorted(s.offerAll(sts[:half]), s.offerAll(sts[half:]))
+}
+
+// inOrder reports whether each step of prog from the n-th on (a batch)
+// reads only what steps before it write, as it must to be admitted on
+// its arrival: a step that reads what a later step of the batch writes
+// would have been held until that step came.
+func (s *stream) inOrder(prog *compiler.Program, n int) bool {
+	pos := make(map[string]int, len(s.steps))
+	for k, st := range s.steps {
+		pos[st.Label.Name] = k
+	}
+	for _, cs := range prog.Steps {
+		k, ok := pos[cs.ID]
+		if !ok || k < n {
+			continue
+		}
+		for _, d := range cs.Deps {
+			if w := prog.Steps[d.Step]; pos[w.ID] > k {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// letsInHeld reports whether the steps offered so far let a held step
+// in: it is then admitted after the step that writes what it waited for,
+// not after all of them.
+func (s *stream) letsInHeld() bool {
+	for _, h := range s.held {
+		s.steps = append(s.steps, h)
+		_, diags, _ := s.compile()
+		s.steps = s.steps[:len(s.steps)-1]
+		if !within(diags, h.Span).HasErrors() {
+			return true
+		}
+	}
+	return false
+}
+
+// label gives a step without a label a fresh one, and takes the label of
+// one that has it.
+func (s *stream) label(st *lang.Step) {
 	if st.Label == nil {
 		st.Label = &lang.Ident{Span: st.Head(), Name: s.freshLabel(st.Callee())}
 	} else {
 		s.labels[st.Label.Name] = true
 	}
+}
+
+// offer checks a new step against what is known so far: it is rejected
+// for errors, held while it reads slots nothing writes yet, or admitted.
+func (s *stream) offer(st *lang.Step) []int {
+	s.label(st)
 	s.steps = append(s.steps, st)
-	_, diags, err := s.compile()
+	prog, diags, err := s.compile()
 	mine := within(diags, st.Span)
 	if err == nil && !mine.HasErrors() {
 		if conflict := s.alreadyRead(st); conflict != "" {
 			s.reject(st, conflict)
 			return nil
 		}
-		return s.admit()
+		return s.admit(prog)
 	}
 	s.steps = s.steps[:len(s.steps)-1]
 	if onlyUnwritten(mine) {
@@ -262,23 +385,39 @@ func (s *stream) alreadyRead(st *lang.Step) string {
 	if st.Out.Error != nil {
 		slots = append(slots, st.Out.Error.Slot())
 	}
-	for i, es := range s.e.prog.Steps {
-		if !s.e.decided[i] {
-			continue
-		}
+	// The readers of each slot, of the steps admitted since the last call.
+	if s.readers == nil {
+		s.readers = map[string][]int{}
+	}
+	for ; s.indexed < len(s.e.prog.Steps); s.indexed++ {
+		es := s.e.prog.Steps[s.indexed]
+		seen := map[string]bool{}
 		for _, d := range es.Deps {
-			for _, slot := range slots {
-				if d.Slot == slot {
-					return fmt.Sprintf("step %s writes †state.%s, which step %s has already read: it came too late for eager mode", st.Label.Name, slot, es.ID)
-				}
-			}
+			seen[d.Slot] = true
 		}
 		for _, r := range readsOf(es) {
-			for _, slot := range slots {
-				if r == slot {
-					return fmt.Sprintf("step %s writes †state.%s, which step %s has already read: it came too late for eager mode", st.Label.Name, slot, es.ID)
-				}
+			seen[r] = true
+		}
+		for slot := range seen {
+			s.readers[slot] = append(s.readers[slot], s.indexed)
+		}
+	}
+	first := -1
+	for _, slot := range slots {
+		for _, i := range s.readers[slot] {
+			if s.e.decided[i] && (first < 0 || i < first) {
+				first = i
+				break
 			}
+		}
+	}
+	if first < 0 {
+		return ""
+	}
+	es := s.e.prog.Steps[first]
+	for _, slot := range slots {
+		if slices.Contains(s.readers[slot], first) {
+			return fmt.Sprintf("step %s writes †state.%s, which step %s has already read: it came too late for eager mode", st.Label.Name, slot, es.ID)
 		}
 	}
 	return ""
@@ -311,8 +450,15 @@ func (s *stream) freshLabel(tool string) string {
 		base = base[i+1:]
 	}
 	name := base
-	for k := 2; s.labels[name]; k++ {
-		name = fmt.Sprintf("%s%d", base, k)
+	if s.labels[name] {
+		// Labels are never taken back, so the numbers below the last one
+		// given for base are taken.
+		k := max(2, s.numbered[base])
+		for s.labels[base+strconv.Itoa(k)] {
+			k++
+		}
+		name = base + strconv.Itoa(k)
+		s.numbered[base] = k + 1
 	}
 	s.labels[name] = true
 	return name
@@ -321,9 +467,9 @@ func (s *stream) freshLabel(tool string) string {
 // admitHeld retries the held steps after a new item.
 func (s *stream) admitHeld() []int {
 	if len(s.held) == 0 {
-		_, _, err := s.compile()
+		prog, _, err := s.compile()
 		if err == nil && s.e != nil {
-			return s.admit()
+			return s.admit(prog)
 		}
 		return nil
 	}
@@ -351,13 +497,9 @@ func (s *stream) compile() (*compiler.Program, lang.Diagnostics, error) {
 	return prog, diags, err
 }
 
-// admit moves the engine to the program with the newly admitted steps and
-// returns the steps now ready.
-func (s *stream) admit() []int {
-	prog, _, err := s.compile()
-	if err != nil {
-		return nil
-	}
+// admit moves the engine to prog, the program compiled with the newly
+// admitted steps, and returns the steps now ready.
+func (s *stream) admit(prog *compiler.Program) []int {
 	if s.e == nil {
 		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, s.r.opts.CostLimit)
 		if err != nil {
@@ -366,9 +508,11 @@ func (s *stream) admit() []int {
 		}
 		e.fills = modelFiller{s.r}
 		s.e = e
-		return e.settle(e.roots())
+		return slices.Clone(e.settle(e.roots()))
 	}
-	return s.e.settle(s.e.extend(prog))
+	// A copy: settle's list holds only until the next settle, and the
+	// caller may admit more before it dispatches these.
+	return slices.Clone(s.e.settle(s.e.extend(prog)))
 }
 
 // finishStream reports the steps still held when the stream ends.

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -123,5 +124,85 @@ func TestEagerLateWriterRefused(t *testing.T) {
 	diags := <-done
 	if len(diags) != 1 || diags[0].Code != lang.ConflictingSlot || !strings.Contains(diags[0].Message, "already read") {
 		t.Errorf("diagnostics: %v", diags)
+	}
+}
+
+// TestEagerBatchSameAsOneByOne: the steps of a stream that arrive
+// together are checked together, with the outcome of checking them one
+// by one as they arrived: the same steps admitted in the same order, the
+// same held, the same rejected with the same diagnostics.
+func TestEagerBatchSameAsOneByOne(t *testing.T) {
+	src := `tool echo(x: any) -> any pure
+tool num(n: int) -> int pure
+echo(x: †state.later) -> †state.early
+num(n: "not a number") -> †state.bad
+echo(x: 1) -> †state.later
+echo(x: †state.early) -> †state.afterEarly
+echo(x: †state.never) -> †state.orphan
+a: echo(x: †state.b) -> †state.a
+echo(x: 2) -> †state.c
+b: echo(x: †state.c) -> †state.b
+num(n: 3) -> †state.n
+num(n: †state.n) -> †state.n2
+echo(x: †state.n2) -> †state.last
+num(n: †state.later) -> †state.n3
+output †state.last
+`
+	newStream := func() *stream {
+		o := opts(newFakeTools(), nil)
+		o.defaults()
+		r := &runner{opts: o, start: time.Now(), emitMu: &sync.Mutex{}}
+		return &stream{r: r, input: nil, file: &lang.File{Name: "s.plan"}, labels: map[string]bool{}, numbered: map[string]int{}, ctx: context.Background()}
+	}
+	items := func() []lang.Item {
+		sp := lang.NewStreamParser("s.plan", strings.NewReader(src))
+		var out []lang.Item
+		for {
+			it, _, err := sp.Next(context.Background())
+			if err != nil {
+				return out
+			}
+			out = append(out, it)
+		}
+	}
+	summary := func(s *stream) string {
+		var b strings.Builder
+		for _, st := range s.steps {
+			b.WriteString("admitted " + st.Label.Name + "\n")
+		}
+		for _, st := range s.held {
+			b.WriteString("held " + st.Label.Name + "\n")
+		}
+		s.diags.Sort()
+		for _, d := range s.diags {
+			fmt.Fprintln(&b, d)
+		}
+		return b.String()
+	}
+
+	one := newStream()
+	for _, it := range items() {
+		one.add(it)
+	}
+	all := newStream()
+	var steps []*lang.Step
+	for _, it := range items() {
+		if st, ok := it.(*lang.Step); ok {
+			steps = append(steps, st)
+			continue
+		}
+		all.offerAll(steps)
+		steps = nil
+		all.add(it)
+	}
+	all.offerAll(steps)
+	want, got := summary(one), summary(all)
+	if got != want {
+		t.Errorf("checked together:\n%s\none by one:\n%s", got, want)
+	}
+	for _, s := range []string{"admitted echo2\nadmitted echo\n", "held echo4\n", "type-mismatch", "admitted b\nadmitted a\n", "admitted num4\n"} {
+		if !strings.Contains(want, s) {
+			t.Errorf("the stream does not test what it should: no %q in\n%s", s, want)
+		}
 	}
 }
