@@ -225,7 +225,7 @@ func (m *Mocks) Answer(name string, args map[string]any) (result any, ok bool, e
 			if c.Error != nil {
 				return nil, true, c.Error.err()
 			}
-			return copyJSON(c.Result), true, nil
+			return CopyJSON(c.Result), true, nil
 		}
 	}
 	switch {
@@ -234,13 +234,13 @@ func (m *Mocks) Answer(name string, args map[string]any) (result any, ok bool, e
 		if c.Error != nil {
 			return nil, true, c.Error.err()
 		}
-		return copyJSON(c.Result), true, nil
+		return CopyJSON(c.Result), true, nil
 	case len(mk.Results) > 0:
-		return copyJSON(mk.Results[min(n, len(mk.Results)-1)]), true, nil
+		return CopyJSON(mk.Results[min(n, len(mk.Results)-1)]), true, nil
 	case mk.Error != nil && !mk.hasResult:
 		return nil, true, mk.Error.err()
 	}
-	return copyJSON(mk.Result), true, nil
+	return CopyJSON(mk.Result), true, nil
 }
 
 // Call answers like Answer, after sleeping the mocked latency. It
@@ -269,24 +269,6 @@ func matches(want, got map[string]any) bool {
 		}
 	}
 	return true
-}
-
-func copyJSON(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyJSON(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = copyJSON(e)
-		}
-		return out
-	}
-	return v
 }
 
 // Chain calls the first caller that has the tool: mocks first, then the

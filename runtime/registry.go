@@ -244,6 +244,26 @@ type Error struct {
 // Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
+// CopyJSON copies the lists and objects of a value in JSON shape, so that
+// whoever holds the copy cannot change the original.
+func CopyJSON(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = CopyJSON(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = CopyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
 // Normalize converts a tool's result to JSON shape: nil, bool, int64,
 // float64, string, []any and map[string]any. Values already in that shape
 // are returned as they are; others go through encoding/json.

@@ -91,7 +91,7 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	for name, slot := range plan.Slots {
 		if _, written := state[name]; slot.HasInitial && !written {
 			i := prog.SlotIndex[name]
-			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+			e.sc.slots[i], e.sc.written[i] = runtime.CopyJSON(slot.Initial), true
 		}
 	}
 	for name, v := range state {
@@ -136,7 +136,7 @@ func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, erro
 		v, ok := in[f.Name]
 		if !ok {
 			if d, has := plan.InputDefaults[f.Name]; has {
-				in[f.Name] = copyValue(d)
+				in[f.Name] = runtime.CopyJSON(d)
 				continue
 			}
 			if !f.Optional {
@@ -197,7 +197,7 @@ func (e *engine) extend(prog *compiler.Program) []int {
 		if v, ok := written[name]; ok {
 			e.sc.slots[i], e.sc.written[i] = v, true
 		} else if slot := prog.Plan.Slots[name]; slot.HasInitial {
-			e.sc.slots[i], e.sc.written[i] = copyValue(slot.Initial), true
+			e.sc.slots[i], e.sc.written[i] = runtime.CopyJSON(slot.Initial), true
 		}
 	}
 	for i := n0; i < len(prog.Steps); i++ {
@@ -486,7 +486,7 @@ func (e *engine) args(ctx context.Context, args []*compiler.Arg, tool *compiler.
 	if tool != nil {
 		for _, p := range tool.Defaults() {
 			if _, given := out[p.Name]; !given {
-				out[p.Name] = copyValue(p.Default)
+				out[p.Name] = runtime.CopyJSON(p.Default)
 			}
 		}
 	}

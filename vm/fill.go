@@ -120,7 +120,7 @@ func textValues(refs []*compiler.RefPath, sc *scope) map[string]any {
 		if err != nil {
 			v = nil
 		}
-		out[r.String()] = copyValue(v)
+		out[r.String()] = runtime.CopyJSON(v)
 	}
 	return out
 }
@@ -183,7 +183,7 @@ func checkChoice(t *compiler.Task, v any) (*compiler.Tool, map[string]any, strin
 	if msg != "" {
 		return nil, nil, fmt.Sprintf("the arguments of %s: %s", tool.Name, msg)
 	}
-	return tool, copyValue(cargs).(map[string]any), ""
+	return tool, runtime.CopyJSON(cargs).(map[string]any), ""
 }
 
 // modelFiller is the stepFiller of a run: it asks the run's Filler, holds
@@ -237,7 +237,7 @@ func (f modelFiller) task(ctx context.Context, e *engine, s *compiler.Step, sc *
 			return nil, msg
 		}
 		tool, args = t, a
-		return map[string]any{ChoiceCandidate: t.Name, ChoiceArguments: copyValue(a)}, ""
+		return map[string]any{ChoiceCandidate: t.Name, ChoiceArguments: runtime.CopyJSON(a)}, ""
 	})
 	if serr != nil {
 		return nil, nil, serr

@@ -143,7 +143,7 @@ func prefix(r *compiler.RefPath, k int) string {
 func (e *engine) eval(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
 	switch op.Kind {
 	case compiler.OpConst:
-		return copyValue(op.Const), nil
+		return runtime.CopyJSON(op.Const), nil
 	case compiler.OpRef:
 		return sc.lookup(op.Ref)
 	case compiler.OpList:
@@ -393,25 +393,6 @@ func fromCEL(v ref.Val, budget *uint64) (any, error) {
 	return nil, fmt.Errorf("expression result of type %s cannot be used as a value", v.Type())
 }
 
-// copyValue copies lists and objects, so a tool that changes its
-// arguments cannot change the plan's constants.
-func copyValue(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyValue(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = copyValue(e)
-		}
-		return out
-	}
-	return v
-}
 
 // truthy reads a condition's value.
 func truthy(v any) (bool, error) {

@@ -68,11 +68,11 @@ func (s *Script) Fill(_ context.Context, req vm.FillRequest) (any, error) {
 // element of.
 func (s *Script) entry(step string) (any, bool) {
 	if e, ok := s.steps[step]; ok {
-		return runtimeCopy(e), true
+		return runtime.CopyJSON(e), true
 	}
 	if i := strings.LastIndexByte(step, '['); i > 0 && strings.HasSuffix(step, "]") {
 		if e, ok := s.steps[step[:i]]; ok {
-			return runtimeCopy(e), true
+			return runtime.CopyJSON(e), true
 		}
 	}
 	return nil, false
@@ -85,26 +85,6 @@ func (s *Script) names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// runtimeCopy copies an answer, so that the run's use of it cannot change
-// the script.
-func runtimeCopy(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = runtimeCopy(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = runtimeCopy(e)
-		}
-		return out
-	}
-	return v
 }
 
 // Recorded returns a vm.Filler that asks next and records every answer in
