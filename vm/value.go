@@ -393,7 +393,6 @@ func fromCEL(v ref.Val, budget *uint64) (any, error) {
 	return nil, fmt.Errorf("expression result of type %s cannot be used as a value", v.Type())
 }
 
-
 // truthy reads a condition's value.
 func truthy(v any) (bool, error) {
 	switch v := v.(type) {
