@@ -91,25 +91,13 @@ func (r *Recorder) Call(ctx context.Context, name string, args map[string]any) (
 	} else {
 		c.Result = v
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.all = append(r.all, c)
-	if r.err == nil {
-		r.err = writeCall(r.w, c)
-		if r.err == nil {
-			r.err = r.w.Flush()
-		}
-	}
+	r.add(c)
 	return v, err
 }
 
-// RecordFill records what a model answered for a hole (argument names
-// it) or a task (argument is "") of a step, on its attempt-th ask.
-func (r *Recorder) RecordFill(step, tool, argument string, attempt int, value any) error {
-	if argument == "" {
-		argument = taskFill
-	}
-	c := Call{Tool: tool, Step: step, Attempt: attempt, Fill: argument, Result: value}
+// add records c, and writes it out unless writing failed before; it
+// returns the first error of writing.
+func (r *Recorder) add(c Call) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.all = append(r.all, c)
@@ -120,6 +108,15 @@ func (r *Recorder) RecordFill(step, tool, argument string, attempt int, value an
 		}
 	}
 	return r.err
+}
+
+// RecordFill records what a model answered for a hole (argument names
+// it) or a task (argument is "") of a step, on its attempt-th ask.
+func (r *Recorder) RecordFill(step, tool, argument string, attempt int, value any) error {
+	if argument == "" {
+		argument = taskFill
+	}
+	return r.add(Call{Tool: tool, Step: step, Attempt: attempt, Fill: argument, Result: value})
 }
 
 // taskFill is the Fill of a task's recorded choice.
