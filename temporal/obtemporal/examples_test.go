@@ -47,8 +47,10 @@ func TestExamples(t *testing.T) {
 				in = prog.Info.File.InputValues
 			}
 			local, err := vm.Run(context.Background(), prog, in, vm.Options{
-				Tools:    runtime.Chain{Mocks: mocks(), Registry: reg},
-				Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) { return vm.Decision{Approved: true}, nil }),
+				Tools: runtime.Chain{Mocks: mocks(), Registry: reg},
+				Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
+					return vm.Decision{Approved: true}, nil
+				}),
 			})
 			if err != nil {
 				t.Fatal(err)
