@@ -30,6 +30,9 @@ type Config struct {
 	// used: a plan's imports come with it.
 	Tools vm.Caller
 	Check compiler.Config
+	// Has reports whether Tools has a tool; when set, a plan that calls
+	// a tool it has not is refused before any step runs, with its name.
+	Has func(name string) bool
 	// StepTimeout bounds each tool call (default 60s); a step's own
 	// timeout may only lower it. It is the activity's time limit.
 	StepTimeout time.Duration
@@ -81,15 +84,23 @@ func Register(w worker.Registry, cfg Config) error {
 	if cfg.Tools == nil {
 		return errors.New("a worker needs tools: set Config.Tools")
 	}
+	c := RegisterWorkflow(w, cfg)
+	a := &activities{cfg: c}
+	w.RegisterActivityWithOptions(a.call, activity.RegisterOptions{Name: CallActivity})
+	w.RegisterActivityWithOptions(a.replan, activity.RegisterOptions{Name: ReplanActivity})
+	return nil
+}
+
+// RegisterWorkflow registers the workflow alone, as a replayer
+// (worker.WorkflowReplayer) needs it. It returns the configuration with
+// its defaults.
+func RegisterWorkflow(w worker.WorkflowRegistry, cfg Config) *Config {
 	cfg.defaults()
 	c := &cfg
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, s Start) (*Outcome, error) {
 		return runWorkflow(ctx, c, s)
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	a := &activities{cfg: c}
-	w.RegisterActivityWithOptions(a.call, activity.RegisterOptions{Name: CallActivity})
-	w.RegisterActivityWithOptions(a.replan, activity.RegisterOptions{Name: ReplanActivity})
-	return nil
+	return c
 }
 
 // NewWorker returns a worker of a task queue that runs plans with the

@@ -76,6 +76,9 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		}
 		return out, nil
 	}
+	if missing := missingTools(cfg, prog); len(missing) > 0 {
+		return &Outcome{Status: vm.RunFailed, Error: fmt.Sprintf("no implementation for %s: the workers of this task queue have no such tool (the plan declares it, the worker's --tools, --mcp and --mocks do not); nothing ran", strings.Join(missing, ", "))}, nil
+	}
 	r.prog, r.check = prog, checkConfig(cfg, s.Plan)
 	r.input = f.InputValues
 	if len(s.Input) > 0 {
@@ -183,15 +186,15 @@ func (r *run) pass() (*vm.Result, *pass) {
 	// A call noted by a step that did not end up waiting for it (an
 	// element of a for each another element's failure stopped) is not
 	// made: which of those were noted depends on the engine's goroutines.
+	// Only the last round's steps wait, so a step's ID names it.
 	waiting := map[string]bool{}
 	for _, s := range res.Steps {
 		if s.Status == vm.StatusWaiting {
-			waiting[fmt.Sprintf("%d %s", s.Round, s.ID)] = true
+			waiting[s.ID] = true
 		}
 	}
 	for k, c := range p.pending {
-		round, _, _ := strings.Cut(k, " ")
-		if !waiting[round+" "+topStep(c.Step)] {
+		if !waiting[topStep(c.Step)] {
 			delete(p.pending, k)
 		}
 	}
@@ -500,4 +503,47 @@ func preview(v any, n int) string {
 		return string(s[:n-1]) + "…"
 	}
 	return string(s)
+}
+
+// missingTools lists the tools the plan and its sub-plans call that the
+// worker does not have.
+func missingTools(cfg *Config, prog *compiler.Program) []string {
+	if cfg.Has == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	visited := map[*compiler.Program]bool{}
+	var out []string
+	var visit func(p *compiler.Program)
+	visit = func(p *compiler.Program) {
+		if visited[p] {
+			return
+		}
+		visited[p] = true
+		for _, s := range p.Steps {
+			tools := []*compiler.Tool{s.Tool}
+			if s.Fallback != nil {
+				tools = append(tools, s.Fallback.Tool)
+			}
+			for _, t := range tools {
+				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
+					continue
+				}
+				seen[t.Name] = true
+				if !cfg.Has(t.Name) {
+					out = append(out, t.Name)
+				}
+			}
+		}
+		subs := make([]string, 0, len(p.Sub))
+		for name := range p.Sub {
+			subs = append(subs, name)
+		}
+		slices.Sort(subs)
+		for _, name := range subs {
+			visit(p.Sub[name])
+		}
+	}
+	visit(prog)
+	return out
 }

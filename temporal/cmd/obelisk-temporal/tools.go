@@ -175,6 +175,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 	}
 	cfg := obtemporal.Config{
 		Tools:            runtime.Chain{Mocks: mocks, Registry: reg},
+		Has:              func(name string) bool { return mocks.Has(name) || reg.Has(name) },
 		Check:            compiler.Config{Tools: decls, Strict: tf.strict, Limits: tf.limits},
 		StepTimeout:      tf.stepTimeout,
 		RunTimeout:       tf.runTimeout,
