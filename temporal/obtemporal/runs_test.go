@@ -13,6 +13,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
@@ -295,7 +296,45 @@ tool big(n: int) -> string pure
 		return reg.Call(ctx, name, args)
 	})
 	has := func(name string) bool { return name == "slow" || name == "big" || reg.Has(name) }
-	startWorker(t, c, "hostile", obtemporal.Config{Tools: tools, Has: has, Check: compiler.Config{Tools: decls}, StepTimeout: 500 * time.Millisecond, MaxOutputBytes: 100 << 20})
+	w, err := obtemporal.NewWorker(c, "hostile", obtemporal.Config{Tools: tools, Has: has, Check: compiler.Config{Tools: decls}, StepTimeout: 500 * time.Millisecond, MaxOutputBytes: 100 << 20}, worker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A workflow of someone who may start workflows on the queue, which
+	// schedules the call activity itself, asking for more time and more
+	// room than the worker gives.
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, call obtemporal.Call) (*obtemporal.CallResult, error) {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Hour})
+		var res obtemporal.CallResult
+		err := workflow.ExecuteActivity(ctx, obtemporal.CallActivity, call).Get(ctx, &res)
+		return &res, err
+	}, workflow.RegisterOptions{Name: "rogue"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	t.Run("call activity scheduled directly", func(t *testing.T) {
+		ctx := testCtx(t)
+		for _, tc := range []struct {
+			call       obtemporal.Call
+			code, says string
+		}{
+			{obtemporal.Call{Tool: "slow", Key: "r/x", Step: "x", Args: []byte(`{"x": 1}`), Timeout: time.Hour}, runtime.CodeTimeout, "did not return within 500ms"},
+			{obtemporal.Call{Tool: "big", Key: "r/y", Step: "y", Args: []byte(fmt.Sprintf(`{"n": %d}`, obtemporal.MaxResultBytes+10)), MaxOutputBytes: 100 << 20}, runtime.CodeLimitExceeded, "larger than the limit of 1048576 bytes"},
+		} {
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "hostile"}, "rogue", tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res obtemporal.CallResult
+			if err := run.Get(ctx, &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Err == nil || res.Err.Code != tc.code || !strings.Contains(res.Err.Message, tc.says) || res.Value != nil {
+				t.Errorf("%s: %+v %s", tc.call.Tool, res.Err, res.Value)
+			}
+		}
+	})
 
 	t.Run("unknown tool", func(t *testing.T) {
 		_, out := runPlan(t, c, "hostile", "tool rm(path: string) -> string pure\nrm(path: \"/\") -> †state.x\n", "")
