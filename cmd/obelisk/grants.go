@@ -10,7 +10,7 @@ import (
 // grantFlags are the operator's grants of network and environment access
 // to the tools a plan calls (permission.Flags).
 type grantFlags struct {
-	permission.Flags
+	flags permission.Flags
 }
 
 // grants are the policies the flags make.
@@ -19,11 +19,11 @@ type grants struct {
 	env *permission.Env
 }
 
-func (gf *grantFlags) register(fs *flag.FlagSet) { gf.Flags.Register(fs) }
+func (gf *grantFlags) register(fs *flag.FlagSet) { gf.flags.Register(fs) }
 
 // grants returns the policies of the flags.
 func (gf *grantFlags) grants() grants {
-	net, env := gf.Policies()
+	net, env := gf.flags.Policies()
 	return grants{net: net, env: env}
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -149,6 +150,10 @@ func TestApprovalFromAnotherProcess(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "step refund: approved by obelisk-temporal approve") || !strings.Contains(out, "completed") {
 		t.Errorf("show: exit %d\n%s\n%s", code, out, errs)
 	}
+	// The history, with its update, replays; the worker's configuration
+	// is the command's defaults.
+	_, decls := builtins(t)
+	replay(t, c, id, obtemporal.Config{Tools: toolFunc(nil), Check: compiler.Config{Tools: decls}})
 	// A run that waits exits with status 3 and says how to decide.
 	_, errs, code = runCLI(t, append([]string{"run", filepath.Join(examples, "refund.plan")}, conn...)...)
 	if code != 3 || !strings.Contains(errs, "waits for approval of refund") || !strings.Contains(errs, "obelisk-temporal approve") {

@@ -390,24 +390,36 @@ func (r *run) decide(_ workflow.Context, d Decision) (string, error) {
 	return "rejected " + what, nil
 }
 
-// choose finds the approval a decision answers.
+// choose finds the approval a decision answers, among those the run
+// waits for.
 func (r *run) choose(d Decision) (vm.ApprovalRequest, error) {
+	open := r.waitingFor()
 	var names []string
-	for _, a := range r.asked {
-		if d.Step == "" && len(r.asked) == 1 || a.Step == d.Step && (d.Round == 0 || a.Round == d.Round) {
-			if _, done := r.decisions[approvalKey(a.Round, a.Step)]; !done {
-				return a, nil
-			}
+	for _, a := range open {
+		if d.Step == "" && len(open) == 1 || a.Step == d.Step && (d.Round == 0 || a.Round == d.Round) {
+			return a, nil
 		}
 		names = append(names, cmpOr(a.Step, "the plan"))
 	}
-	if len(names) == 0 {
+	switch {
+	case len(names) == 0:
 		return vm.ApprovalRequest{}, errors.New("the run waits for no approval")
-	}
-	if d.Step == "" {
+	case d.Step == "":
 		return vm.ApprovalRequest{}, fmt.Errorf("the run waits for %d approvals (%s): name the step", len(names), strings.Join(names, ", "))
 	}
 	return vm.ApprovalRequest{}, fmt.Errorf("the run does not wait for an approval of %s: it waits for %s", d.Step, strings.Join(names, ", "))
+}
+
+// waitingFor returns the approvals the last pass asked for that are not
+// decided.
+func (r *run) waitingFor() []vm.ApprovalRequest {
+	var out []vm.ApprovalRequest
+	for _, a := range r.asked {
+		if _, done := r.decisions[approvalKey(a.Round, a.Step)]; !done {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func cmpOr(s, alt string) string {
@@ -450,7 +462,8 @@ func (r *run) status() *Status {
 	}
 	res := r.last
 	st.Status, st.Error, st.Summary = res.Status, res.Error(), r.summary(res)
-	if res.Status == vm.RunWaiting && len(r.running) > 0 {
+	if res.Status == vm.RunWaiting && (len(r.running) > 0 || r.changed) {
+		// Calls run, or a decision came that the plan has not seen yet.
 		st.Status = "running"
 	}
 	for _, s := range res.Steps {
@@ -463,7 +476,7 @@ func (r *run) status() *Status {
 	for _, d := range sortedDecisions(r.decisions) {
 		st.Approvals = append(st.Approvals, Approval{Round: d.Round, Step: d.Step, Decided: true, Approved: d.Approve, By: d.By, Note: d.Note})
 	}
-	for _, a := range r.asked {
+	for _, a := range r.waitingFor() {
 		st.Approvals = append(st.Approvals, Approval{Round: a.Round, Step: a.Step, Tool: a.Tool, Message: a.Message, Args: preview(a.Args, 200)})
 	}
 	for k := range r.running {
