@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/obelisk-plan/obelisk/vm"
@@ -14,7 +15,11 @@ import (
 // the workflow ID id ("" for a new one). It returns the workflow's ID.
 // timeout bounds the workflow (0: no bound but the worker's).
 func StartRun(ctx context.Context, c client.Client, taskQueue, id string, s Start, timeout time.Duration) (string, error) {
-	opts := client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue, WorkflowExecutionTimeout: timeout}
+	// A workflow ID is never used again, even once its run has ended: it
+	// is the run's ID in each call's idempotency key, which must not be
+	// shared by two runs.
+	opts := client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue, WorkflowExecutionTimeout: timeout,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}
 	if opts.ID == "" {
 		opts.ID = "obelisk-" + vm.NewRunID()
 	}

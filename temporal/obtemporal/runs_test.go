@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -367,4 +369,79 @@ tool big(n: int) -> string pure
 			t.Errorf("an unknown tool was called: %s", k)
 		}
 	}
+}
+
+// TestApprovals: a plan's approval and a step's are asked and answered
+// through the workflow's update, as a journaled run's are through
+// obelisk approve: approving the plan runs it, rejecting a step fails it
+// with the note, as in a local run that rejects it.
+func TestApprovals(t *testing.T) {
+	_, c := newServer(t)
+	ctx := testCtx(t)
+	reg, decls := builtins(t)
+	for _, tc := range []struct {
+		name, step string
+		approve    bool
+	}{{"travel-pet", "", true}, {"refund", "refund", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, input := readExample(t, tc.name)
+			mocksText, err := os.ReadFile(filepath.Join("..", "..", "examples", tc.name+".mocks.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mocks, err := runtime.ParseMocks(mocksText)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queue := "approvals-" + tc.name
+			startWorker(t, c, queue, obtemporal.Config{Tools: runtime.Chain{Mocks: mocks, Registry: reg}, Check: checkConfig(decls)})
+			id, err := obtemporal.StartRun(ctx, c, queue, "", obtemporal.Start{Plan: obtemporal.Plan{Name: tc.name + ".plan", Text: text}, Input: input}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := waitFor(t, c, id, func(st *obtemporal.Status) bool { return st.Status == vm.RunWaiting })
+			if len(st.Approvals) != 1 || st.Approvals[0].Step != tc.step {
+				t.Fatalf("approvals %+v", st.Approvals)
+			}
+			what, err := obtemporal.Approve(ctx, c, id, obtemporal.Decision{Approve: tc.approve, By: "test", Note: "not today"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := obtemporal.Approve(ctx, c, id, obtemporal.Decision{Approve: true}); err == nil {
+				t.Errorf("a second decision on %s was taken", what)
+			}
+			out, err := obtemporal.Wait(ctx, c, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := compileLocal(t, tc.name, text, decls)
+			in, _ := runtime.DecodeJSON(input)
+			local, err := vm.Run(ctx, prog, in.(map[string]any), vm.Options{Tools: runtime.Chain{Mocks: mustMocks(t, mocksText), Registry: reg},
+				Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
+					return vm.Decision{Approved: tc.approve, Note: "not today"}, nil
+				})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != local.Status || out.Summary.Failed != local.Failed {
+				t.Errorf("%s (%s), locally %s (%v)", out.Status, out.Error, local.Status, local.Err)
+			}
+			if !tc.approve && (len(out.Failed) != 1 || out.Failed[0].Code != runtime.CodeRejected || !strings.Contains(out.Failed[0].Message, "a person rejected refund: not today")) {
+				t.Errorf("failed %+v", out.Failed)
+			}
+			st, err = obtemporal.Show(ctx, c, id)
+			if err != nil || len(st.Approvals) != 1 || !st.Approvals[0].Decided || st.Approvals[0].By != "test" {
+				t.Errorf("show: %v %+v", err, st)
+			}
+		})
+	}
+}
+
+func mustMocks(t *testing.T, text []byte) *runtime.Mocks {
+	t.Helper()
+	m, err := runtime.ParseMocks(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
