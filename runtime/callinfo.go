@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // CallInfo identifies one tool call of a run. The interpreter puts it in
 // the context of every call; a tool reads it with CallInfoFrom or
@@ -25,6 +28,11 @@ type CallInfo struct {
 	// first result instead of acting again; it differs from run to run,
 	// a run without a journal included.
 	Key string
+	// Timeout is the call's time limit: the operator's bound, or the
+	// step's own timeout when it is shorter (0 when unknown). A caller
+	// that runs the call elsewhere (another process, a queue) bounds it
+	// by this.
+	Timeout time.Duration
 }
 
 // CallInfoKey is the context key of a call's identity: WithCallInfo

@@ -57,7 +57,7 @@ wait() -> †state.w
 		t.Fatal(err)
 	}
 	after := time.Now()
-	if diff := cmp.Diff(runtime.CallInfo{Run: "r1", Step: "probe", Tool: "probe", Attempt: 1, Key: "r1/probe"}, info); diff != "" {
+	if diff := cmp.Diff(runtime.CallInfo{Run: "r1", Step: "probe", Tool: "probe", Attempt: 1, Key: "r1/probe", Timeout: time.Hour}, info); diff != "" {
 		t.Errorf("call info (-want +got):\n%s", diff)
 	}
 	if !hasDeadline || deadline.Before(before.Add(time.Hour)) || deadline.After(after.Add(time.Hour)) {

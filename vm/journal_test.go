@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -581,5 +582,59 @@ func TestGroupJournalFailureStops(t *testing.T) {
 	}
 	if tools.count("inc") != 2 {
 		t.Errorf("inc called %d times, want 2 (c must not run)", tools.count("inc"))
+	}
+}
+
+// TestCallInfoTimeoutAndSleep: a call's identity carries its time limit
+// (the operator's, or the step's when shorter), and the wait before a
+// retry carries the identity of the call it comes before, so that a hook
+// that waits elsewhere (a durable timer) can tell the waits apart.
+func TestCallInfoTimeoutAndSleep(t *testing.T) {
+	prog := compile(t, `
+tool put(x: int) -> int idempotent
+a: put(x: 1) -> †state.a
+  retry 1 backoff 10ms
+  timeout 2s
+b: put(x: 2) -> †state.b
+`)
+	var mu sync.Mutex
+	calls := map[string]time.Duration{}
+	seen := 0
+	tools := newFakeTools().on("put", func(ctx context.Context, args map[string]any) (any, error) {
+		info, _ := runtime.CallInfoFrom(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		calls[fmt.Sprintf("%s #%d", info.Step, info.Attempt)] = info.Timeout
+		if args["x"].(int64) == 1 {
+			if seen++; seen == 1 {
+				return nil, errors.New("try again")
+			}
+		}
+		return args["x"], nil
+	})
+	o := opts(tools, nil)
+	o.RunID = "r1"
+	o.StepTimeout = 30 * time.Second
+	var waits []string
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		info, ok := runtime.CallInfoFrom(ctx)
+		if !ok {
+			t.Error("the wait's context carries no call identity")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, fmt.Sprintf("%s #%d %s %s", info.Key, info.Attempt, info.Tool, info.Timeout))
+		return nil
+	}
+	res, err := Run(context.Background(), prog, nil, o)
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("%v %s %v", err, res.Status, res.Err)
+	}
+	want := map[string]time.Duration{"a #1": 2 * time.Second, "a #2": 2 * time.Second, "b #1": 30 * time.Second}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("timeouts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"r1/a #2 put 2s"}, waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }

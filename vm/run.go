@@ -132,7 +132,9 @@ type Options struct {
 	// Observer receives the run's events.
 	Observer Observer
 	// Sleep waits between retries; tests inject a fake. It must return
-	// early with ctx's error when ctx is done.
+	// early with ctx's error when ctx is done. ctx carries the identity
+	// of the call the wait comes before (runtime.CallInfoFrom), so that a
+	// hook can tell the waits of different calls apart.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand gives the jitter of retry backoffs; nil uses a random source.
 	Rand *rand.Rand
@@ -1114,7 +1116,8 @@ func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, ar
 		if attempt > 0 {
 			delay := r.backoff(s.Backoff, attempt)
 			r.event(Event{Type: StepRetried, Step: id, Tool: tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; retrying in %s", strings.TrimSuffix(last.Message, "."), delay.Round(time.Millisecond))})
-			if err := r.opts.Sleep(ctx, delay); err != nil {
+			next := runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: calls + 1, Key: r.opts.RunID + "/" + id, Timeout: r.timeout(s)}
+			if err := r.opts.Sleep(runtime.WithCallInfo(ctx, next), delay); err != nil {
 				break
 			}
 			retries++
@@ -1220,7 +1223,7 @@ func (r *runner) call(g *callGroup, e *engine, spec *callSpec, tool *compiler.To
 // watches it once it is set up.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
 	c.group, c.timeout, c.fallback = g, r.timeout(s), tool != s.Tool
-	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt}
+	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Timeout: c.timeout}
 }
 
 // timeout is the time limit of each call of a step: the operator's

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+)
+
+func approveCommand() *command {
+	return &command{
+		name:    "approve",
+		args:    "WORKFLOW [STEP]",
+		summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf connFlags
+			cf.register(fs)
+			reject := fs.Bool("reject", false, "reject instead of approving")
+			note := fs.String("note", "", "a note kept with the decision (a rejected step's error message carries it)")
+			by := fs.String("by", "obelisk-temporal approve", "who decides, as the run records it")
+			wait := fs.Bool("wait", false, "then wait for the run's output, or its next wait for a decision")
+			return func(ctx context.Context, args []string) int {
+				if len(args) < 1 || len(args) > 2 {
+					return e.usageError("expected a workflow and at most one step, got %d arguments", len(args))
+				}
+				d := obtemporal.Decision{Approve: !*reject, By: *by, Note: *note}
+				if len(args) == 2 {
+					d.Step = args[1]
+				}
+				if d.Note == "" {
+					d.Note = "approved with obelisk-temporal approve"
+					if *reject {
+						d.Note = "rejected with obelisk-temporal approve"
+					}
+				}
+				c, err := cf.dial(e)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer c.Close()
+				what, err := obtemporal.Approve(ctx, c, args[0], d)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitInput
+				}
+				fmt.Fprintf(e.stdout, "%s of workflow %s\n", lang.EscapeControl(what), args[0])
+				if *wait {
+					return follow(ctx, e, c, &cf, args[0])
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+func showCommand() *command {
+	return &command{
+		name:    "show",
+		args:    "WORKFLOW",
+		summary: "print a run's workflow: its status, steps, approvals and output",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf connFlags
+			cf.register(fs)
+			format := fs.String("format", "text", "text or json")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return e.usageError("expected one workflow, got %d", len(args))
+				}
+				if *format != "text" && *format != "json" {
+					return e.usageError("unknown format %q: use text or json", *format)
+				}
+				c, err := cf.dial(e)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer c.Close()
+				st, err := obtemporal.Show(ctx, c, args[0])
+				if err != nil {
+					e.errorf("%v", err)
+					return exitInput
+				}
+				if *format == "json" {
+					b, _ := json.MarshalIndent(st, "", "  ")
+					e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+					return exitOK
+				}
+				writeStatus(e, st, cf.also())
+				return exitOK
+			}
+		},
+	}
+}
+
+// writeStatus prints a run for people, as obelisk show prints a journaled
+// run.
+func writeStatus(e *env, st *obtemporal.Status, also string) {
+	w := e.stdout
+	p := func(format string, args ...any) { fmt.Fprint(w, lang.EscapeControl(fmt.Sprintf(format, args...))) }
+	p("workflow %s: %s\n", st.ID, st.Status)
+	if st.Error != "" {
+		p("error:     %s\n", st.Error)
+	}
+	p("\nsteps:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STEP\tSTATUS\tATTEMPTS\tRESULT")
+	for _, s := range st.Steps {
+		id := s.ID
+		if s.Round > 0 {
+			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
+		}
+		what := s.Result
+		switch {
+		case s.Error != nil:
+			what = fmt.Sprintf("%s [%s]", s.Error.Message, s.Error.Code)
+			if s.Handled {
+				what += " (to its || slot)"
+			}
+		case s.Reason != "":
+			what = s.Reason
+		}
+		fmt.Fprintln(tw, lang.EscapeControl(fmt.Sprintf("  %s\t%s\t%d\t%s", id, s.Status, s.Attempts, what)))
+	}
+	tw.Flush()
+	if len(st.Running) > 0 {
+		p("\nrunning:\n")
+		for _, r := range st.Running {
+			p("  %s\n", r)
+		}
+	}
+	if len(st.Approvals) > 0 {
+		p("\napprovals:\n")
+		for _, a := range st.Approvals {
+			what := "the plan"
+			if a.Step != "" {
+				what = "step " + a.Step
+			}
+			state := "waiting"
+			if a.Decided {
+				state = "rejected"
+				if a.Approved {
+					state = "approved"
+				}
+				state += " by " + a.By
+				if a.Note != "" {
+					state += ": " + a.Note
+				}
+			} else if a.Message != "" {
+				what += " (" + a.Message + ")"
+			}
+			p("  %s: %s\n", what, state)
+			if !a.Decided && a.Args != "" {
+				p("    arguments: %s\n", a.Args)
+			}
+		}
+	}
+	for i, r := range st.Replans {
+		p("\nplan of replan %d:\n  %s\n", i+1, r)
+	}
+	if st.Output != "" {
+		p("\noutput:\n  %s\n", st.Output)
+	}
+	if st.Status == "waiting" {
+		p("\ndecide with obelisk-temporal approve%s %s [STEP]\n", also, st.ID)
+	}
+}

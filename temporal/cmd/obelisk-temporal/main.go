@@ -1,0 +1,434 @@
+// Command obelisk-temporal runs Obelisk plans on Temporal: `worker` runs
+// the tools, with the flags of `obelisk run`; `run` starts a plan as a
+// workflow and waits for its output; `approve` and `show` work on a run's
+// workflow as on a journaled run.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/vm"
+)
+
+// The exit statuses, as obelisk's.
+const (
+	exitOK      = 0
+	exitInput   = 1
+	exitUsage   = 2
+	exitWaiting = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// command is a subcommand: its flags, and what it does with its
+// arguments.
+type command struct {
+	name, args, summary string
+	setup               func(fs *flag.FlagSet, e *env) func(ctx context.Context, args []string) int
+}
+
+// env is where a command writes.
+type env struct {
+	cmd            string
+	stdout, stderr io.Writer
+}
+
+// errorf writes an error in the one form: obelisk-temporal CMD: message.
+func (e *env) errorf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "obelisk-temporal %s: %s\n", e.cmd, fmt.Sprintf(format, args...))
+}
+
+// usageError reports a usage error and returns its status.
+func (e *env) usageError(format string, args ...any) int {
+	e.errorf(format, args...)
+	fmt.Fprintf(e.stderr, "Run 'obelisk-temporal %s -h' for usage.\n", e.cmd)
+	return exitUsage
+}
+
+func commands() []*command {
+	return []*command{workerCommand(), runCommand(), approveCommand(), showCommand()}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "obelisk-temporal runs Obelisk plans on Temporal.\n\nUsage:\n\n\tobelisk-temporal COMMAND [flags] [arguments]\n\nThe commands are:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nUse \"obelisk-temporal COMMAND -h\" for more about a command.\n")
+}
+
+// run runs the command args name, and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		e := &env{cmd: c.name, stdout: stdout, stderr: stderr}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		do := c.setup(fs, e)
+		rest, err := parseInterspersed(fs, args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "usage: obelisk-temporal %s [flags] %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		if err != nil {
+			return e.usageError("%v", err)
+		}
+		return do(ctx, rest)
+	}
+	fmt.Fprintf(stderr, "obelisk-temporal: unknown command %q\nRun 'obelisk-temporal help' for usage.\n", args[0])
+	return exitUsage
+}
+
+// parseInterspersed parses flags given before, between and after the
+// arguments; -- ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+// connFlags say how to reach Temporal.
+type connFlags struct {
+	address, namespace, queue           string
+	tlsCert, tlsKey, tlsCA, tlsServName string
+}
+
+func (cf *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT (default $TEMPORAL_ADDRESS, else 127.0.0.1:7233)")
+	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
+	fs.StringVar(&cf.queue, "task-queue", "obelisk", "the task queue the workers of the plans poll")
+	fs.StringVar(&cf.tlsCert, "tls-cert", "", "a client certificate (PEM) for mutual TLS; with --tls-key")
+	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
+	fs.StringVar(&cf.tlsCA, "tls-ca", "", "the certificate authorities (PEM) the server's certificate is checked against (default: the system's)")
+	fs.StringVar(&cf.tlsServName, "tls-server-name", "", "the server name the server's certificate must have (default: the host of --temporal); any --tls flag turns TLS on")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// dial connects to Temporal.
+func (cf *connFlags) dial(e *env) (client.Client, error) {
+	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: quietLogger{e.stderr}}
+	if cf.tlsCert != "" || cf.tlsKey != "" || cf.tlsCA != "" || cf.tlsServName != "" {
+		cfg := &tls.Config{ServerName: cf.tlsServName, MinVersion: tls.VersionTLS12}
+		if (cf.tlsCert == "") != (cf.tlsKey == "") {
+			return nil, errors.New("--tls-cert and --tls-key go together: give both")
+		}
+		if cf.tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(cf.tlsCert, cf.tlsKey)
+			if err != nil {
+				return nil, fmt.Errorf("the client certificate: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		if cf.tlsCA != "" {
+			b, err := os.ReadFile(cf.tlsCA)
+			if err != nil {
+				return nil, fmt.Errorf("the certificate authorities: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(b) {
+				return nil, fmt.Errorf("the certificate authorities: %s holds no PEM certificate", cf.tlsCA)
+			}
+			cfg.RootCAs = pool
+		}
+		opts.ConnectionOptions.TLS = cfg
+	}
+	c, err := client.Dial(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", cf.address, cf.namespace, err)
+	}
+	return c, nil
+}
+
+// quietLogger writes the SDK's warnings and errors on stderr, and drops
+// its debug and info lines.
+type quietLogger struct{ w io.Writer }
+
+func (l quietLogger) Debug(string, ...any) {}
+func (l quietLogger) Info(string, ...any)  {}
+func (l quietLogger) Warn(msg string, kv ...any) {
+	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
+}
+func (l quietLogger) Error(msg string, kv ...any) {
+	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
+}
+
+var _ log.Logger = quietLogger{}
+
+func workerCommand() *command {
+	return &command{
+		name:    "worker",
+		summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf connFlags
+			cf.register(fs)
+			var tf toolFlags
+			tf.register(fs)
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 0 {
+					return e.usageError("expected no arguments, got %d", len(args))
+				}
+				cfg, stop, err := tf.config(ctx)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer stop()
+				c, err := cf.dial(e)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer c.Close()
+				w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				fmt.Fprintf(e.stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
+				if err := w.Run(interruptOn(ctx)); err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				return exitOK
+			}
+		},
+	}
+}
+
+// interruptOn returns a channel closed when ctx ends.
+func interruptOn(ctx context.Context) <-chan any {
+	ch := make(chan any)
+	go func() {
+		<-ctx.Done()
+		close(ch)
+	}()
+	return ch
+}
+
+func runCommand() *command {
+	return &command{
+		name:    "run",
+		args:    "FILE",
+		summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
+		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+			var cf connFlags
+			cf.register(fs)
+			input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
+			id := fs.String("id", "", "the workflow ID (default: a new one)")
+			detach := fs.Bool("detach", false, "print the workflow ID and return at once, without waiting for the output")
+			yes := fs.Bool("yes", false, "approve every approval the run asks for")
+			timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
+			return func(ctx context.Context, args []string) int {
+				if len(args) != 1 {
+					return e.usageError("expected one file, got %d", len(args))
+				}
+				plan, in, err := readPlan(args[0], *input)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				c, err := cf.dial(e)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				defer c.Close()
+				wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
+				if err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				if *detach {
+					fmt.Fprintln(e.stdout, wid)
+					return exitOK
+				}
+				fmt.Fprintf(e.stderr, "workflow %s\n", wid)
+				return follow(ctx, e, c, &cf, wid)
+			}
+		},
+	}
+}
+
+// readPlan reads a plan, the files it imports, and its input.
+func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return obtemporal.Plan{}, nil, fmt.Errorf("reading plan: %w", err)
+	}
+	p := obtemporal.Plan{Name: filepath.Base(path), Text: string(b), JSON: strings.HasSuffix(path, ".json")}
+	var f *lang.File
+	var diags lang.Diagnostics
+	if p.JSON {
+		f, diags = lang.ParseJSON(p.Name, b)
+	} else {
+		f, diags = lang.Parse(p.Name, b)
+	}
+	if !diags.HasErrors() {
+		// The files it imports go with it; the worker checks it.
+		info, _ := compiler.Check(f, compiler.Config{Imports: compiler.ImportDir(filepath.Dir(path))})
+		p.Imports = planfile.Imports(info)
+	}
+	var in []byte
+	switch {
+	case strings.HasPrefix(input, "@"):
+		if in, err = os.ReadFile(input[1:]); err != nil {
+			return p, nil, fmt.Errorf("reading input: %w", err)
+		}
+	case input != "":
+		in = []byte(input)
+	default:
+		base := strings.TrimSuffix(strings.TrimSuffix(path, ".plan"), ".json")
+		if in, err = os.ReadFile(base + ".input.json"); err != nil && !os.IsNotExist(err) {
+			return p, nil, fmt.Errorf("reading input: %w", err)
+		}
+	}
+	if len(in) > 0 && !json.Valid(in) {
+		return p, nil, errors.New("the input is not JSON")
+	}
+	return p, in, nil
+}
+
+// follow waits for a run's workflow to end, or to wait for a decision,
+// and reports it.
+func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) int {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		out, err := obtemporal.Wait(wctx, c, id)
+		cancel()
+		if err == nil {
+			return report(e, out)
+		}
+		if ctx.Err() != nil {
+			e.errorf("%v", ctx.Err())
+			return exitUsage
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		st, err := obtemporal.Show(ctx, c, id)
+		if err != nil {
+			continue
+		}
+		if st.Status == vm.RunWaiting {
+			for _, a := range st.Approvals {
+				if !a.Decided {
+					fmt.Fprintf(e.stderr, "run %s waits for approval of %s: %s\n", id, cmpOr(a.Step, "the plan"), lang.EscapeControl(a.Message))
+				}
+			}
+			fmt.Fprintf(e.stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
+			return exitWaiting
+		}
+	}
+}
+
+// also repeats the connection flags that are not the defaults, for the
+// commands a message suggests.
+func (cf *connFlags) also() string {
+	var b strings.Builder
+	if cf.address != envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233") {
+		fmt.Fprintf(&b, " --temporal %s", cf.address)
+	}
+	if cf.namespace != envOr("TEMPORAL_NAMESPACE", "default") {
+		fmt.Fprintf(&b, " --namespace %s", cf.namespace)
+	}
+	return b.String()
+}
+
+func cmpOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// report prints a run's output on stdout and its summary on stderr.
+func report(e *env, out *obtemporal.Outcome) int {
+	if out.Diagnostics != "" {
+		io.WriteString(e.stderr, out.Diagnostics)
+	}
+	if len(out.Output) > 0 {
+		var b bytes.Buffer
+		if json.Indent(&b, out.Output, "", "  ") == nil {
+			b.WriteByte('\n')
+			e.stdout.Write(lang.EscapeControlJSON(b.Bytes()))
+		}
+	}
+	s := out.Summary
+	fmt.Fprintf(e.stderr, "%s: %d steps, %d completed, %d skipped, %d failed", out.Status, s.Steps, s.Completed, s.Skipped, s.Failed)
+	if s.Handled > 0 {
+		fmt.Fprintf(e.stderr, ", %d failed into a || slot", s.Handled)
+	}
+	fmt.Fprintf(e.stderr, ", %d retries", s.Retries)
+	if s.Replans > 0 {
+		fmt.Fprintf(e.stderr, ", %d replans", s.Replans)
+	}
+	fmt.Fprintf(e.stderr, ", %d activities\n", s.Activities)
+	for _, f := range out.Failed {
+		fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", f.Step, lang.EscapeControl(f.Message), f.Code)
+	}
+	if out.Error != "" && out.Status != vm.RunCompleted && len(out.Failed) == 0 {
+		fmt.Fprintf(e.stderr, "  %s\n", lang.EscapeControl(out.Error))
+	}
+	if out.Status != vm.RunCompleted {
+		return exitInput
+	}
+	return exitOK
+}
