@@ -116,6 +116,15 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	return e, nil
 }
 
+// setRound makes the engine's steps those of a replanning round, those
+// that will not run included.
+func (e *engine) setRound(round int) {
+	e.round = round
+	for _, r := range e.res {
+		r.Round = round
+	}
+}
+
 // InputError reports input that does not match the plan's input block.
 type InputError struct{ Problems []string }
 

@@ -638,3 +638,28 @@ b: put(x: 2) -> †state.b
 		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }
+
+// TestReplannedStepsKeepTheirRound: the steps of a replanned plan that
+// never ran (one waiting for a decision, one waiting for it) are of the
+// new plan's round, as the ones that ran are.
+func TestReplannedStepsKeepTheirRound(t *testing.T) {
+	prog := compile(t, "on failure replan max 1\n"+replanPlan)
+	o := opts(replanTools(), nil)
+	o.Approver = ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, ErrWaiting })
+	o.Replanner = &goReplanner{plan: "api(url: †state.site.url) -> †state.page\n  approve \"Call the API?\"\nsummarize(text: †state.page) -> †state.summary\n"}
+	res, err := Run(context.Background(), prog, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunWaiting {
+		t.Fatalf("status %s (%v)", res.Status, res.Err)
+	}
+	var got []string
+	for _, s := range res.Steps {
+		got = append(got, fmt.Sprintf("%s %s %d", s.ID, s.Status, s.Round))
+	}
+	want := []string{"fetch completed 0", "scrape failed 0", "api waiting 1", "summarize blocked 1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}

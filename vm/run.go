@@ -406,7 +406,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 			return nil, err
 		}
 		e.fills = modelFiller{r}
-		e.round = round
+		e.setRound(round)
 		r.drive(ctx, e)
 		all = append(all, e.res...)
 		if e.replanAt == nil || ctx.Err() != nil {
@@ -1285,7 +1285,7 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 	}
 	e.fills = modelFiller{r}
 	e.prefix = id + "/"
-	e.round = spec.round
+	e.setRound(spec.round)
 	r.drive(ctx, e)
 	if e.stop != nil {
 		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
