@@ -89,4 +89,10 @@ output †state.page
 	if !strings.Contains(page, "Plan of replan 1") || !strings.Contains(page, `<h3>Steps of replans</h3>`) {
 		t.Error("the run's page does not show the replan")
 	}
+	// The new plan's graph, its steps in their states.
+	_, round, ok := strings.Cut(page, `<div class="round-graph" data-round="1">`)
+	round, _, _ = strings.Cut(round, "</svg>")
+	if !ok || !strings.Contains(round, `class="node s-completed`) || !strings.Contains(round, `data-step="api"`) || strings.Contains(round, `data-step="scrape"`) {
+		t.Errorf("the graph of replan 1:\n%s", round)
+	}
 }

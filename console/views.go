@@ -357,9 +357,12 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 		}
 		v.Graph = layout(prog, func(i int) stepState { return states[i] }, path, func(i int) string { return fmt.Sprintf("step-%d", i) })
 	}
+	others := map[string]*stepView{} // by round and ID
 	for _, st := range det.Steps {
 		if !used[st] {
-			v.Other = append(v.Other, view(fmt.Sprintf("other-%d", len(v.Other)), st, nil))
+			sv := view(fmt.Sprintf("other-%d", len(v.Other)), st, nil)
+			v.Other = append(v.Other, sv)
+			others[fmt.Sprintf("%d/%s", st.Round, st.ID)] = sv
 		}
 	}
 	rounds := make([]int, 0, len(det.Replans))
@@ -367,8 +370,30 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 		rounds = append(rounds, r)
 	}
 	sort.Ints(rounds)
+	prev := prog
+	var cfg compiler.Config
+	if st, err := s.store.Stored(id); err == nil {
+		cfg, _ = st.Source.Config()
+	}
 	for _, r := range rounds {
-		v.Rounds = append(v.Rounds, roundView{Round: r, Plan: det.Replans[r]})
+		rv := roundView{Round: r, Plan: det.Replans[r]}
+		rprog := continuation(prev, det, cfg, r)
+		prev = rprog
+		if rprog != nil {
+			part := func(i int) *stepView { return others[fmt.Sprintf("%d/%s", r, rprog.Steps[i].ID)] }
+			rv.Graph = layout(rprog, func(i int) stepState {
+				if sv := part(i); sv != nil {
+					return stepState{Status: sv.Status}
+				}
+				return stepState{Status: "pending"}
+			}, rprog.Analysis.CriticalPath, func(i int) string {
+				if sv := part(i); sv != nil {
+					return sv.Anchor
+				}
+				return "steps"
+			})
+		}
+		v.Rounds = append(v.Rounds, rv)
 	}
 	for _, a := range det.Approvals {
 		av := s.approvalView(a, det.Plan, prog)
@@ -480,4 +505,40 @@ func jsonText(v any) string {
 		return fmt.Sprintf("(cannot be shown: %v)", err)
 	}
 	return string(lang.EscapeControlJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
+}
+
+// continuation compiles the plan of replanning round r as the run did:
+// the declarations of prev, the program of the round before, with the
+// state its completed steps wrote, and the round's steps. Nil when it
+// does not compile here.
+func continuation(prev *compiler.Program, det *durable.Detail, cfg compiler.Config, r int) *compiler.Program {
+	if prev == nil {
+		return nil
+	}
+	f, diags := lang.Parse("replan.plan", []byte(det.Replans[r]))
+	if diags.HasErrors() {
+		return nil
+	}
+	state := map[string]any{}
+	for name, slot := range prev.Plan.Slots {
+		if slot.HasInitial {
+			state[name] = slot.Initial
+		}
+	}
+	done := map[string]*journal.Step{}
+	for _, st := range det.Steps {
+		if st.Round == r-1 && st.Status == vm.StatusCompleted {
+			done[st.ID] = st
+		}
+	}
+	for _, cs := range prev.Steps {
+		if st := done[cs.ID]; st != nil && cs.Out != "" {
+			state[cs.Out] = st.Result
+		}
+	}
+	prog, err := vm.Continuation(prev, f, state, cfg)
+	if err != nil {
+		return nil
+	}
+	return prog
 }
