@@ -22,7 +22,7 @@ func TestDescriptions(t *testing.T) {
 	if !strings.HasSuffix(agent.Primer(false), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer(false))-300 {
 		t.Errorf("the primer does not end with the language primer")
 	}
-	if strings.Contains(s.Primer(), "## Holes") || strings.Contains(s.Primer(), "## Tasks") || !strings.Contains(agent.Primer(true), "## Holes") {
+	if strings.Contains(s.Primer(), "## Holes") || strings.Contains(s.Primer(), "## Tasks") || strings.Contains(s.Primer(), "`hint NAME`") || !strings.Contains(agent.Primer(true), "## Holes") || !strings.Contains(agent.Primer(true), "`hint NAME`") {
 		t.Errorf("the server's primer teaches holes and tasks, which its runs cannot fill")
 	}
 	if want := fmt.Sprintf("Tools: %d (%s).", len(s.catalog.tools), s.catalog.summary()); !strings.Contains(s.Primer(), want) || s.catalog.summary() != "charge (1), lookup (1), slow (1)" {

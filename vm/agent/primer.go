@@ -20,15 +20,20 @@ var primer string
 func Primer(fills bool) string { return primerFor(fills) }
 
 // primerFor returns the primer, without its sections on holes and tasks
+// and its row on routing hints (which route only what a model fills)
 // unless fills.
 func primerFor(fills bool) string {
 	if fills {
 		return primer
 	}
-	start := strings.Index(primer, "\n## Holes\n")
-	end := strings.Index(primer, "\n## References\n")
-	if start < 0 || end < start {
-		return primer
+	p := primer
+	if start, end := strings.Index(p, "\n## Holes\n"), strings.Index(p, "\n## References\n"); start >= 0 && end > start {
+		p = p[:start] + p[end:]
 	}
-	return primer[:start] + primer[end:]
+	if start := strings.Index(p, "\n| `hint NAME` |"); start >= 0 {
+		if end := strings.IndexByte(p[start+1:], '\n'); end >= 0 {
+			p = p[:start] + p[start+1+end:]
+		}
+	}
+	return p
 }
