@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 )
 
@@ -43,7 +44,7 @@ func primer(c *catalog) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Obelisk plan mode
 
-Write one plan, a data-flow graph of tool calls in the Obelisk language, instead of calling tools one by one. It is checked against the tools' signatures before anything runs, its independent calls run in parallel, and only its output comes back to you.
+Write one plan, a data-flow graph of tool calls in the Obelisk language, instead of calling tools one by one.
 
 1. Find tools with %[1]s: it answers with their signatures (tool lines). Call a tool by that name with those parameters; its result has the type after ->.
 2. Write the plan without declaring the tools or mode. Declare what you pass as %[4]s's input in an input block; end with an output that gives just what you need.
@@ -58,10 +59,16 @@ The language, quoted from its reference:
 	return b.String()
 }
 
-// languagePrimer is agent.Primer without the comment that says how it
-// is generated, which means nothing to a model.
+// serverCheck is what the server's checks say of its runs: they have no
+// model to fill holes or choose for tasks, and no evaluator to judge
+// criteria in words.
+func serverCheck() compiler.Config { return compiler.Config{NoFiller: true} }
+
+// languagePrimer is agent.Primer, of what the server's plans may use,
+// without the comment that says how it is generated, which means nothing
+// to a model.
 func languagePrimer() string {
-	p := agent.Primer(false)
+	p := agent.Primer(serverCheck())
 	if strings.HasPrefix(p, "<!--") {
 		if _, rest, ok := strings.Cut(p, "-->"); ok {
 			return strings.TrimLeft(rest, "\n")

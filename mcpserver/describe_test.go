@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 )
 
@@ -19,11 +20,11 @@ import (
 func TestDescriptions(t *testing.T) {
 	h := start(t, Options{Wait: 7 * time.Second}, nil)
 	s := h.server
-	if !strings.HasSuffix(agent.Primer(false), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer(false))-300 {
+	if !strings.HasSuffix(agent.Primer(serverCheck()), languagePrimer()) || !strings.HasSuffix(s.Primer(), languagePrimer()) || len(languagePrimer()) < len(agent.Primer(serverCheck()))-300 {
 		t.Errorf("the primer does not end with the language primer")
 	}
-	if strings.Contains(s.Primer(), "## Holes") || strings.Contains(s.Primer(), "## Tasks") || strings.Contains(s.Primer(), "`hint NAME`") || !strings.Contains(agent.Primer(true), "## Holes") || !strings.Contains(agent.Primer(true), "`hint NAME`") {
-		t.Errorf("the server's primer teaches holes and tasks, which its runs cannot fill")
+	if strings.Contains(s.Primer(), "## Holes") || strings.Contains(s.Primer(), "## Tasks") || strings.Contains(s.Primer(), "`hint NAME`") || strings.Contains(s.Primer(), `expect "`) || !strings.Contains(agent.Primer(compiler.Config{}), "## Holes") || !strings.Contains(agent.Primer(compiler.Config{HasEvaluator: true}), `expect "sentence"`) {
+		t.Errorf("the server's primer teaches holes, tasks or criteria in words, which its runs cannot fill or judge")
 	}
 	if want := fmt.Sprintf("Tools: %d (%s).", len(s.catalog.tools), s.catalog.summary()); !strings.Contains(s.Primer(), want) || s.catalog.summary() != "charge (1), lookup (1), slow (1)" {
 		t.Errorf("the primer does not say %q", want)

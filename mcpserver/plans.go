@@ -103,8 +103,7 @@ func (s *Server) compile(text string) *compiled {
 	cfg, diags := src.Config()
 	cfg.Imports = nil // this checker reads no files
 	cfg.Limits = s.opts.Limits
-	// The server's runs have no model to fill holes or choose for tasks.
-	cfg.NoFiller = true
+	cfg.NoFiller = serverCheck().NoFiller
 	c.cfg = cfg
 	if isJSON {
 		c.file, c.diags = lang.ParseJSON(name, []byte(text))

@@ -512,7 +512,7 @@ func (g *goal) settings() []string {
 // for: with the schema of a plan of what the context offers now.
 func (g *goal) request(info *turnInfo) *llm.Request {
 	g.form.refresh(&g.ctx, g.opts.Check)
-	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller),
+	return g.form.request(&llm.Request{System: systemPrompt(g.opts.Mode, 0, 0, g.form.form, g.opts.Check),
 		Messages: []llm.Message{{Role: llm.User, Content: contextMessage(&g.ctx, info)}}})
 }
 
@@ -668,7 +668,7 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		}
 		text, usage, err := llm.Collect(ctx, g.planner, req)
 		if g.refused(err) {
-			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form, !g.opts.Check.NoFiller), g.form.request(req)
+			req.System, req = systemPrompt(g.opts.Mode, 0, 0, g.form.form, g.opts.Check), g.form.request(req)
 			text, usage, err = llm.Collect(ctx, g.planner, req)
 		}
 		if t.Repairs == 0 {

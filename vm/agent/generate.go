@@ -122,12 +122,12 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	rules := checkRules{settings: true, approve: true, minSteps: opts.MinSteps, maxSteps: opts.MaxSteps}
 	fallback := form.fallback
 	for round := 1; ; round++ {
-		req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form, !opts.Check.NoFiller)
+		req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form, opts.Check)
 		before := meter.Usage()
 		text, usage, err := llm.Collect(ctx, meter, form.request(req))
 		if form.refused(err) {
 			fallback = form.fallback
-			req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form, !opts.Check.NoFiller)
+			req.System = systemPrompt(whole, opts.MinSteps, opts.MaxSteps, form.form, opts.Check)
 			text, usage, err = llm.Collect(ctx, meter, form.request(req))
 		}
 		out.Rounds, out.Usage, out.Form, out.Fallback = round, meter.Usage(), form.form, form.fallback

@@ -2,7 +2,10 @@ package agent
 
 import (
 	_ "embed"
+	"slices"
 	"strings"
+
+	"github.com/obelisk-plan/obelisk/compiler"
 )
 
 // primer is the part of the planning prompt that teaches the language:
@@ -14,26 +17,37 @@ var primer string
 
 // Primer returns the part of the planning prompt that teaches the
 // language: quotations of the language reference, for other programs that
-// prompt a model to write plans (an MCP server, say). Without fills, it
-// leaves out holes and tasks, for plans that will run where no model
-// completes them.
-func Primer(fills bool) string { return primerFor(fills) }
+// prompt a model to write plans (an MCP server, say). It teaches what a
+// plan checked with cfg may use: holes, tasks and routing hints unless
+// cfg.NoFiller, criteria in words only if cfg.HasEvaluator.
+func Primer(cfg compiler.Config) string { return primerFor(cfg) }
 
-// primerFor returns the primer, without its sections on holes and tasks
-// and its row on routing hints (which route only what a model fills)
-// unless fills.
-func primerFor(fills bool) string {
-	if fills {
-		return primer
-	}
+// primerFor returns the primer for plans checked with cfg: without its
+// sections on holes and tasks and its row on routing hints (which route
+// only what a model fills) when nothing fills them, and without criteria
+// in words when no evaluator judges them (the checker warns of each).
+func primerFor(cfg compiler.Config) string {
 	p := primer
-	if start, end := strings.Index(p, "\n## Holes\n"), strings.Index(p, "\n## References\n"); start >= 0 && end > start {
-		p = p[:start] + p[end:]
-	}
-	if start := strings.Index(p, "\n| `hint NAME` |"); start >= 0 {
-		if end := strings.IndexByte(p[start+1:], '\n'); end >= 0 {
-			p = p[:start] + p[start+1+end:]
+	if cfg.NoFiller {
+		if start, end := strings.Index(p, "\n## Holes\n"), strings.Index(p, "\n## References\n"); start >= 0 && end > start {
+			p = p[:start] + p[end:]
 		}
+		p = dropLines(p, "| `hint NAME` |")
+	}
+	if !cfg.HasEvaluator {
+		p = dropLines(p, "| `expect \"sentence\"` |", "  expect \"")
 	}
 	return p
+}
+
+// dropLines removes the lines of p that start with one of the prefixes.
+func dropLines(p string, prefixes ...string) string {
+	lines := strings.SplitAfter(p, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if !slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(l, pre) }) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }

@@ -176,23 +176,36 @@ func TestPrimer(t *testing.T) {
 	if diff := cmp.Diff(want, primer); diff != "" {
 		t.Errorf("primer.md is out of date; run go test ./vm/agent -run TestPrimer -update (-want +got):\n%s", diff)
 	}
-	examples := primerExamples(primer)
-	if len(examples) < 5 {
-		t.Fatalf("the primer has %d plan examples, want at least 5", len(examples))
-	}
-	for _, ex := range examples {
-		f, diags := lang.Parse("context.plan", []byte(ex.context))
-		if diags.HasErrors() {
-			t.Fatalf("a context does not parse:\n%s\n%s", ex.context, diags)
+	// Each variant's examples check as its plans are checked: without a
+	// model to fill holes, without an evaluator, with both.
+	for _, variant := range []compiler.Config{{HasEvaluator: true}, {NoFiller: true}, {NoFiller: true, HasEvaluator: true}, {}} {
+		examples := primerExamples(primerFor(variant))
+		if len(examples) < 5 {
+			t.Fatalf("the primer has %d plan examples, want at least 5", len(examples))
 		}
-		c := ContextOf(f)
-		cfg := compiler.Config{Tools: c.Tools}
-		for _, rules := range []checkRules{{}, {settings: true, approve: true}} {
-			ch := checkAnswer("example", ex.answer, c.prelude(nil, nil), &c, cfg, rules)
-			if ch.diags.HasErrors() {
-				t.Errorf("a primer example does not check against its context:\n%s\n%s\n%s", ex.context, ex.answer, ch.diags)
+		for _, ex := range examples {
+			f, diags := lang.Parse("context.plan", []byte(ex.context))
+			if diags.HasErrors() {
+				t.Fatalf("a context does not parse:\n%s\n%s", ex.context, diags)
+			}
+			c := ContextOf(f)
+			cfg := variant
+			cfg.Tools = c.Tools
+			for _, rules := range []checkRules{{}, {settings: true, approve: true}} {
+				ch := checkAnswer("example", ex.answer, c.prelude(nil, nil), &c, cfg, rules)
+				if ch.diags.HasErrors() {
+					t.Errorf("a primer example does not check against its context (%+v):\n%s\n%s\n%s", variant, ex.context, ex.answer, ch.diags)
+				}
+				for _, d := range ch.diags {
+					if d.Code == lang.UnjudgedCriterion || d.Code == lang.NoFiller {
+						t.Errorf("a primer example for %+v teaches what its plans cannot use:\n%s\n%s", variant, ex.answer, d)
+					}
+				}
 			}
 		}
+	}
+	if strings.Contains(primerFor(compiler.Config{}), `expect "`) || !strings.Contains(primerFor(compiler.Config{HasEvaluator: true}), `expect "sentence"`) {
+		t.Error("criteria in words are taught where no evaluator judges them, or not where one does")
 	}
 }
 

@@ -29,12 +29,12 @@ The language, quoted from its reference. In its examples, a Context block stands
 `
 
 // systemPrompt is the planner's system prompt for a mode and an answer
-// form: the language primer (with holes and tasks when a model fills
-// them) and how to answer.
-func systemPrompt(mode string, minSteps, maxSteps int, form string, fills bool) string {
+// form: the language primer, of what plans checked with cfg may use,
+// and how to answer.
+func systemPrompt(mode string, minSteps, maxSteps int, form string, cfg compiler.Config) string {
 	var b strings.Builder
 	b.WriteString(systemIntro)
-	b.WriteString(primerFor(fills))
+	b.WriteString(primerFor(cfg))
 	b.WriteString("\nHow to answer:\n")
 	if form == FormJSON {
 		b.WriteString(jsonRules)
