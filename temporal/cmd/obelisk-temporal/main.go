@@ -145,8 +145,8 @@ type connFlags struct {
 }
 
 func (cf *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT (default $TEMPORAL_ADDRESS, else 127.0.0.1:7233)")
-	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
+	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT; $TEMPORAL_ADDRESS sets the default")
+	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace; $TEMPORAL_NAMESPACE sets the default")
 	fs.StringVar(&cf.queue, "task-queue", "obelisk", "the task queue the workers of the plans poll")
 	fs.StringVar(&cf.tlsCert, "tls-cert", "", "a client certificate (PEM) for mutual TLS; with --tls-key")
 	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
