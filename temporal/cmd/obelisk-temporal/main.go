@@ -351,6 +351,9 @@ func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id stri
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		out, err := obtemporal.Wait(wctx, c, id)
+		// The wait's end shows as its deadline, or as the stream it
+		// canceled (RST_STREAM CANCEL), depending on when it came.
+		waited := wctx.Err() != nil
 		cancel()
 		if err == nil {
 			return report(e, out)
@@ -359,7 +362,7 @@ func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id stri
 			e.errorf("%v", ctx.Err())
 			return exitUsage
 		}
-		if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
+		if !waited {
 			e.errorf("%v", err)
 			return exitUsage
 		}
