@@ -39,6 +39,34 @@ func Wait(ctx context.Context, c client.Client, id string) (*Outcome, error) {
 	return &out, nil
 }
 
+// followInterval is how often Follow looks at a run.
+const followInterval = 200 * time.Millisecond
+
+// Follow waits until a run's workflow ends, and returns its outcome, or
+// until the run waits for a decision, and returns its state, whose
+// Approvals say which.
+func Follow(ctx context.Context, c client.Client, id string) (*Outcome, *Status, error) {
+	for {
+		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("following workflow %s: %w", id, err)
+		}
+		if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			out, err := Wait(ctx, c, id)
+			return out, nil, err
+		}
+		// A query is answered once a worker has taken the run.
+		if st, err := Show(ctx, c, id); err == nil && st.Status == vm.RunWaiting {
+			return nil, st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("following workflow %s: %w", id, ctx.Err())
+		case <-time.After(followInterval):
+		}
+	}
+}
+
 // Approve records a decision on an approval a run waits for. It returns
 // what was decided ("approved step x"), or an error that says which
 // approvals the run waits for when the decision names none of them.

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -348,38 +347,21 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 // follow waits for a run's workflow to end, or to wait for a decision,
 // and reports it.
 func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) int {
-	for {
-		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		out, err := obtemporal.Wait(wctx, c, id)
-		// The wait's end shows as its deadline, or as the stream it
-		// canceled (RST_STREAM CANCEL), depending on when it came.
-		waited := wctx.Err() != nil
-		cancel()
-		if err == nil {
-			return report(e, out)
-		}
-		if ctx.Err() != nil {
-			e.errorf("%v", ctx.Err())
-			return exitUsage
-		}
-		if !waited {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		st, err := obtemporal.Show(ctx, c, id)
-		if err != nil {
-			continue
-		}
-		if st.Status == vm.RunWaiting {
-			for _, a := range st.Approvals {
-				if !a.Decided {
-					fmt.Fprintf(e.stderr, "run %s waits for approval of %s: %s\n", id, cmpOr(a.Step, "the plan"), lang.EscapeControl(a.Message))
-				}
-			}
-			fmt.Fprintf(e.stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
-			return exitWaiting
+	out, st, err := obtemporal.Follow(ctx, c, id)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	if out != nil {
+		return report(e, out)
+	}
+	for _, a := range st.Approvals {
+		if !a.Decided {
+			fmt.Fprintf(e.stderr, "run %s waits for approval of %s: %s\n", id, cmpOr(a.Step, "the plan"), lang.EscapeControl(a.Message))
 		}
 	}
+	fmt.Fprintf(e.stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
+	return exitWaiting
 }
 
 // also repeats the connection flags that are not the defaults, for the
