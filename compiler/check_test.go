@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -76,8 +77,8 @@ func TestConformanceCheck(t *testing.T) {
 
 // caseConfig is the checker's configuration for a conformance case: the
 // operator's tools are its section "operator.json", the operator's hints
-// its section "hints.json", and the plan's directory holds its sections
-// named "dir/NAME".
+// its section "hints.json", what the run has its section "run.json", and
+// the plan's directory holds its sections named "dir/NAME".
 func caseConfig(t *testing.T, c *spec.Case) Config {
 	t.Helper()
 	dir := fstest.MapFS{}
@@ -98,6 +99,17 @@ func caseConfig(t *testing.T, c *spec.Case) Config {
 			t.Fatalf("hints.json: %v", err)
 		}
 		cfg.Hints = hints
+	}
+	if b, ok := c.Section("run.json"); ok {
+		var run struct {
+			Filler    *bool `json:"filler"`
+			Evaluator bool  `json:"evaluator"`
+		}
+		if err := json.Unmarshal(b, &run); err != nil {
+			t.Fatalf("run.json: %v", err)
+		}
+		cfg.NoFiller = run.Filler != nil && !*run.Filler
+		cfg.HasEvaluator = run.Evaluator
 	}
 	return cfg
 }
