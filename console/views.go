@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -61,7 +62,7 @@ func (s *Server) runsView(filter string, now time.Time) (*runsView, error) {
 		if filter != "" && string(r.Status) != filter {
 			continue
 		}
-		row := runRow{ID: r.ID, Plan: r.Plan, Status: string(r.Status), Created: r.Created, Steps: stepCounts(r.Steps), Error: r.Error}
+		row := runRow{ID: r.ID, Plan: r.Plan, Status: string(r.Status), Created: r.Created, Steps: cmp.Or(durable.StepCounts(r.Steps), "—"), Error: r.Error}
 		end := r.Finished
 		switch {
 		case end.IsZero() && r.Status == "running":
@@ -81,21 +82,6 @@ func (s *Server) runsView(filter string, now time.Time) (*runsView, error) {
 	}
 	sort.SliceStable(v.Rows, func(i, j int) bool { return v.Rows[i].Waiting > 0 && v.Rows[j].Waiting == 0 })
 	return v, nil
-}
-
-// stepCounts says how many steps are in each status: "2 completed, 1 waiting".
-func stepCounts(m map[vm.Status]int) string {
-	order := []vm.Status{vm.StatusCompleted, vm.StatusFailed, vm.StatusSkipped, vm.StatusWaiting, vm.StatusRunning}
-	var parts []string
-	for _, st := range order {
-		if m[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", m[st], st))
-		}
-	}
-	if len(parts) == 0 {
-		return "—"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // roundDuration rounds a duration for people.

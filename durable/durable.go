@@ -23,6 +23,7 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/vm"
@@ -131,6 +132,18 @@ func (s *Store) Mark(id string) (string, error) { return s.db.Mark(id) }
 
 // Pending returns the approvals a run waits for.
 func (s *Store) Pending(id string) ([]*journal.Approval, error) { return s.db.Pending(id) }
+
+// StepCounts says how many of a run's steps are in each status, for
+// people: "2 completed, 1 waiting"; "" when none has a status it names.
+func StepCounts(m map[vm.Status]int) string {
+	var parts []string
+	for _, st := range []vm.Status{vm.StatusCompleted, vm.StatusFailed, vm.StatusSkipped, vm.StatusWaiting, vm.StatusRunning} {
+		if m[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[st], st))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Describe says what an approval is about, for people: the plan, a step
 // and its tool, or a replan's changes, with the request's message.

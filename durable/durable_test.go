@@ -183,3 +183,15 @@ func TestGoalWaitsAndResumes(t *testing.T) {
 		t.Errorf("the tokens of the recorded answer: %+v", u)
 	}
 }
+
+// TestStepCounts: the counts of a run's steps, in a fixed order of
+// statuses, and nothing when no step has one of them.
+func TestStepCounts(t *testing.T) {
+	got := StepCounts(map[vm.Status]int{vm.StatusWaiting: 1, vm.StatusCompleted: 2, vm.StatusPending: 4})
+	if got != "2 completed, 1 waiting" {
+		t.Errorf("counts %q", got)
+	}
+	if got := StepCounts(map[vm.Status]int{vm.StatusPending: 3}); got != "" {
+		t.Errorf("no counted status: %q", got)
+	}
+}

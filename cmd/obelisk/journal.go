@@ -662,28 +662,13 @@ func runsCommand() *command {
 				tw := newTable(escapingWriter{e.stdout})
 				tw.row("RUN", "STATUS", "PLAN", "STEPS", "CREATED", "UPDATED")
 				for _, r := range runs {
-					tw.row(r.ID, string(r.Status), r.Plan, stepCounts(r.Steps), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
+					tw.row(r.ID, string(r.Status), r.Plan, cmp.Or(durable.StepCounts(r.Steps), "-"), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
 				}
 				tw.flush()
 				return exitOK
 			}
 		},
 	}
-}
-
-// stepCounts says how many steps are in each status: "2 completed, 1 waiting".
-func stepCounts(m map[vm.Status]int) string {
-	order := []vm.Status{vm.StatusCompleted, vm.StatusFailed, vm.StatusSkipped, vm.StatusWaiting, vm.StatusRunning}
-	var parts []string
-	for _, s := range order {
-		if m[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", m[s], s))
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
 }
 
 func jsonIndent(v any) []byte {
