@@ -200,6 +200,11 @@ type goal struct {
 	// first error, which ends the goal.
 	answers    *answers
 	journalErr error
+	// history is the record of the calls of every turn's run: a step
+	// that is the same call as one that ran in an earlier turn is that
+	// step (see vm.History). A goal resumed from its journal rebuilds it
+	// as it replays the turns.
+	history *vm.History
 }
 
 // Run pursues a goal until the model gives its output, or a limit is
@@ -230,7 +235,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.MaxRepairs = DefaultMaxRepairs
 	}
 	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
-		types: map[string]*compiler.Type{}, start: time.Now()}
+		types: map[string]*compiler.Type{}, start: time.Now(), history: vm.NewHistory()}
 	if opts.Journal != nil {
 		g.answers = &answers{model: opts.Planner, journal: opts.Journal}
 		g.planner = llm.Metered(g.answers)
@@ -341,7 +346,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		results := map[string]*vm.StepResult{}
 		for _, s := range t.Steps {
 			results[s.ID] = s
-			if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed {
+			if called(s) {
 				ran++
 			}
 		}
@@ -365,7 +370,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		}
 		failed := ""
 		if s := firstFailure(t.Steps); s != nil {
-			failed = fmt.Sprintf("Step %s (%s) failed: %s [%s].", s.ID, s.Tool, s.Error.Message, s.Error.Code)
+			failed = fmt.Sprintf("Step %s (%s) %s: %s [%s].", s.ID, s.Tool, failedVerb(s), s.Error.Message, s.Error.Code)
 		} else if t.Rejection != "" {
 			failed = "A person rejected the plan: " + t.Rejection
 		}
@@ -437,6 +442,30 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// called reports whether a step called its tool in its turn: it
+// completed or failed, and is not a step of an earlier turn written again
+// (vm.StepResult.Repeats) nor a change of one, refused.
+func called(s *vm.StepResult) bool {
+	switch {
+	case s.Repeats != nil:
+		return false
+	case s.Status == vm.StatusCompleted:
+		return true
+	case s.Status == vm.StatusFailed:
+		return s.Error == nil || s.Error.Code != string(lang.ChangedIrreversible)
+	}
+	return false
+}
+
+// failedVerb says how a step failed: "was refused" for a change of an
+// irreversible step that already ran, which was not called.
+func failedVerb(s *vm.StepResult) string {
+	if s.Error != nil && s.Error.Code == string(lang.ChangedIrreversible) {
+		return "was refused"
+	}
+	return "failed"
+}
+
 // firstFailure returns the first step that failed without an error slot
 // to catch it.
 func firstFailure(steps []*vm.StepResult) *vm.StepResult {
@@ -475,6 +504,7 @@ func (g *goal) vmOptions(n, remaining int) vm.Options {
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
 	}
+	o.History = g.history.Turn(n)
 	if g.opts.Journal != nil {
 		o = g.opts.Journal.Turn(n, o)
 	}

@@ -214,8 +214,18 @@ func label(st *lang.Step) string {
 	return st.Label.Name
 }
 
-// describe says what became of a step in a few words.
+// describe says what became of a step in a few words: of a step written
+// again as it ran in an earlier turn, that it already ran, and what became
+// of it then.
 func describe(r *vm.StepResult) string {
+	if r.Repeats != nil {
+		return fmt.Sprintf("already ran (%s), not run again: %s", r.Repeats, outcomeOf(r))
+	}
+	return outcomeOf(r)
+}
+
+// outcomeOf says what became of a step in a few words.
+func outcomeOf(r *vm.StepResult) string {
 	switch {
 	case r.Status == vm.StatusCompleted:
 		s := "completed"
@@ -230,7 +240,7 @@ func describe(r *vm.StepResult) string {
 		if r.Handled {
 			return "failed into its error slot: " + msg
 		}
-		return fmt.Sprintf("failed: %s [%s]", msg, r.Error.Code)
+		return fmt.Sprintf("%s: %s [%s]", strings.TrimPrefix(failedVerb(r), "was "), msg, r.Error.Code)
 	case r.Status == vm.StatusSkipped:
 		return "skipped: " + r.Reason
 	}
