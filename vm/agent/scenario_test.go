@@ -559,13 +559,9 @@ var refundSteps = strings.Replace(refundPlan, "output {confirmationId: †state.
 
 // TestScenarioRepeatedPlan: the model goes on by writing the whole plan
 // again, as models usually do. The repeated steps are the steps that ran:
-// each tool is called once (the refund ran twice), and the next prompt
-// says they already ran and completed (it said skipped). A repeated plan
-// that changes the refund is refused with changed-irreversible-step, the
-// refund is not called again, and the replan that repeats the plan as it
-// ran completes with the first refund.
+// each tool is called once (the refund was made twice), and the next
+// prompt says they already ran and completed (it said skipped).
 func TestScenarioRepeatedPlan(t *testing.T) {
-	changed := strings.Replace(refundSteps, "amount: †input.amount", "amount: 60", 1)
 	for _, p := range fakeProviders {
 		for _, mode := range []string{Eager, Lazy} {
 			t.Run(p.name+"/"+mode, func(t *testing.T) {
@@ -573,8 +569,7 @@ func TestScenarioRepeatedPlan(t *testing.T) {
 				srv := p.start(llmtest.Script(
 					llmtest.Text(refundSteps, llm.Usage{}),
 					llmtest.Text(refundSteps, llm.Usage{}),
-					llmtest.Text(changed, llm.Usage{}),
-					llmtest.Text(refundPlan, llm.Usage{})))
+					llmtest.Text("output {confirmationId: †state.refund.confirmationId}\n", llm.Usage{})))
 				defer srv.Close()
 				c, cfg := refundContext(t)
 				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Mode: mode,
@@ -582,19 +577,19 @@ func TestScenarioRepeatedPlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Status != GoalCompleted || res.GoalExecution.Turns != 4 || fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" {
-					t.Fatalf("status %s (%v) after %d turns, output %v", res.Status, res.Err, res.GoalExecution.Turns, res.Output)
-				}
 				if r, h := j.count("call issueRefund"), j.count("call checkBillingHistory"); r != 1 || h != 1 {
 					t.Errorf("issueRefund called %d times, checkBillingHistory %d", r, h)
 				}
-				if res.GoalExecution.StepsRun != 2 {
-					t.Errorf("%d steps ran", res.GoalExecution.StepsRun)
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" || res.GoalExecution.StepsRun != 2 {
+					t.Fatalf("status %s (%v) after %d turns and %d steps, output %v", res.Status, res.Err, res.GoalExecution.Turns, res.GoalExecution.StepsRun, res.Output)
 				}
 				for _, s := range res.Turns[1].Steps {
 					if s.Status != vm.StatusCompleted || s.Repeats == nil || s.Repeats.Turn != 1 || s.Repeats.Step != s.ID {
 						t.Errorf("turn 2, step %s: %s, repeats %+v", s.ID, s.Status, s.Repeats)
 					}
+				}
+				if !strings.Contains(strings.Join(j.all(), "\n"), "turn 2: 0 steps ran, 0 rejected, output false") {
+					t.Errorf("turns: %v", j.all())
 				}
 				third := srv.Requests()[2].Messages[0].Content
 				for _, want := range []string{
@@ -608,19 +603,52 @@ func TestScenarioRepeatedPlan(t *testing.T) {
 				if strings.Contains(third, "skipped") {
 					t.Errorf("the third prompt says a step was skipped:\n%s", third)
 				}
+			})
+		}
+	}
+}
+
+// TestScenarioChangedIrreversibleRefused: the model writes the whole plan
+// again with another amount for the refund that was made. The changed
+// refund is refused with changed-irreversible-step and not called (a
+// second refund was made), the model is told why, and its replan, which
+// repeats the plan as it ran, completes with the first refund.
+func TestScenarioChangedIrreversibleRefused(t *testing.T) {
+	changed := strings.Replace(refundSteps, "amount: †input.amount", "amount: 60", 1)
+	for _, p := range fakeProviders {
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				j := &journal{}
+				srv := p.start(llmtest.Script(
+					llmtest.Text(refundSteps, llm.Usage{}),
+					llmtest.Text(changed, llm.Usage{}),
+					llmtest.Text(refundPlan, llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Mode: mode,
+					Context: c, Check: cfg, Tools: refundToolbox(j), Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := j.count("call issueRefund"); n != 1 {
+					t.Errorf("issueRefund called %d times", n)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" {
+					t.Fatalf("status %s (%v) after %d turns, output %v", res.Status, res.Err, res.GoalExecution.Turns, res.Output)
+				}
 				var refused *vm.StepResult
-				for _, s := range res.Turns[2].Steps {
+				for _, s := range res.Turns[1].Steps {
 					if s.ID == "refund" {
 						refused = s
 					}
 				}
-				if res.Turns[3].Kind != "replan" || refused == nil || refused.Status != vm.StatusFailed || refused.Error.Code != string(lang.ChangedIrreversible) {
-					t.Fatalf("turn 4 is a %s; the changed refund: %+v", res.Turns[3].Kind, refused)
+				if res.Turns[2].Kind != "replan" || refused == nil || refused.Status != vm.StatusFailed || refused.Error.Code != string(lang.ChangedIrreversible) {
+					t.Fatalf("turn 3 is a %s; the changed refund: %+v", res.Turns[2].Kind, refused)
 				}
-				fourth := srv.Requests()[3].Messages[0].Content
-				if !strings.Contains(fourth, "Step refund (issueRefund) was refused: refund would change step refund of turn 1, which already ran and is irreversible") ||
-					!strings.Contains(fourth, "[changed-irreversible-step]") {
-					t.Errorf("the replan prompt does not say why the refund was refused:\n%s", fourth)
+				third := srv.Requests()[2].Messages[0].Content
+				if !strings.Contains(third, "Step refund (issueRefund) was refused: refund would change step refund of turn 1, which already ran and is irreversible") ||
+					!strings.Contains(third, "[changed-irreversible-step]") {
+					t.Errorf("the replan prompt does not say why the refund was refused:\n%s", third)
 				}
 			})
 		}
