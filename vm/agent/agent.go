@@ -5,8 +5,13 @@
 // it is still writing) or lazy mode (the whole plan is checked, then
 // run). After each turn the new state and what became of each step go
 // back to the model, which goes on, changes the plan, or gives the output.
-// A failed step makes the next turn a replan that keeps the completed
-// steps and asks for another approach; an evaluator model judges the
+// A statement that is the same call as a step of an earlier turn (the same
+// tool, resolved arguments and slot) is that step, answered from what was
+// recorded and not called again, and one that would change an
+// irreversible step that ran is refused (see vm.History); the turns share
+// one history, which a resumed goal rebuilds from its journal as it
+// replays. A failed step makes the next turn a replan that keeps the
+// completed steps and asks for another approach; an evaluator model judges the
 // steps' criteria stated in words and extracts facts into a truth store
 // that every later prompt carries (seed 000's planner, evaluator and
 // goal loop; seed 003's context messages and modes).
