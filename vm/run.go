@@ -732,7 +732,15 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 // out is the step's outcome; otherwise spec is the step to run. The
 // eager and the whole-plan drivers both begin each step here.
 func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, out outcome, done bool) {
-	spec, serr := e.prepare(ctx, i, r.timeout(e.prog.Steps[i]))
+	st := e.prog.Steps[i]
+	if e.history == nil || st.Task != nil || len(st.Holes()) > 0 {
+		// Its identity is not needed, or would ask a model again: a step
+		// that finished in an earlier process is not prepared again.
+		if out, ok := r.restored(e, i); ok {
+			return nil, out, true
+		}
+	}
+	spec, serr := e.prepare(ctx, i, r.timeout(st))
 	if serr == nil {
 		out, call, decided := e.recall(spec)
 		if decided {
