@@ -373,8 +373,9 @@ func (g *goal) run(ctx context.Context) *Result {
 		if t.Rejected.HasErrors() {
 			info.rejected = report(t.name(), t.Answer, t.Rejected)
 		}
-		failed := ""
+		failed, refused := "", false
 		if s := firstFailure(t.Steps); s != nil {
+			refused = failedVerb(s) != "failed"
 			failed = fmt.Sprintf("Step %s (%s) %s: %s [%s].", s.ID, s.Tool, failedVerb(s), s.Error.Message, s.Error.Code)
 		} else if t.Rejection != "" {
 			failed = "A person rejected the plan: " + t.Rejection
@@ -385,7 +386,7 @@ func (g *goal) run(ctx context.Context) *Result {
 			if g.replans > g.opts.MaxReplanAttempts {
 				return g.finish(GoalFailed, nil, fmt.Errorf("%s The goal was replanned %d times, the most allowed (MAX_REPLAN_ATTEMPTS)", failed, g.opts.MaxReplanAttempts))
 			}
-			info.failure = &failure{what: failed}
+			info.failure = &failure{what: failed, refused: refused}
 			for _, s := range t.Steps {
 				if s.Status == vm.StatusCompleted {
 					info.failure.completed = append(info.failure.completed, s.ID)

@@ -647,7 +647,7 @@ func TestScenarioChangedIrreversibleRefused(t *testing.T) {
 				}
 				third := srv.Requests()[2].Messages[0].Content
 				if !strings.Contains(third, "Step refund (issueRefund) was refused: refund would change step refund of turn 1, which already ran and is irreversible") ||
-					!strings.Contains(third, "[changed-irreversible-step]") {
+					!strings.Contains(third, "[changed-irreversible-step]") || !strings.Contains(third, "a step that ran is kept, so write it again exactly or leave it out") {
 					t.Errorf("the replan prompt does not say why the refund was refused:\n%s", third)
 				}
 			})
