@@ -37,6 +37,9 @@ const (
 	ReferenceInString  Code = "reference-in-string"
 	RoutingHint        Code = "routing-hint"
 	NoFiller           Code = "no-filler"
+	// ChangedIrreversible is the code of a step refused when it runs (the
+	// checker cannot know what ran before): see vm.History.
+	ChangedIrreversible Code = "changed-irreversible-step"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -162,6 +165,10 @@ func CodeDocs() []CodeDoc {
 			"a hole (`? \"…\"`) or a task is left for a model to complete when it runs, and the plan is checked for a run that has no model to complete it",
 			"",
 			"Write the value: a reference or CEL when it comes from a result, a constant when it is known; call one tool instead of a task, with `when` on each branch if a rule decides. Or run the plan where a model fills it (obelisk run --model or --fills)."},
+		{ChangedIrreversible, SeverityError,
+			"a step of a later turn of an agent, or of a replanned plan, would change a step whose tool is irreversible and which already ran: it writes the same slot, or has the same label and tool, but is another call (other arguments, or another tool); it is refused when it would run, and its tool is not called",
+			"",
+			"Keep the step that ran: its result is in the state. Repeat it exactly (the same tool, arguments and slot: it is that step, answered from what was recorded, and not called again) or leave it out; to make another call on purpose, give it a label and a slot of its own. A pure or idempotent step may be changed: it runs again with the new arguments."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

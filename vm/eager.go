@@ -30,7 +30,7 @@ func RunStream(ctx context.Context, sp *lang.StreamParser, input map[string]any,
 	if opts.Tools == nil {
 		return nil, nil, errors.New("running a plan: no tools are configured")
 	}
-	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}, group: newGroupCommit(opts.Journal)}
+	r := &runner{opts: opts, start: time.Now(), emitMu: &sync.Mutex{}, group: newGroupCommit(opts.Journal), history: opts.History}
 	defer r.calls.stop()
 	defer r.flush()
 	ctx, cancel := r.limitTime(ctx)
@@ -105,15 +105,10 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
-				if out, ok := r.restored(s.e, i); ok {
-					// It finished in an earlier process of the run.
+				spec, out, decided := r.begin(ctx, s.e, i)
+				if decided {
+					// It already ran, or cannot run.
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, out)))
-					r.sync()
-					continue
-				}
-				spec, serr := s.e.prepare(ctx, i, r.timeout(s.e.prog.Steps[i]))
-				if serr != nil {
-					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, outcome{err: serr, start: r.elapsed()})))
 					r.sync()
 					continue
 				}
@@ -507,6 +502,7 @@ func (s *stream) admit(prog *compiler.Program) []int {
 			return nil
 		}
 		e.fills = modelFiller{s.r}
+		e.history = s.r.history
 		s.e = e
 		return slices.Clone(e.settle(e.roots()))
 	}

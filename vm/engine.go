@@ -56,6 +56,9 @@ type engine struct {
 	onUnknown func(s *compiler.Step)
 	// fills completes the steps' holes and tasks; nil fails them.
 	fills stepFiller
+	// history records the calls of the run and of the work it is part
+	// of (see History); nil compares nothing.
+	history *History
 }
 
 // newEngine prepares a run of prog with the given input. state holds slot
@@ -367,6 +370,9 @@ type callSpec struct {
 	// evaluated under.
 	call callCtx
 	eval boundCtx
+	// identity is the identity of the call, once the history has been
+	// asked (see History).
+	identity *callID
 }
 
 // boundCtx is the context a step's arguments are evaluated under: the
@@ -521,6 +527,11 @@ type outcome struct {
 	waiting bool
 	// tool is the candidate a task chose, or nil.
 	tool *compiler.Tool
+	// call is the identity of the step's call, to record it under in the
+	// history once it finishes (see History); repeats, the step of an
+	// earlier part of the work whose outcome this is.
+	call    *callID
+	repeats *StepRef
 }
 
 // finish records a step's outcome: it validates the result, checks the
@@ -538,6 +549,8 @@ func (e *engine) finish(i int, out outcome) []int {
 	if out.tool != nil {
 		r.Tool = out.tool.Name
 	}
+	r.Repeats = out.repeats
+	defer e.remember(i, out.call)
 	if out.err == nil && (s.Tool != nil || s.Task != nil) {
 		// The one place a step's result enters the state: whatever
 		// produced it (a tool, a mock, a recording, a sub-plan, the
@@ -554,7 +567,7 @@ func (e *engine) finish(i int, out outcome) []int {
 		}
 		ev := Event{Type: StepCompleted, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Result: out.value, Duration: out.duration}
 		if out.restored {
-			ev.Type, ev.Verdict = StepRestored, string(StatusCompleted)
+			ev.Type, ev.Verdict, ev.Reason = StepRestored, string(StatusCompleted), out.repeated()
 		}
 		e.stepEvent(ev, r)
 		return e.release(i)
@@ -592,6 +605,9 @@ func (e *engine) finish(i int, out outcome) []int {
 	ev := Event{Type: StepFailed, Step: s.ID, Tool: r.Tool, Attempt: out.attempts, Error: out.err, Reason: r.Reason, Duration: out.duration}
 	if out.restored {
 		ev.Type, ev.Verdict = StepRestored, string(StatusFailed)
+		if why := out.repeated(); why != "" {
+			ev.Reason = why + "; " + r.Reason
+		}
 	}
 	e.stepEvent(ev, r)
 	return e.release(i)

@@ -235,6 +235,10 @@ type StepResult struct {
 	Verdicts []Verdict     `json:"verdicts,omitempty"`
 	// Round is the replanning round the step ran in (0 for the first).
 	Round int `json:"round,omitempty"`
+	// Repeats is set on a step that is the same call as a step of an
+	// earlier turn or round that already ran (see History): that step.
+	// Its outcome is that step's, and its tool was not called again.
+	Repeats *StepRef `json:"repeats,omitempty"`
 }
 
 // Verdict is the judgement of one success criterion of a step.

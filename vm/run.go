@@ -182,6 +182,14 @@ type Options struct {
 	// task): the run takes it, held to the plan's types again, and does
 	// not ask the Filler. Nil restores nothing.
 	RestoreFill func(round int, step, argument string) (any, bool)
+	// History records the calls the run makes, and decides each step of
+	// a later part of the work by the calls of the earlier ones: a step
+	// that is the same call as one that already ran takes its outcome
+	// without calling its tool, and one that would change an irreversible
+	// step that ran is refused (see History). An agent gives the runs of
+	// its turns one history; without one, a run that may replan keeps its
+	// own, for its rounds.
+	History *History
 }
 
 // Journal makes a run durable. Run calls Record with every event, one at
@@ -228,6 +236,9 @@ func (o *Options) defaults() {
 	if o.MaxFills <= 0 {
 		o.MaxFills = defaultMaxFills
 	}
+	if o.History == nil && o.Replanner != nil {
+		o.History = NewHistory()
+	}
 	if o.Evaluator != nil {
 		// Replanned and edited plans are checked knowing that their
 		// criteria in words will be judged.
@@ -254,7 +265,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // is for runs that cannot start (bad input, no tools).
 func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts Options) (*Result, error) {
 	opts.defaults()
-	r := &runner{opts: opts, start: time.Now(), group: newGroupCommit(opts.Journal)}
+	r := &runner{opts: opts, start: time.Now(), group: newGroupCommit(opts.Journal), history: opts.History}
 	r.emitMu = &sync.Mutex{}
 	defer r.calls.stop()
 	defer r.flush()
@@ -299,6 +310,8 @@ type runner struct {
 	asked atomic.Int64
 	// group is set when the journal commits in groups.
 	group *groupCommit
+	// history is Options.History, or the run's own when it may replan.
+	history *History
 }
 
 func (r *runner) elapsed() time.Duration { return time.Since(r.start) }
@@ -406,6 +419,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 			return nil, err
 		}
 		e.fills = modelFiller{r}
+		e.history = r.history
 		e.setRound(round)
 		r.drive(ctx, e)
 		all = append(all, e.res...)
@@ -694,18 +708,15 @@ func (d *dispatcher) worker(i int) {
 // context ended (see callPlain).
 func (d *dispatcher) run(i int) (outcome, bool) {
 	r, e := d.r, d.e
-	if out, ok := r.restored(e, i); ok {
+	spec, out, done := r.begin(d.ctx, e, i)
+	if done {
 		return out, true
-	}
-	spec, serr := e.prepare(d.ctx, i, r.timeout(e.prog.Steps[i]))
-	if serr != nil {
-		return outcome{err: serr, start: r.elapsed()}, true
 	}
 	if !r.plain(spec) {
 		return r.work(d.calls, e, spec), true
 	}
 	if serr := r.startPlain(d, spec); serr != nil {
-		return outcome{err: serr, start: r.elapsed()}, true
+		return outcome{err: serr, start: r.elapsed(), call: spec.identity}, true
 	}
 	out, mine := r.callPlain(spec)
 	if !mine {
@@ -714,12 +725,48 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 	return r.limitOutput(spec, out), true
 }
 
+// begin prepares step i of e to run, or decides it without running it:
+// it is the same call as one that already ran, or would change one that
+// may not be changed (see History), or it finished in an earlier process
+// of the run, or its arguments cannot be evaluated. done reports that
+// out is the step's outcome; otherwise spec is the step to run. The
+// eager and the whole-plan drivers both begin each step here.
+func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, out outcome, done bool) {
+	st := e.prog.Steps[i]
+	if e.history == nil || st.Task != nil || len(st.Holes()) > 0 {
+		// Its identity is not needed, or would ask a model again: a step
+		// that finished in an earlier process is not prepared again.
+		if out, ok := r.restored(e, i); ok {
+			return nil, out, true
+		}
+	}
+	spec, serr := e.prepare(ctx, i, r.timeout(st))
+	if serr == nil {
+		out, call, decided := e.recall(spec)
+		if decided {
+			out.start = r.elapsed()
+			return nil, out, true
+		}
+		spec.identity = call
+	}
+	if out, ok := r.restored(e, i); ok {
+		if spec != nil {
+			out.call = spec.identity
+		}
+		return nil, out, true
+	}
+	if serr != nil {
+		return nil, outcome{err: serr, start: r.elapsed()}, true
+	}
+	return spec, outcome{}, false
+}
+
 // abandon settles a plain step whose tool did not return before its
 // context ended, on the goroutine the call's watcher started, which goes
 // on in the worker's place.
 func (d *dispatcher) abandon(c *callCtx) {
 	serr := toStepError(c.Err(), c, c.info.Tool, c.spec.step.ID, c.timeout)
-	d.worker(d.settle(c.spec.i, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start}, nil))
+	d.worker(d.settle(c.spec.i, outcome{err: serr, attempts: 1, start: c.start, duration: d.r.elapsed() - c.start, call: c.spec.identity}, nil))
 }
 
 // settle records the outcome of step i, or its waiting for a decision,
@@ -887,6 +934,7 @@ func (r *runner) work(g *callGroup, e *engine, spec *callSpec) outcome {
 // holds a number JSON cannot hold, which neither the journal nor the
 // plan's readers could take.
 func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
+	out.call = spec.identity
 	if out.err == nil && !out.waiting {
 		n, over, nonFinite := jsonSize(out.value, r.opts.MaxOutputBytes)
 		s := spec.step

@@ -5,8 +5,13 @@
 // it is still writing) or lazy mode (the whole plan is checked, then
 // run). After each turn the new state and what became of each step go
 // back to the model, which goes on, changes the plan, or gives the output.
-// A failed step makes the next turn a replan that keeps the completed
-// steps and asks for another approach; an evaluator model judges the
+// A statement that is the same call as a step of an earlier turn (the same
+// tool, resolved arguments and slot) is that step, answered from what was
+// recorded and not called again, and one that would change an
+// irreversible step that ran is refused (see vm.History); the turns share
+// one history, which a resumed goal rebuilds from its journal as it
+// replays. A failed step makes the next turn a replan that keeps the
+// completed steps and asks for another approach; an evaluator model judges the
 // steps' criteria stated in words and extracts facts into a truth store
 // that every later prompt carries (seed 000's planner, evaluator and
 // goal loop; seed 003's context messages and modes).
@@ -200,6 +205,11 @@ type goal struct {
 	// first error, which ends the goal.
 	answers    *answers
 	journalErr error
+	// history is the record of the calls of every turn's run: a step
+	// that is the same call as one that ran in an earlier turn is that
+	// step (see vm.History). A goal resumed from its journal rebuilds it
+	// as it replays the turns.
+	history *vm.History
 }
 
 // Run pursues a goal until the model gives its output, or a limit is
@@ -230,7 +240,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.MaxRepairs = DefaultMaxRepairs
 	}
 	g := &goal{opts: opts, ctx: opts.Context, planner: llm.Metered(opts.Planner), facts: &truthStore{}, state: map[string]any{},
-		types: map[string]*compiler.Type{}, start: time.Now()}
+		types: map[string]*compiler.Type{}, start: time.Now(), history: vm.NewHistory()}
 	if opts.Journal != nil {
 		g.answers = &answers{model: opts.Planner, journal: opts.Journal}
 		g.planner = llm.Metered(g.answers)
@@ -341,7 +351,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		results := map[string]*vm.StepResult{}
 		for _, s := range t.Steps {
 			results[s.ID] = s
-			if s.Status == vm.StatusCompleted || s.Status == vm.StatusFailed {
+			if called(s) {
 				ran++
 			}
 		}
@@ -363,9 +373,10 @@ func (g *goal) run(ctx context.Context) *Result {
 		if t.Rejected.HasErrors() {
 			info.rejected = report(t.name(), t.Answer, t.Rejected)
 		}
-		failed := ""
+		failed, refused := "", false
 		if s := firstFailure(t.Steps); s != nil {
-			failed = fmt.Sprintf("Step %s (%s) failed: %s [%s].", s.ID, s.Tool, s.Error.Message, s.Error.Code)
+			refused = failedVerb(s) != "failed"
+			failed = fmt.Sprintf("Step %s (%s) %s: %s [%s].", s.ID, s.Tool, failedVerb(s), s.Error.Message, s.Error.Code)
 		} else if t.Rejection != "" {
 			failed = "A person rejected the plan: " + t.Rejection
 		}
@@ -375,7 +386,7 @@ func (g *goal) run(ctx context.Context) *Result {
 			if g.replans > g.opts.MaxReplanAttempts {
 				return g.finish(GoalFailed, nil, fmt.Errorf("%s The goal was replanned %d times, the most allowed (MAX_REPLAN_ATTEMPTS)", failed, g.opts.MaxReplanAttempts))
 			}
-			info.failure = &failure{what: failed}
+			info.failure = &failure{what: failed, refused: refused}
 			for _, s := range t.Steps {
 				if s.Status == vm.StatusCompleted {
 					info.failure.completed = append(info.failure.completed, s.ID)
@@ -437,6 +448,30 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// called reports whether a step called its tool in its turn: it
+// completed or failed, and is not a step of an earlier turn written again
+// (vm.StepResult.Repeats) nor a change of one, refused.
+func called(s *vm.StepResult) bool {
+	switch {
+	case s.Repeats != nil:
+		return false
+	case s.Status == vm.StatusCompleted:
+		return true
+	case s.Status == vm.StatusFailed:
+		return s.Error == nil || s.Error.Code != string(lang.ChangedIrreversible)
+	}
+	return false
+}
+
+// failedVerb says how a step failed: "was refused" for a change of an
+// irreversible step that already ran, which was not called.
+func failedVerb(s *vm.StepResult) string {
+	if s.Error != nil && s.Error.Code == string(lang.ChangedIrreversible) {
+		return "was refused"
+	}
+	return "failed"
+}
+
 // firstFailure returns the first step that failed without an error slot
 // to catch it.
 func firstFailure(steps []*vm.StepResult) *vm.StepResult {
@@ -475,6 +510,7 @@ func (g *goal) vmOptions(n, remaining int) vm.Options {
 	if g.evaluator != nil {
 		o.Evaluator = &evaluator{model: g.evaluator, goal: g.opts.Goal, facts: g.facts, maxResult: 8000}
 	}
+	o.History = g.history.Turn(n)
 	if g.opts.Journal != nil {
 		o = g.opts.Journal.Turn(n, o)
 	}

@@ -326,8 +326,13 @@ func TestLimits(t *testing.T) {
 	c, cfg := testContext(t, customerTools+"tool flaky(x: int) -> int pure\n", map[string]any{"id": "c-1"})
 	t.Run("steps", func(t *testing.T) {
 		j := &journal{}
+		var mu sync.Mutex
+		n := 0 // each answer looks up new ids: the same call again would not run again
 		srv := llmtest.NewOpenAI(func(*llmtest.Request) llmtest.Reply {
-			return llmtest.Text("a: lookup(id: †input.id) -> †state.a\nb: lookup(id: †input.id) -> †state.b\n", llm.Usage{})
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return llmtest.Text(fmt.Sprintf("a: lookup(id: \"a%d\") -> †state.a\nb: lookup(id: \"b%d\") -> †state.b\n", n, n), llm.Usage{})
 		})
 		defer srv.Close()
 		res, err := Run(context.Background(), Options{Goal: "Look forever.", Context: c, Check: cfg, Tools: customerToolbox(j), MaxGoalSteps: 5,

@@ -111,6 +111,9 @@ type turnInfo struct {
 type failure struct {
 	what      string
 	completed []string
+	// refused is set when what failed is a change of an irreversible
+	// step that ran, refused: other arguments are not the way out.
+	refused bool
 }
 
 // contextMessage renders seed 003's context messages and the goal: the
@@ -155,7 +158,11 @@ func contextMessage(c *Context, t *turnInfo) string {
 		if len(f.completed) > 0 {
 			fmt.Fprintf(&b, "The completed steps (%s) are kept: their results are in the state, and they do not run again.\n", strings.Join(f.completed, ", "))
 		}
-		b.WriteString("Write a new plan for the remaining work only, and change approach: do not repeat what failed in the same way (use another tool, other arguments, or an extra step that removes the cause).\n")
+		if f.refused {
+			b.WriteString("Write a new plan for the remaining work only: a step that ran is kept, so write it again exactly or leave it out, and give a new call a label and a slot of its own.\n")
+		} else {
+			b.WriteString("Write a new plan for the remaining work only, and change approach: do not repeat what failed in the same way (use another tool, other arguments, or an extra step that removes the cause).\n")
+		}
 	}
 	if t.rejected != "" {
 		b.WriteString("\n[rejected] These statements of your last answer did not check and did not run (the checker's report; lines and columns are in your answer):\n")
@@ -214,8 +221,18 @@ func label(st *lang.Step) string {
 	return st.Label.Name
 }
 
-// describe says what became of a step in a few words.
+// describe says what became of a step in a few words: of a step written
+// again as it ran in an earlier turn, that it already ran, and what became
+// of it then.
 func describe(r *vm.StepResult) string {
+	if r.Repeats != nil {
+		return fmt.Sprintf("already ran (%s), not run again: %s", r.Repeats, outcomeOf(r))
+	}
+	return outcomeOf(r)
+}
+
+// outcomeOf says what became of a step in a few words.
+func outcomeOf(r *vm.StepResult) string {
 	switch {
 	case r.Status == vm.StatusCompleted:
 		s := "completed"
@@ -230,7 +247,7 @@ func describe(r *vm.StepResult) string {
 		if r.Handled {
 			return "failed into its error slot: " + msg
 		}
-		return fmt.Sprintf("failed: %s [%s]", msg, r.Error.Code)
+		return fmt.Sprintf("%s: %s [%s]", strings.TrimPrefix(failedVerb(r), "was "), msg, r.Error.Code)
 	case r.Status == vm.StatusSkipped:
 		return "skipped: " + r.Reason
 	}

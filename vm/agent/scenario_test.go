@@ -144,9 +144,12 @@ func TestScenarioReasoningModels(t *testing.T) {
 // TestScenarioTypesAcrossTurns: from turn 2 on, the state is described
 // by the types its writers declare, not by its values: the refund's
 // amount is a number though the tool gave 50, lastChargeback stays
-// string?, tier stays optional. Later steps that write the billing
-// history and the refund slots again check and run, where the first was a
-// conflicting-slot (string? written to a slot typed string).
+// string?, tier stays optional. A later step that writes the billing
+// history again (of another customer: a pure call with other arguments is
+// a new call) checks and runs, where the first was a conflicting-slot
+// (string? written to a slot typed string). The third refund goes to a
+// slot of its own: writing the first refund's slot with another refund
+// is refused (TestScenarioRepeatedPlan).
 func TestScenarioTypesAcrossTurns(t *testing.T) {
 	for _, p := range fakeProviders {
 		for _, mode := range []string{Eager, Lazy} {
@@ -158,11 +161,11 @@ func TestScenarioTypesAcrossTurns(t *testing.T) {
   when †state.billingHistory.lastChargeback != null
   approve "Refund half again?"
 `, llm.Usage{}),
-					llmtest.Text(`recheck: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory
-again: issueRefund(customerId: †input.customerId, amount: †state.halfRefund.amount) -> †state.refund
+					llmtest.Text(`recheck: checkBillingHistory(customerId: "cust_456") -> †state.billingHistory
+again: issueRefund(customerId: †input.customerId, amount: †state.halfRefund.amount) -> †state.lastRefund
   when †state.billingHistory.orders > 0
   approve "Refund that again?"
-output {confirmationId: †state.refund.confirmationId, amount: †state.refund.amount}
+output {confirmationId: †state.lastRefund.confirmationId, amount: †state.lastRefund.amount}
 `, llm.Usage{})))
 				defer srv.Close()
 				c, cfg := refundContext(t)
@@ -547,5 +550,107 @@ func TestScenarioJSONRunsCallByCall(t *testing.T) {
 				t.Errorf("steps %d, rejected %v", len(first0.Steps), first0.Rejected)
 			}
 		})
+	}
+}
+
+// refundSteps is refundPlan without its output: the plan of a first turn
+// that goes on.
+var refundSteps = strings.Replace(refundPlan, "output {confirmationId: †state.refund.confirmationId}\n", "", 1)
+
+// TestScenarioRepeatedPlan: the model goes on by writing the whole plan
+// again, as models usually do. The repeated steps are the steps that ran:
+// each tool is called once (the refund was made twice), and the next
+// prompt says they already ran and completed (it said skipped).
+func TestScenarioRepeatedPlan(t *testing.T) {
+	for _, p := range fakeProviders {
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				j := &journal{}
+				srv := p.start(llmtest.Script(
+					llmtest.Text(refundSteps, llm.Usage{}),
+					llmtest.Text(refundSteps, llm.Usage{}),
+					llmtest.Text("output {confirmationId: †state.refund.confirmationId}\n", llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Mode: mode,
+					Context: c, Check: cfg, Tools: refundToolbox(j), Approver: approveAll{}, Observer: j.turns, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r, h := j.count("call issueRefund"), j.count("call checkBillingHistory"); r != 1 || h != 1 {
+					t.Errorf("issueRefund called %d times, checkBillingHistory %d", r, h)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" || res.GoalExecution.StepsRun != 2 {
+					t.Fatalf("status %s (%v) after %d turns and %d steps, output %v", res.Status, res.Err, res.GoalExecution.Turns, res.GoalExecution.StepsRun, res.Output)
+				}
+				for _, s := range res.Turns[1].Steps {
+					if s.Status != vm.StatusCompleted || s.Repeats == nil || s.Repeats.Turn != 1 || s.Repeats.Step != s.ID {
+						t.Errorf("turn 2, step %s: %s, repeats %+v", s.ID, s.Status, s.Repeats)
+					}
+				}
+				if !strings.Contains(strings.Join(j.all(), "\n"), "turn 2: 0 steps ran, 0 rejected, output false") {
+					t.Errorf("turns: %v", j.all())
+				}
+				third := srv.Requests()[2].Messages[0].Content
+				for _, want := range []string{
+					"history: checkBillingHistory(customerId: †input.customerId) -> †state.billingHistory  # already ran (step history of turn 1), not run again: completed",
+					"refund: issueRefund(customerId: †input.customerId, amount: †input.amount) -> †state.refund  # already ran (step refund of turn 1), not run again: completed",
+				} {
+					if !strings.Contains(third, want) {
+						t.Errorf("the third prompt lacks %q:\n%s", want, third)
+					}
+				}
+				if strings.Contains(third, "skipped") {
+					t.Errorf("the third prompt says a step was skipped:\n%s", third)
+				}
+			})
+		}
+	}
+}
+
+// TestScenarioChangedIrreversibleRefused: the model writes the whole plan
+// again with another amount for the refund that was made. The changed
+// refund is refused with changed-irreversible-step and not called (a
+// second refund was made), the model is told why, and its replan, which
+// repeats the plan as it ran, completes with the first refund.
+func TestScenarioChangedIrreversibleRefused(t *testing.T) {
+	changed := strings.Replace(refundSteps, "amount: †input.amount", "amount: 60", 1)
+	for _, p := range fakeProviders {
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				j := &journal{}
+				srv := p.start(llmtest.Script(
+					llmtest.Text(refundSteps, llm.Usage{}),
+					llmtest.Text(changed, llm.Usage{}),
+					llmtest.Text(refundPlan, llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Mode: mode,
+					Context: c, Check: cfg, Tools: refundToolbox(j), Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := j.count("call issueRefund"); n != 1 {
+					t.Errorf("issueRefund called %d times", n)
+				}
+				if res.Status != GoalCompleted || res.GoalExecution.Turns != 3 || fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" {
+					t.Fatalf("status %s (%v) after %d turns, output %v", res.Status, res.Err, res.GoalExecution.Turns, res.Output)
+				}
+				var refused *vm.StepResult
+				for _, s := range res.Turns[1].Steps {
+					if s.ID == "refund" {
+						refused = s
+					}
+				}
+				if res.Turns[2].Kind != "replan" || refused == nil || refused.Status != vm.StatusFailed || refused.Error.Code != string(lang.ChangedIrreversible) {
+					t.Fatalf("turn 3 is a %s; the changed refund: %+v", res.Turns[2].Kind, refused)
+				}
+				third := srv.Requests()[2].Messages[0].Content
+				if !strings.Contains(third, "Step refund (issueRefund) was refused: refund would change step refund of turn 1, which already ran and is irreversible") ||
+					!strings.Contains(third, "[changed-irreversible-step]") || !strings.Contains(third, "a step that ran is kept, so write it again exactly or leave it out") {
+					t.Errorf("the replan prompt does not say why the refund was refused:\n%s", third)
+				}
+			})
+		}
 	}
 }
