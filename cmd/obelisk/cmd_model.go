@@ -190,6 +190,9 @@ func generateCommand() *command {
 					if g != nil && g.Rounds > 0 {
 						fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
 					}
+					if errors.Is(err, llm.ErrTruncated) {
+						return exitInput // the model answered, but never whole
+					}
 					return exitUsage
 				}
 				srcs := lang.Sources{g.Name: []byte(g.Answer)}

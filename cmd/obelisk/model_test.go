@@ -68,7 +68,7 @@ func TestGenerateCutAnswer(t *testing.T) {
 	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_API_KEY": "test"}, "generate",
 		"--goal", "Score customer c-1 and tell them.", "--tools", tools, "--input", `{"id": "c-1"}`,
 		"--base-url", srv.URL+"/v1", "--model", "planner", "--max-repairs", "0", "-o", out)
-	if code == exitOK || stdout != "" || !strings.Contains(stderr, "cut short") || !strings.Contains(stderr, "nothing was written") {
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "cut short") || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
