@@ -252,3 +252,49 @@ func TestTokensCountEveryRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestScenarioCutJSONAtEveryByte: the refund plan in the JSON form, cut
+// short at every byte offset of the refund's call (and every eighth
+// elsewhere): the refund, whose call carries its
+// condition and its approval, runs only once its call's JSON has closed,
+// and then with its approval.
+func TestScenarioCutJSONAtEveryByte(t *testing.T) {
+	history := call("checkBillingHistory", "billingHistory", `"customerId": "†input.customerId"`)
+	refund := strings.NewReplacer(`"_when": null`, `"_when": "†state.billingHistory.orders > 0"`, `"_approve": null`, `"_approve": "Issue this refund?"`).
+		Replace(call("issueRefund", "refund", `"customerId": "†input.customerId", "amount": "†input.amount"`))
+	answer := `{"calls": [` + history + `, ` + refund + `], "output": {"_expr": "{confirmationId: †state.refund.confirmationId}"}}`
+	refundStart := strings.Index(answer, refund)
+	refundEnd := refundStart + len(refund)
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			for k := 0; k <= len(answer); k++ {
+				if (k < refundStart || k > refundEnd+2) && k%8 != 0 {
+					continue // every byte of the refund's call, every eighth elsewhere
+				}
+				j := &journal{}
+				// One answer: the goal fails when it asks for the next (the
+				// text form's test follows the goal on).
+				srv := p.start(llmtest.Script(llmtest.Reply{Pieces: []string{answer[:k]}, Cut: cutKind(k)}))
+				c, cfg := refundContext(t)
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer's last order if their billing history allows it.", Form: FormJSON,
+					Context: c, Check: cfg, Tools: refundToolbox(j), Approver: journalingApprover{j}, Planner: p.open(srv.Settings("planner", "judge"))})
+				srv.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				refunds, approvals := j.count("call issueRefund"), j.count("approve refund")
+				switch {
+				case k < refundEnd && refunds > 0:
+					t.Errorf("cut at %d (%q): the refund ran before its call was whole (approvals %d)", k, answer[max(0, k-30):k], approvals)
+				case refunds > approvals:
+					t.Errorf("cut at %d: the refund ran without its approval", k)
+				case k >= refundEnd && refunds != 1:
+					t.Errorf("cut at %d: the refund ran %d times, want 1", k, refunds)
+				}
+				if res.Turns[0].Cut == "" && k < refundEnd {
+					t.Errorf("cut at %d: the answer was not taken as cut", k)
+				}
+			}
+		})
+	}
+}
