@@ -44,7 +44,7 @@ func writeHolePlan(t *testing.T) string {
 // --base-url for the hole's value, the person sees it at the approval gate
 // as filled in by a model, and the run passes it to the tool.
 func TestRunFillsHoleFromModel(t *testing.T) {
-	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text(`{"value": 42.5}`, llm.Usage{})))
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text(`{"value": 42.5}`, llm.Usage{Input: 320, Output: 7})))
 	defer srv.Close()
 	dir := writeHolePlan(t)
 	var stdout, stderr strings.Builder
@@ -58,6 +58,9 @@ func TestRunFillsHoleFromModel(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests", n)
+	}
+	if !strings.Contains(stderr.String(), "fills: tokens: 320 in, 7 out, 1 request") {
+		t.Errorf("the fill's tokens are not reported:\n%s", stderr.String())
 	}
 }
 
