@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
@@ -693,7 +694,10 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	items := f.Items
 	if t.Cut != "" {
 		var unfinished string
-		items, unfinished = dropUnfinished(items, t.Answer, res.Steps)
+		if js == nil {
+			// In the JSON form the unfinished call never became text.
+			items, unfinished = dropUnfinished(items, t.Answer, res.Steps)
+		}
 		t.cutNote = cutNote(t.Cut, unfinished)
 		g.event(vm.Event{Type: AnswerCut, Message: fmt.Sprintf("turn %d: %s; its unfinished last statement did not run", n, t.Cut)})
 	}
@@ -736,7 +740,11 @@ func cutNote(why, unfinished string) string {
 	note := "Your last answer was cut short (" + why + "): what it finished before the cut ran as the results show, but its last statement was unfinished and did not run"
 	if s := strings.TrimSpace(unfinished); s != "" {
 		if len(s) > 300 {
-			s = s[:300] + "…"
+			n := 300
+			for !utf8.RuneStart(s[n]) {
+				n--
+			}
+			s = s[:n] + "…"
 		}
 		note += " (it began: " + strings.ReplaceAll(s, "\n", " ") + ")"
 	}
