@@ -180,12 +180,18 @@ func generateCommand() *command {
 						if r.Fallback != "" {
 							fmt.Fprintf(e.stderr, "obelisk generate: warning: %s\n", r.Fallback)
 						}
+						if r.Cut != "" {
+							fmt.Fprintf(e.stderr, "obelisk generate: round %d: %s; the plan is asked for again\n", r.N, r.Cut)
+						}
 						e.log.Info("round", "n", r.N, "form", r.Form, "errors", r.Diagnostics.Count(lang.SeverityError), "prompt_tokens", r.Usage.Input)
 					}})
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
 					if g != nil && g.Rounds > 0 {
 						fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
+					}
+					if errors.Is(err, llm.ErrTruncated) {
+						return exitInput // the model answered, but never whole
 					}
 					return exitUsage
 				}
@@ -430,6 +436,8 @@ func turnLines(e *env) vm.Observer {
 			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
 		case agent.FormFallback:
 			fmt.Fprintf(e.stderr, "obelisk agent: warning: %s\n", ev.Message)
+		case agent.AnswerCut:
+			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
 		case vm.StepFailed:
 			if ev.Error != nil {
 				fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
@@ -443,10 +451,13 @@ func goalSummary(res *agent.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s after %s (%s mode, %s answers): %s run, %s, %s, %s; ", s.Status, plural(s.Turns, "turn"), s.Mode, s.Form, plural(s.StepsRun, "step"),
 		plural(s.Replans, "replan"), plural(s.Repairs, "repair"), plural(len(s.Facts), "fact"))
-	fmt.Fprintf(&b, "tokens: planner %s", usageText(s.Tokens["planner"]))
-	if u, ok := s.Tokens["evaluator"]; ok {
-		fmt.Fprintf(&b, ", evaluator %s", usageText(u))
+	fmt.Fprintf(&b, "tokens: %s (planner %s", usageText(s.Tokens["total"]), usageText(s.Tokens["planner"]))
+	for _, use := range []string{"filler", "evaluator"} {
+		if u, ok := s.Tokens[use]; ok {
+			fmt.Fprintf(&b, ", %s %s", use, usageText(u))
+		}
 	}
+	b.WriteString(")")
 	fmt.Fprintf(&b, "; %s", round(s.Elapsed))
 	if res.Err != nil {
 		fmt.Fprintf(&b, "\n  %v", res.Err)

@@ -44,7 +44,7 @@ func writeHolePlan(t *testing.T) string {
 // --base-url for the hole's value, the person sees it at the approval gate
 // as filled in by a model, and the run passes it to the tool.
 func TestRunFillsHoleFromModel(t *testing.T) {
-	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text(`{"value": 42.5}`, llm.Usage{})))
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Text(`{"value": 42.5}`, llm.Usage{Input: 320, Output: 7})))
 	defer srv.Close()
 	dir := writeHolePlan(t)
 	var stdout, stderr strings.Builder
@@ -58,6 +58,9 @@ func TestRunFillsHoleFromModel(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests", n)
+	}
+	if !strings.Contains(stderr.String(), "fills: tokens: 320 in, 7 out, 1 request") {
+		t.Errorf("the fill's tokens are not reported:\n%s", stderr.String())
 	}
 }
 
@@ -247,8 +250,8 @@ func TestAgentFillsHole(t *testing.T) {
 refund: issueRefund(customerId: †input.customerId, amount: ? "half the amount of †input.amount, since the history shows †state.billingHistory.lastChargeback") -> †state.refund
   approve "Issue this refund?"
 output {confirmationId: †state.refund.confirmationId}
-`, llm.Usage{}),
-		llmtest.Text(`{"value": 25}`, llm.Usage{}),
+`, llm.Usage{Input: 900, Output: 80}),
+		llmtest.Text(`{"value": 25}`, llm.Usage{Input: 300, Output: 5}),
 	))
 	defer srv.Close()
 	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OBELISK_MODEL": "local"},
@@ -260,6 +263,11 @@ output {confirmationId: †state.refund.confirmationId}
 	reqs := srv.Requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages[0].Content, `†state.billingHistory.lastChargeback = "2024-03-18"`) {
 		t.Fatalf("%d requests; the last:\n%s", len(reqs), reqs[len(reqs)-1].Messages[0].Content)
+	}
+	// The fill's tokens count in the totals.
+	if !strings.Contains(stderr, "tokens: 1200 in, 85 out, 2 requests (planner 900 in, 80 out, 1 request, filler 300 in, 5 out, 1 request)") ||
+		!strings.Contains(stdout, `"total": {`+"\n"+`        "input": 1200,`) {
+		t.Errorf("the totals lack the fill's tokens:\nstdout %s\nstderr %s", stdout, stderr)
 	}
 }
 

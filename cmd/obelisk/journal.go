@@ -392,6 +392,9 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		res, err = r.Execute(ctx, o)
 	}
 	progress.stop()
+	if m, ok := filler.(*fill.Model); ok && m.Usage().Requests > 0 {
+		fmt.Fprintf(e.stderr, "fills: tokens: %s\n", usageText(m.Usage()))
+	}
 	if err != nil {
 		e.errorf("%v", err)
 		if res == nil {

@@ -55,6 +55,27 @@ c: notify(name: †state.customer.name, score: †state.score) -> †state.sent
 output {sent: †state.sent.sent}
 `
 
+// TestGenerateCutAnswer: an answer the provider cut at its size limit is
+// never written, even when what arrived checks; with no repair left, the
+// command fails and says why.
+func TestGenerateCutAnswer(t *testing.T) {
+	srv := llmtest.NewOpenAI(llmtest.Script(llmtest.Reply{Pieces: []string{fixedAnswer}, Cut: llmtest.AtLimit, Usage: llm.Usage{Input: 700, Output: 50}}))
+	defer srv.Close()
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
+	writeFile(t, tools, toolsJSON)
+	out := filepath.Join(dir, "score.plan")
+	code, stdout, stderr := withEnv(t, map[string]string{"OPENAI_API_KEY": "test"}, "generate",
+		"--goal", "Score customer c-1 and tell them.", "--tools", tools, "--input", `{"id": "c-1"}`,
+		"--base-url", srv.URL+"/v1", "--model", "planner", "--max-repairs", "0", "-o", out)
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "cut short") || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the plan was written: %v", err)
+	}
+}
+
 func TestGenerateWithoutProvider(t *testing.T) {
 	code, stdout, stderr := withEnv(t, nil, "generate", "--goal", "Refund order 7.")
 	if code != exitUsage || stdout != "" {

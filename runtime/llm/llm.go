@@ -74,6 +74,16 @@ func SchemaRejected(req *Request, status int, err error) error {
 	return err
 }
 
+// ErrTruncated is wrapped by the error a Stream's Next returns, after the
+// last piece of text, when the answer is not whole: the provider stopped
+// it at the answer's size limit (OpenAI's finish_reason "length",
+// Anthropic's stop_reason "max_tokens"), or the stream ended without the
+// event that ends an answer (a connection cut, a server that died). The
+// text that came before is what the model wrote, but its end is missing:
+// an unfinished statement, an option line that never arrived. Collect
+// returns that text with the error.
+var ErrTruncated = errors.New("the answer was cut short")
+
 // Usage counts the tokens of one request or of several.
 type Usage struct {
 	Input  int64 `json:"input"`
@@ -93,7 +103,8 @@ func (u Usage) Total() int64 { return u.Input + u.Output }
 // Stream is a model's answer while it is being written.
 type Stream interface {
 	// Next returns the next piece of the answer's text, and io.EOF after
-	// the last one.
+	// the last one, or an error wrapping ErrTruncated when the answer was
+	// cut short.
 	Next() (string, error)
 	// Usage is the tokens the request used. It is complete once Next has
 	// returned io.EOF; a stream closed early may not know its output.
@@ -216,20 +227,34 @@ type Events[E any] interface {
 	Close() error
 }
 
+// EventState is what a provider's events have said so far, which the
+// provider's read function keeps up to date.
+type EventState struct {
+	Usage Usage
+	// Ended is set by the event that ends an answer (OpenAI's chunk with
+	// a finish_reason, Anthropic's message_stop).
+	Ended bool
+	// Cut, when set, says why the provider stopped the answer before its
+	// end, in its own words (finish_reason "length", stop_reason
+	// "max_tokens").
+	Cut string
+}
+
 // EventStream is a Stream over a provider's events: each event may add
-// text, count tokens, or report an error.
+// text, count tokens, end the answer, or report an error. After the last
+// event, an answer whose state is Cut, or not Ended, is truncated.
 type EventStream[E any] struct {
 	events Events[E]
-	read   func(e E, u *Usage) (string, error)
+	read   func(e E, st *EventState) (string, error)
 	wrap   func(error) error
-	usage  Usage
+	state  EventState
 	done   bool
 }
 
 // NewEventStream returns the stream of the text that read finds in the
-// events; read also counts the tokens the events report into u. wrap
-// describes an error of the event stream.
-func NewEventStream[E any](events Events[E], read func(e E, u *Usage) (string, error), wrap func(error) error) *EventStream[E] {
+// events; read also records in st the tokens the events count and how
+// the answer ended. wrap describes an error of the event stream.
+func NewEventStream[E any](events Events[E], read func(e E, st *EventState) (string, error), wrap func(error) error) *EventStream[E] {
 	return &EventStream[E]{events: events, read: read, wrap: wrap}
 }
 
@@ -240,7 +265,7 @@ func (s *EventStream[E]) Next() (string, error) {
 			s.done = true
 			break
 		}
-		text, err := s.read(s.events.Current(), &s.usage)
+		text, err := s.read(s.events.Current(), &s.state)
 		if err != nil {
 			s.done = true
 			return "", s.wrap(err)
@@ -252,11 +277,17 @@ func (s *EventStream[E]) Next() (string, error) {
 	if err := s.events.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return "", s.wrap(err)
 	}
+	switch {
+	case s.state.Cut != "":
+		return "", s.wrap(fmt.Errorf("%w: the provider stopped it at the answer's size limit (%s)", ErrTruncated, s.state.Cut))
+	case !s.state.Ended:
+		return "", s.wrap(fmt.Errorf("%w: the stream ended before the answer did", ErrTruncated))
+	}
 	return "", io.EOF
 }
 
 // Usage returns the tokens counted so far.
-func (s *EventStream[E]) Usage() Usage { return s.usage }
+func (s *EventStream[E]) Usage() Usage { return s.state.Usage }
 
 // Close closes the events.
 func (s *EventStream[E]) Close() error { return s.events.Close() }

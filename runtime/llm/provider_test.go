@@ -243,3 +243,30 @@ func TestCheckStrictSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestProvidersCut checks that each provider reports an answer cut short,
+// at the size limit or by a stream that ends before the answer's last
+// events, as ErrTruncated after its text, and a whole answer as io.EOF.
+func TestProvidersCut(t *testing.T) {
+	for _, p := range providers {
+		for _, c := range []struct {
+			name string
+			cut  llmtest.Cut
+		}{{"whole", llmtest.NotCut}, {"at-limit", llmtest.AtLimit}, {"abort", llmtest.Abort}} {
+			t.Run(p.name+"/"+c.name, func(t *testing.T) {
+				srv := p.start(llmtest.Script(llmtest.Reply{Pieces: []string{"a = f(x: 1)\n", "  retr"}, Cut: c.cut, Usage: llm.Usage{Input: 10, Output: 5}}))
+				defer srv.Close()
+				text, _, err := llm.Collect(context.Background(), p.open(srv.Settings("planner-1", "judge-1")), &llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "plan it"}}})
+				if text != "a = f(x: 1)\n  retr" {
+					t.Errorf("text = %q", text)
+				}
+				if cut := errors.Is(err, llm.ErrTruncated); cut != (c.cut != llmtest.NotCut) {
+					t.Errorf("err = %v; want it cut: %v", err, c.cut != llmtest.NotCut)
+				}
+				if c.cut == llmtest.NotCut && err != nil {
+					t.Errorf("err = %v", err)
+				}
+			})
+		}
+	}
+}

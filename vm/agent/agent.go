@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
@@ -50,6 +51,10 @@ const (
 	// FormFallback: the server refused the schema of a plan, and the
 	// model answers in plan text from then on; Message says why.
 	FormFallback vm.EventType = "form-fallback"
+	// AnswerCut: the planner's answer was cut short (llm.ErrTruncated):
+	// its unfinished last statement did not run, and the model is asked
+	// to go on, or to answer again more briefly. Message says why.
+	AnswerCut vm.EventType = "answer-cut"
 )
 
 // Options configure Run.
@@ -139,10 +144,16 @@ type Turn struct {
 	Repairs int `json:"repairs,omitempty"`
 	// Rejection is a person's rejection of the whole plan (lazy mode).
 	Rejection string `json:"rejection,omitempty"`
+	// Cut says why the answer was cut short, when it was (see
+	// llm.ErrTruncated): in eager mode the statements it finished before
+	// the cut ran, not the last one; in lazy mode none did.
+	Cut string `json:"cut,omitempty"`
 
 	output any
 	// waiting says why the turn's run waits for a decision, if it does.
 	waiting string
+	// cutNote tells the model what became of an answer cut short.
+	cutNote string
 }
 
 // Summary is seed 000's goal execution summary.
@@ -159,7 +170,9 @@ type Summary struct {
 	Form     string `json:"form"`
 	Fallback string `json:"fallback,omitempty"`
 	Facts    []Fact `json:"facts"`
-	// Tokens are counted per model tier: planner and evaluator.
+	// Tokens are counted per use: planner (the answers), filler (the
+	// holes and tasks, when the filler counts them: vm/fill.Model does),
+	// evaluator, and total, the sum of every request the goal made.
 	Tokens  map[string]llm.Usage `json:"tokens"`
 	Elapsed time.Duration        `json:"elapsedNs"`
 }
@@ -393,6 +406,20 @@ func (g *goal) run(ctx context.Context) *Result {
 				}
 			}
 			kind, idle = "replan", 0
+		case t.Cut != "" && !t.Output:
+			// The statements before the cut ran, or were rejected, as any
+			// others: the model goes on from where it was cut.
+			info.note = t.cutNote
+			if t.Rejected.HasErrors() {
+				kind = "repair"
+			} else {
+				kind = "continue"
+			}
+			if ran == 0 {
+				idle++
+			} else {
+				idle = 0
+			}
 		case t.Rejected.HasErrors():
 			kind = "repair"
 			if ran == 0 {
@@ -491,9 +518,17 @@ func (g *goal) finish(status string, output any, err error) *Result {
 		Tokens:  map[string]llm.Usage{"planner": g.planner.Usage()},
 		Elapsed: time.Since(g.start),
 	}
+	if f, ok := g.opts.Filler.(interface{ Usage() llm.Usage }); ok {
+		res.GoalExecution.Tokens["filler"] = f.Usage()
+	}
 	if g.evaluator != nil {
 		res.GoalExecution.Tokens["evaluator"] = g.evaluator.Usage()
 	}
+	var total llm.Usage
+	for _, u := range res.GoalExecution.Tokens {
+		total = total.Add(u)
+	}
+	res.GoalExecution.Tokens["total"] = total
 	ev := vm.Event{Type: GoalFinished, Verdict: status}
 	if err != nil {
 		ev.Reason = err.Error()
@@ -648,7 +683,7 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
 	src := &recordingReader{r: body}
 	var js *jsonStatements
-	if isJSON, err := startsJSON(body); err != nil {
+	if isJSON, err := startsJSON(body); err != nil && !errors.Is(err, llm.ErrTruncated) {
 		stream.Close()
 		t.Usage = stream.Usage()
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", err)
@@ -675,21 +710,88 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if err != nil {
 		return t, nil, fmt.Errorf("running the answer: %w", err)
 	}
-	if rerr := src.error(); rerr != nil {
+	rerr := src.error()
+	if errors.Is(rerr, llm.ErrTruncated) {
+		// The stream parser never saw the end of the text, so the
+		// statement being written when the answer was cut, which may
+		// lack its option lines, was never complete and did not run.
+		t.Cut, rerr = rerr.Error(), nil
+		rejected = slices.DeleteFunc(rejected, func(d *lang.Diagnostic) bool {
+			return d.Code == lang.ParseError && strings.Contains(d.Message, llm.ErrTruncated.Error())
+		})
+	}
+	if rerr != nil {
 		return t, nil, fmt.Errorf("reading the planner's answer: %w", rerr)
 	}
 	t.Steps, t.waiting = res.Steps, waits(res)
 	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
 	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
-	for _, it := range f.Items {
+	items := f.Items
+	if t.Cut != "" {
+		var unfinished string
+		if js == nil {
+			// In the JSON form the unfinished call never became text.
+			items, unfinished = dropUnfinished(items, t.Answer, res.Steps)
+		}
+		t.cutNote = cutNote(t.Cut, unfinished)
+		g.event(vm.Event{Type: AnswerCut, Message: fmt.Sprintf("turn %d: %s; its unfinished last statement did not run", n, t.Cut)})
+	}
+	for _, it := range items {
 		if _, ok := it.(*lang.OutputDecl); ok {
 			t.Output = true
 		}
 	}
-	g.keep(prelude, res.State, f.Items, res.Steps, nil)
+	g.keep(prelude, res.State, items, res.Steps, nil)
 	t.output = res.Output
-	return t, f.Items, nil
+	return t, items, nil
+}
+
+// dropUnfinished returns the items of an answer cut short without its
+// last one, the statement being written when it was cut (unless it is a
+// step that ran: a statement ended by ';' is complete), and the text of
+// the one dropped.
+func dropUnfinished(items []lang.Item, answer string, steps []*vm.StepResult) ([]lang.Item, string) {
+	if len(items) == 0 {
+		return items, ""
+	}
+	last := items[len(items)-1]
+	if st, ok := last.(*lang.Step); ok && st.Label != nil {
+		for _, s := range steps {
+			if s.ID == st.Label.Name {
+				return items, ""
+			}
+		}
+	}
+	r := last.Range()
+	text := ""
+	if r.Start.Offset >= 0 && r.Start.Offset <= len(answer) {
+		text = answer[r.Start.Offset:]
+	}
+	return items[:len(items)-1], text
+}
+
+// cutNote tells the model that its answer was cut short, and where.
+func cutNote(why, unfinished string) string {
+	note := "Your last answer was cut short (" + why + "): what it finished before the cut ran as the results show, but its last statement was unfinished and did not run"
+	if s := strings.TrimSpace(unfinished); s != "" {
+		if len(s) > 300 {
+			n := 300
+			for !utf8.RuneStart(s[n]) {
+				n--
+			}
+			s = s[:n] + "…"
+		}
+		note += " (it began: " + strings.ReplaceAll(s, "\n", " ") + ")"
+	}
+	return note + ". Go on from there: write that statement whole and the rest of the plan, briefly (no comments, no prose, short descriptions), or the output."
+}
+
+// cutMessage asks again for a whole answer after one cut short, in lazy
+// mode and in Generate, where nothing of it was used.
+func cutMessage(why string) string {
+	return "Your answer was cut short (" + why + ") before the plan was complete, so none of it was used. " +
+		"Write the whole plan again, shorter: no comments, no prose, no explanation, short descriptions."
 }
 
 // lazyTurn asks for a whole plan, has it repaired until it checks, then
@@ -712,9 +814,22 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		}
 		t.Usage = t.Usage.Add(usage)
 		t.Form = g.form.form
+		if errors.Is(err, llm.ErrTruncated) {
+			// Nothing of a plan cut short runs: it is asked for again.
+			t.Answer, t.Cut = g.form.read(text), err.Error()
+			g.event(vm.Event{Type: AnswerCut, Message: fmt.Sprintf("turn %d: %s; nothing of it ran", n, t.Cut)})
+			if t.Repairs >= g.opts.MaxRepairs {
+				return t, nil, fmt.Errorf("the planner's answer was cut short after %d repairs: %w", t.Repairs, err)
+			}
+			t.Repairs++
+			g.repairs++
+			req.Messages = append(req.Messages, llm.Message{Role: llm.Assistant, Content: text}, llm.Message{Role: llm.User, Content: cutMessage(t.Cut)})
+			continue
+		}
 		if err != nil {
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
+		t.Cut = ""
 		t.Answer = g.form.read(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
 		if !ch.diags.HasErrors() {

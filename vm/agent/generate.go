@@ -59,6 +59,9 @@ type Round struct {
 	// Fallback, when set, says why the answer was asked in text rather
 	// than in the JSON form: the server refused the schema.
 	Fallback string
+	// Cut, when set, says why the answer was cut short (see
+	// llm.ErrTruncated): it was not checked, and is asked for again.
+	Cut string
 }
 
 // Generated is the outcome of Generate.
@@ -87,8 +90,11 @@ type Generated struct {
 // Generate asks the model for a plan that reaches the goal, checks it,
 // and sends the diagnostics back for a repair until the plan checks or
 // the repairs run out. A plan that does not check is never returned as
-// one: OK is false and the last diagnostics say why. The error is for a
-// model that cannot be asked.
+// one: OK is false and the last diagnostics say why. An answer cut short
+// (llm.ErrTruncated) is never checked nor returned: the model is asked
+// for the whole plan again, more briefly, as a repair, and when the
+// repairs run out the error wraps llm.ErrTruncated. The error is also
+// for a model that cannot be asked.
 func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 	if strings.TrimSpace(opts.Goal) == "" {
 		return nil, errors.New("no goal given")
@@ -133,6 +139,20 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		out.Rounds, out.Usage, out.Form, out.Fallback = round, meter.Usage(), form.form, form.fallback
 		if round == 1 {
 			out.PromptTokens = promptTokens(usage.Input, req)
+		}
+		if errors.Is(err, llm.ErrTruncated) {
+			out.Answer, out.Name, out.Diagnostics = form.read(text), "plan", nil
+			if opts.Round != nil {
+				u := meter.Usage()
+				opts.Round(Round{N: round, Form: form.form, Answer: out.Answer, Fallback: fallback, Cut: err.Error(),
+					Usage: llm.Usage{Input: u.Input - before.Input, Output: u.Output - before.Output, Requests: u.Requests - before.Requests}})
+			}
+			fallback = ""
+			if round > opts.MaxRepairs {
+				return out, fmt.Errorf("the model's answer was cut short, and nothing was written: %w", err)
+			}
+			req.Messages = append(req.Messages, llm.Message{Role: llm.Assistant, Content: text}, llm.Message{Role: llm.User, Content: cutMessage(err.Error())})
+			continue
 		}
 		if err != nil {
 			return out, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
@@ -13,8 +14,9 @@ import (
 // journal): the planner's answers, the facts and each turn's run are
 // recorded as they happen. A goal run again with the journal of one whose
 // process stopped or died replays what was recorded: the planner is not
-// asked again for an answer it gave (an answer cut short by the death of
-// its process is taken as it was recorded), a step that finished is not
+// asked again for an answer it gave (an answer cut short, by the
+// provider or by the death of its process, is given again as cut short:
+// llm.ErrTruncated), a step that finished is not
 // run again, and a decision recorded since (an approval, a person's
 // judgment of a result) is taken; then the goal goes on.
 type Journal interface {
@@ -62,13 +64,10 @@ func (a *answers) Stream(ctx context.Context, req *llm.Request) (llm.Stream, err
 		return nil, err
 	}
 	if found {
-		if !whole {
-			// Cut short when its process died: it is the answer.
-			if err := a.journal.EndAnswer(turn, k, usage); err != nil {
-				return nil, err
-			}
-		}
-		return &recordedAnswer{text: text, usage: usage}, nil
+		// An answer recorded but not whole was cut short, by the
+		// provider or by the death of its process: it is given again as
+		// cut short, so that its unfinished last statement never runs.
+		return &recordedAnswer{text: text, usage: usage, cut: !whole}, nil
 	}
 	s, err := a.model.Stream(ctx, req)
 	if err != nil {
@@ -77,15 +76,20 @@ func (a *answers) Stream(ctx context.Context, req *llm.Request) (llm.Stream, err
 	return &recordingAnswer{Stream: s, journal: a.journal, turn: turn, k: k}, nil
 }
 
-// recordedAnswer gives a recorded answer again.
+// recordedAnswer gives a recorded answer again; one that was cut short
+// ends with llm.ErrTruncated.
 type recordedAnswer struct {
 	text  string
 	usage llm.Usage
 	done  bool
+	cut   bool
 }
 
 func (r *recordedAnswer) Next() (string, error) {
 	if r.done {
+		if r.cut {
+			return "", fmt.Errorf("%w: so it was recorded", llm.ErrTruncated)
+		}
 		return "", io.EOF
 	}
 	r.done = true
@@ -96,7 +100,7 @@ func (r *recordedAnswer) Usage() llm.Usage { return r.usage }
 func (r *recordedAnswer) Close() error     { return nil }
 
 // recordingAnswer records each piece of an answer before it gives it, and
-// the answer's end.
+// the answer's end; an answer cut short is never recorded whole.
 type recordingAnswer struct {
 	llm.Stream
 	journal Journal

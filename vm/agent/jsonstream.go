@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -58,9 +59,14 @@ func (j *jsonStatements) problem(name, format string, args ...any) {
 	j.diags = append(j.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ParseError, File: name, Message: fmt.Sprintf(format, args...)})
 }
 
-// write writes the plan text of the JSON read from r to w.
+// write writes the plan text of the JSON read from r to w. An answer
+// that fails or is cut short (llm.ErrTruncated) while its JSON is being
+// read ends the plan text with its error: the call being read is not
+// complete. After the JSON, the rest of the answer is read to its end,
+// where the provider counts its tokens.
 func (j *jsonStatements) write(name string, r io.Reader, w io.Writer, tools map[string]*compiler.Tool) error {
-	dec := json.NewDecoder(r)
+	src := &errReader{r: r}
+	dec := json.NewDecoder(src)
 	statement := func(doc string) error {
 		f, diags := lang.ParseJSON(name, []byte(dropNulls(doc, tools)))
 		if diags.HasErrors() {
@@ -129,8 +135,28 @@ func (j *jsonStatements) write(name string, r io.Reader, w io.Writer, tools map[
 		}
 		return fmt.Errorf("a plan in the JSON form is an object or an array of calls")
 	}()
+	if src.err != nil && !errors.Is(src.err, io.EOF) {
+		return src.err
+	}
 	if err != nil && err != io.ErrClosedPipe {
 		j.problem(name, "the JSON of the answer: %v; what came before it ran", err)
 	}
+	if err != io.ErrClosedPipe {
+		_, _ = io.Copy(io.Discard, r) // a cut after the whole JSON cuts nothing of the plan
+	}
 	return nil
+}
+
+// errReader keeps the error that ended its reader.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }

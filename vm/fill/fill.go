@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/obelisk-plan/obelisk/runtime"
@@ -35,7 +36,8 @@ import (
 
 // Model is a vm.Filler that asks a language model.
 type Model struct {
-	// Model answers; wrap it in llm.Metered to count its tokens.
+	// Model answers. Usage counts the tokens of the requests made
+	// through the filler.
 	Model llm.Model
 	// MaxValueBytes bounds the JSON of each value the model is shown
 	// (default 16 KiB); a longer one is cut, and says how long it was.
@@ -43,6 +45,25 @@ type Model struct {
 	// noSchema is set once the server refused an answer's schema: it
 	// has no constrained output, so none is asked for again.
 	noSchema atomic.Bool
+	mu       sync.Mutex
+	usage    llm.Usage
+}
+
+// Usage returns the tokens of the requests the filler has made.
+func (m *Model) Usage() llm.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage
+}
+
+// collect asks the model and counts the request's tokens.
+func (m *Model) collect(ctx context.Context, r *llm.Request) (string, error) {
+	text, u, err := llm.Collect(ctx, m.Model, r)
+	u.Requests = 1
+	m.mu.Lock()
+	m.usage = m.usage.Add(u)
+	m.mu.Unlock()
+	return text, err
 }
 
 // defaultMaxValue is the default of Model.MaxValueBytes.
@@ -67,13 +88,13 @@ func (m *Model) Fill(ctx context.Context, req vm.FillRequest) (any, error) {
 			r.Schema = &llm.Schema{Name: "obelisk_fill", Description: "the value the plan leaves to the model", JSON: wrap(s)}
 		}
 	}
-	text, _, err := llm.Collect(ctx, m.Model, r)
+	text, err := m.collect(ctx, r)
 	if errors.Is(err, llm.ErrSchemaRejected) {
 		// The server has no constrained output (or not for this
 		// schema): the prompt says what to answer, and the run checks.
 		m.noSchema.Store(true)
 		r.Schema = nil
-		text, _, err = llm.Collect(ctx, m.Model, r)
+		text, err = m.collect(ctx, r)
 	}
 	if err != nil {
 		return nil, err

@@ -15,8 +15,11 @@ import (
 )
 
 // DefaultMaxTokens bounds an answer when the settings do not: the
-// Messages API requires a bound.
-const DefaultMaxTokens = 8192
+// Messages API requires a bound. It is the largest output every Claude 4
+// model accepts (Opus 4 allows 32,000; the others more), many times what
+// a plan takes, so that a plan is not cut at the limit; it costs nothing
+// until used. An older model with a lower limit needs --max-tokens.
+const DefaultMaxTokens = 32000
 
 // Model is one model of the Messages API.
 type Model struct {
@@ -117,8 +120,11 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 }
 
 // text reads an event: the text of a text delta, the token counts of the
-// message's start and end, or the error the stream reports.
-func text(ev sdk.MessageStreamEventUnion, u *llm.Usage) (string, error) {
+// message's start and end, the stop reason, the message_stop that ends
+// the answer, or the error the stream reports. The stop reasons
+// "max_tokens" and "model_context_window_exceeded" cut the answer short.
+func text(ev sdk.MessageStreamEventUnion, st *llm.EventState) (string, error) {
+	u := &st.Usage
 	switch ev.Type {
 	case "message_start":
 		usage := ev.Message.Usage
@@ -127,6 +133,12 @@ func text(ev sdk.MessageStreamEventUnion, u *llm.Usage) (string, error) {
 	case "message_delta":
 		// The output count is cumulative.
 		u.Output = ev.Usage.OutputTokens
+		switch r := string(ev.Delta.StopReason); r {
+		case "max_tokens", "model_context_window_exceeded":
+			st.Cut = "stop_reason " + r
+		}
+	case "message_stop":
+		st.Ended = true
 	case "content_block_delta":
 		switch ev.Delta.Type {
 		case "text_delta":

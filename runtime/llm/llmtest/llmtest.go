@@ -29,11 +29,27 @@ type Reply struct {
 	Before map[int]<-chan struct{}
 	// Usage is reported at the end of the stream.
 	Usage llm.Usage
+	// Cut, when set, cuts the answer short after its pieces: AtLimit
+	// ends it as a provider does at the answer's size limit (OpenAI's
+	// finish_reason "length", Anthropic's stop_reason "max_tokens"), and
+	// Abort ends the stream without the events that end an answer (no
+	// finish_reason, usage or [DONE]; no message_delta or message_stop).
+	Cut Cut
 	// Status, when not 0 or 200, answers with this HTTP status and
 	// Message instead of a stream.
 	Status  int
 	Message string
 }
+
+// Cut is how a scripted answer is cut short.
+type Cut int
+
+// The ways an answer is cut short.
+const (
+	NotCut  Cut = iota
+	AtLimit     // the provider stops at the answer's size limit
+	Abort       // the stream ends before the answer's last events
+)
 
 // Text is a reply of one piece.
 func Text(s string, usage llm.Usage) Reply { return Reply{Pieces: []string{s}, Usage: usage} }
@@ -414,7 +430,14 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 		pieces(func(p string) {
 			chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": p}, "finish_reason": nil}}})
 		})
-		chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
+		if rep.Cut == Abort {
+			return
+		}
+		finish := "stop"
+		if rep.Cut == AtLimit {
+			finish = "length"
+		}
+		chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}})
 		chunk(map[string]any{"choices": []any{},
 			"usage": map[string]any{"prompt_tokens": rep.Usage.Input, "completion_tokens": rep.Usage.Output, "total_tokens": rep.Usage.Total()}})
 		sse.raw("data: [DONE]\n\n")
@@ -439,6 +462,12 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		pieces(func(p string) {
 			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": delta(p)})
 		})
+		if rep.Cut == Abort {
+			return
+		}
+		if rep.Cut == AtLimit {
+			stop = "max_tokens"
+		}
 		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 			"usage": map[string]any{"output_tokens": rep.Usage.Output}})

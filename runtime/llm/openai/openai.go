@@ -98,16 +98,28 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error
 	return llm.NewEventStream(s, text, func(err error) error { return describe(name, err) }), nil
 }
 
-// text reads a chunk: its text, and the usage the last chunk carries.
-func text(c oai.ChatCompletionChunk, u *llm.Usage) (string, error) {
+// text reads a chunk: its text, the usage the last chunk carries, and the
+// finish_reason that ends the answer. "length" (the size limit) and
+// "content_filter" (the provider's filter) cut it short. The SDK keeps
+// the closing [DONE] to itself: the answer has ended once a finish_reason
+// came.
+func text(c oai.ChatCompletionChunk, st *llm.EventState) (string, error) {
 	if c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0 {
-		*u = llm.Usage{Input: c.Usage.PromptTokens, Output: c.Usage.CompletionTokens}
+		st.Usage = llm.Usage{Input: c.Usage.PromptTokens, Output: c.Usage.CompletionTokens}
 	}
 	var s string
 	for _, ch := range c.Choices {
-		if ch.Index == 0 {
-			// A refusal comes instead of the answer: it is its text.
-			s += ch.Delta.Content + ch.Delta.Refusal
+		if ch.Index != 0 {
+			continue
+		}
+		// A refusal comes instead of the answer: it is its text.
+		s += ch.Delta.Content + ch.Delta.Refusal
+		switch ch.FinishReason {
+		case "":
+		case "length", "content_filter":
+			st.Ended, st.Cut = true, "finish_reason "+ch.FinishReason
+		default:
+			st.Ended = true
 		}
 	}
 	return s, nil
