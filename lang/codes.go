@@ -37,6 +37,7 @@ const (
 	ReferenceInString  Code = "reference-in-string"
 	RoutingHint        Code = "routing-hint"
 	NoFiller           Code = "no-filler"
+	MaybeUnwritten     Code = "maybe-unwritten"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -119,7 +120,7 @@ func CodeDocs() []CodeDoc {
 			"tool f() -> int pure\nf()\n",
 			"Write the result to a slot that something reads (-> †state.name), or remove the step."},
 		{Unreachable, SeverityWarning,
-			"a call can never run: its `when` condition is constant false, or it only reads the error slot of a call that cannot fail",
+			"a call can never run: its `when` condition is constant false, or false whenever it is evaluated (!has() of a slot it reads, which is written by then), or it only reads the error slot of a call that cannot fail",
 			"tool f() -> int\nf() -> †state.r\n  when false\n",
 			"Remove the call or fix its condition."},
 		{UnhandledError, SeverityWarning,
@@ -162,6 +163,10 @@ func CodeDocs() []CodeDoc {
 			"a hole (`? \"…\"`) or a task is left for a model to complete when it runs, and the plan is checked for a run that has no model to complete it",
 			"",
 			"Write the value: a reference or CEL when it comes from a result, a constant when it is known; call one tool instead of a task, with `when` on each branch if a rule decides. Or run the plan where a model fills it (obelisk run --model or --fills)."},
+		{MaybeUnwritten, SeverityError,
+			"the output reads, in an expression, a slot that may be unwritten when the run ends: the step that writes it may be skipped (its `when` is false, it reads what a skipped step did not write, or it fails under on failure skip), or write its error slot instead",
+			"tool lookup(id: string) -> {name: string} pure\ninput {\n  known: bool\n}\nlookup(id: \"a1\") -> †state.user\n  when †input.known\noutput †state.user.name + \"!\"\n",
+			"Check the slot first, as in has(†state.user) ? †state.user.name : \"nobody\"; read it with a plain reference, which gives null when it is unwritten; give it a value it keeps when no step writes it (state { user: T = … }); or, for a step with an error slot, read the error on the other branch: has(†state.ok) ? … : †state.err.message. A `when has(†state.x)` of a slot the step reads is no condition: the step runs only once what it reads is written."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",
