@@ -293,6 +293,9 @@ func (pc *planChecker) unwrittenWhy(slot *Slot) unwrittenWhy {
 		}
 	}
 	def := fmt.Sprintf("or give it a value it keeps when no step writes it: state { %s: %s = … }", slot.Name, slot.Type)
+	if pc.c.file.JSON {
+		def = fmt.Sprintf("or give it a value it keeps when no step writes it: {\"type\": \"state\", %q: …}", slot.Name)
+	}
 	kind, id, _ := cutCondition(best)
 	i, err := strconv.Atoi(id)
 	if kind == "slot" || err != nil || i < 0 || i >= len(pc.p.Steps) {

@@ -75,6 +75,26 @@ output †state.greeting + "!"
 	}
 }
 
+// TestGuardJSON: the JSON form's _when is a guard alike, and the fix of
+// a read that may find its slot unwritten speaks of the JSON form.
+func TestGuardJSON(t *testing.T) {
+	const plan = `[{"type": "tool", "tool": {"name": "lookup", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+  "outputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}, "annotations": {"readOnlyHint": true}}},
+ {"type": "tool", "tool": {"name": "greet", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+  "outputSchema": {"type": "string"}, "annotations": {"readOnlyHint": true}}},
+ {"type": "plan", "plan": [
+   {"_tool": "lookup", "id": "a1", "_outputPath": "$state.user"},
+   {"_tool": "greet", "name": "$state.user.name", "_when": "GUARD", "_outputPath": "$state.greeting"}
+ ], "output": {"_expr": "$state.greeting + '!'"}}]`
+	if _, diags := checkSource("p.json", []byte(strings.Replace(plan, "GUARD", "has($state.user)", 1)), Config{}); len(diags) > 0 {
+		t.Errorf("guarded:\n%s", diagText(diags))
+	}
+	_, diags := checkSource("p.json", []byte(strings.Replace(plan, "GUARD", "has($state.user) && 1 > 2", 1)), Config{})
+	if len(diags) != 1 || diags[0].Code != lang.MaybeUnwritten || diags[0].Fix == nil || !strings.Contains(diags[0].Fix.Message, `{"type": "state", "greeting": …}`) {
+		t.Errorf("conditional:\n%s", diagText(diags))
+	}
+}
+
 // TestGuardKeepsWhatMayBeUnwritten: a guard that is no condition of its
 // own still leaves the step's slot unwritten when what it waits for may
 // be; so does a guard that checks anything else. Reading such a slot in
