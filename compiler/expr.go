@@ -314,18 +314,9 @@ func (pc *planChecker) walk(t *Type, rp *RefPath, r *lang.Ref, done int) (*Type,
 // absentMessage says that a reference read without a check crosses a
 // part that may be absent.
 func absentMessage(at, ref string) string {
-	if strings.Count(at, ".") == 1 && strings.HasPrefix(at, "†state.") {
-		return unwrittenMessage(at)
-	}
 	i := strings.LastIndex(at, ".")
 	parent, field := at[:i], at[i+1:]
 	return fmt.Sprintf("%s may be absent (the field %s is optional), so %s cannot be read without a check: read it in an expression, as in has(%s) ? %s : …, or %s.?%s.orValue(…)", at, field, ref, at, ref, parent, field)
-}
-
-// unwrittenMessage says that the output reads a slot that may be
-// unwritten without a check.
-func unwrittenMessage(slot string) string {
-	return fmt.Sprintf("%s may be unwritten when the run ends (a step that writes it may be skipped, or write its error slot instead), so the output cannot read it without a check: check it first, as in has(%s) ? … : …, or read it with a plain reference, which gives null", slot, slot)
 }
 
 // shownPath is how a diagnostic names the part of a reference read

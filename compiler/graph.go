@@ -359,6 +359,9 @@ func (pc *planChecker) warnings() {
 			if b, ok := s.When.Const.(bool); ok && !b {
 				c.warnf(lang.Unreachable, s.When.Span, "step %s never runs: its condition is false", s.ID)
 			}
+		} else if holds, known := pc.guardValue(s); known && !holds {
+			d := c.warnf(lang.Unreachable, s.When.Span, "step %s never runs: its condition is false whenever it is evaluated, since a step is due only once every slot it reads is written, and has() of each is then true", s.ID)
+			d.Fix = &lang.Fix{Message: "to run a step when another fails, read that step's error slot (-> †state.ok || †state.err); to run it when another is skipped, give it the opposite of that step's condition"}
 		}
 		// A call with an effect is made for its effect: its result may go
 		// unused. A pure call whose result goes nowhere does nothing.

@@ -394,7 +394,7 @@ func (n *nullCheck) present(e ast.Expr, f facts) {
 	span := n.at(e)
 	at, parent := n.shown(e), n.shown(s.Operand())
 	if t == n.pc.outputState {
-		n.pc.c.errorf(lang.TypeMismatch, span, "in expression: %s", unwrittenMessage(at))
+		n.pc.unwrittenRead(span, at, fld.Name)
 		return
 	}
 	if at == "" || parent == "" {

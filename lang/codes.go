@@ -40,6 +40,7 @@ const (
 	// ChangedIrreversible is the code of a step refused when it runs (the
 	// checker cannot know what ran before): see vm.History.
 	ChangedIrreversible Code = "changed-irreversible-step"
+	MaybeUnwritten      Code = "maybe-unwritten"
 )
 
 // CodeDoc documents a diagnostic code.
@@ -122,7 +123,7 @@ func CodeDocs() []CodeDoc {
 			"tool f() -> int pure\nf()\n",
 			"Write the result to a slot that something reads (-> †state.name), or remove the step."},
 		{Unreachable, SeverityWarning,
-			"a call can never run: its `when` condition is constant false, or it only reads the error slot of a call that cannot fail",
+			"a call can never run: its `when` condition is constant false, or false whenever it is evaluated (!has() of a slot it reads, which is written by then), or it only reads the error slot of a call that cannot fail",
 			"tool f() -> int\nf() -> †state.r\n  when false\n",
 			"Remove the call or fix its condition."},
 		{UnhandledError, SeverityWarning,
@@ -169,6 +170,10 @@ func CodeDocs() []CodeDoc {
 			"a step of a later turn of an agent, or of a replanned plan, would change a step whose tool is irreversible and which already ran: it writes the same slot, or has the same label and tool, but is another call (other arguments, or another tool); it is refused when it would run, and its tool is not called",
 			"",
 			"Keep the step that ran: its result is in the state. Repeat it exactly (the same tool, arguments and slot: it is that step, answered from what was recorded, and not called again) or leave it out; to make another call on purpose, give it a label and a slot of its own. A pure or idempotent step may be changed: it runs again with the new arguments."},
+		{MaybeUnwritten, SeverityError,
+			"the output reads, in an expression, a slot that may be unwritten when the run ends: the step that writes it may be skipped (its `when` is false, it reads what a skipped step did not write, or it fails under on failure skip), or write its error slot instead",
+			"tool lookup(id: string) -> {name: string} pure\ninput {\n  known: bool\n}\nlookup(id: \"a1\") -> †state.user\n  when †input.known\noutput †state.user.name + \"!\"\n",
+			"Check the slot first, as in has(†state.user) ? †state.user.name : \"nobody\"; read it with a plain reference, which gives null when it is unwritten; give it a value it keeps when no step writes it (state { user: T = … }); or, for a step with an error slot, read the error on the other branch: has(†state.ok) ? … : †state.err.message. A `when has(†state.x)` of a slot the step reads is no condition: the step runs only once what it reads is written."},
 		{ExpectFailed, SeverityWarning,
 			"a dry run found an `expect` criterion that does not hold on the simulated values",
 			"",

@@ -2085,6 +2085,22 @@ func (g *gen) output(inputs []*gfield, b *gbody) gexpr {
 		case len(slots) > 0 && c < 8:
 			st := slots[g.r.IntN(len(slots))]
 			e = &refE{"†state." + st.out}
+		case len(slots) > 0 && c < 9:
+			// Unchecked: the checker accepts it only where the slot is
+			// surely written, as that of a step guarded by has() of a
+			// slot it reads, which it reads most often.
+			st := slots[g.r.IntN(len(slots))]
+			var guarded []*gstep
+			for _, x := range slots {
+				if w, ok := x.when.(*celE); ok && strings.Contains(w.text, "has(") {
+					guarded = append(guarded, x)
+				}
+			}
+			if len(guarded) > 0 && g.chance(70) {
+				st = guarded[g.r.IntN(len(guarded))]
+			}
+			one := inputScope(inputs).with(path{text: "†state." + st.out, t: slotType(st), ref: true})
+			e = &celE{text: g.cel(one, []*gtype{cInt, cString, cBool}[g.r.IntN(3)], 2)}
 		default:
 			e = &celE{text: g.cel(sc, []*gtype{cInt, cString, cAny}[g.r.IntN(3)], 2)}
 		}
@@ -2092,6 +2108,31 @@ func (g *gen) output(inputs []*gfield, b *gbody) gexpr {
 		o.vals = append(o.vals, e)
 	}
 	return o
+}
+
+// guard draws a condition over has() of a slot in scope, which the step
+// then reads: alone (true whenever the step is due), joined with another
+// condition, or negated (false whenever it is due); or else.
+func (g *gen) guard(sc *scope, orElse gexpr) gexpr {
+	var slots []string
+	for _, p := range sc.roots {
+		if strings.HasPrefix(p.text, "†state.") && !p.quoted {
+			slots = append(slots, p.text)
+		}
+	}
+	if len(slots) == 0 {
+		return orElse
+	}
+	has := "has(" + slots[g.r.IntN(len(slots))] + ")"
+	switch g.r.IntN(5) {
+	case 0:
+		has += " && " + g.cel(sc, cBool, 1)
+	case 1:
+		has += " || " + g.cel(sc, cBool, 1)
+	case 2:
+		has = "!" + has
+	}
+	return &celE{text: has}
 }
 
 // step draws one step.
@@ -2117,6 +2158,9 @@ func (g *gen) step(p *gplan, sc *scope, callees []*gtool, label string, sub bool
 	}
 	if g.chance(20) {
 		st.when = &celE{text: g.cel(sc, cBool, 2)}
+		if g.chance(50) {
+			st.when = g.guard(sc, st.when)
+		}
 	}
 	if g.chance(12) && st.out != "" {
 		own := sc.with(path{text: "†state." + st.out, t: slotType(st), ref: true})
