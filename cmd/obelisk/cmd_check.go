@@ -38,13 +38,17 @@ func (cf *checkFlags) register(fs *flag.FlagSet) {
 	cf.registerTools(fs)
 }
 
+// mcpParallelUsage is the help of --mcp-parallel.
+const mcpParallelUsage = "NAME=N: at most N calls at once to the MCP server NAME, reads and writes, the others waiting their turn " +
+	"(default: reads at once, and one write at a time: a call of a tool whose annotations do not say readOnlyHint waits for the server's other writes); may be repeated"
+
 // registerTools adds the flags that name the operator's tools and their
 // grants.
 func (cf *checkFlags) registerTools(fs *flag.FlagSet) {
 	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
 	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
 	fs.StringVar(&cf.hints, "hints", "", "a hints file: the routing hints a step may name (hint researcher), and what each routes a task to: {\"researcher\": {\"tools\": [...], \"mcp\": \"SERVER\", \"plan\": \"SUBPLAN\", \"aliases\": [...]}}")
-	fs.Var(&cf.mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME, the others waiting their turn (default: no bound; 1 for a server that loses writes made at once); may be repeated")
+	fs.Var(&cf.mcpParallel, "mcp-parallel", mcpParallelUsage)
 	cf.grants.register(fs)
 }
 

@@ -114,7 +114,7 @@ func applyCommand() *command {
 			var mcpSpecs stringList
 			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
 			var mcpParallel stringList
-			fs.Var(&mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME (default: no bound); may be repeated")
+			fs.Var(&mcpParallel, "mcp-parallel", mcpParallelUsage)
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 			var gf grantFlags
 			gf.register(fs) // the grants are the command line's, not the planfile's

@@ -62,7 +62,7 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 		}
 		names[name] = true
 		log := e.log.Named("mcp").With("server", name)
-		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), MaxParallel: parallel[name]})
+		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), MaxParallel: parallel[name], MaxWrites: parallel[name]})
 		if err != nil {
 			stop()
 			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
@@ -107,7 +107,9 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 	return stop, exitOK
 }
 
-// parallel reads --mcp-parallel: the bound of calls at once, by server.
+// parallel reads --mcp-parallel: the bound of calls at once, by server,
+// which bounds the writes too (a server it does not name has one write at
+// a time, the library's default).
 func (cf *checkFlags) parallel() (map[string]int, error) {
 	out := map[string]int{}
 	for _, v := range cf.mcpParallel {

@@ -15,9 +15,15 @@
 // when its content is text only, the text read as JSON, or the text; else
 // (an image, audio, a resource or a resource link beside the text, or no
 // text) its content list as MCP gives it, each item an object with a
-// "type", so that nothing the tool returned is dropped. Options.MaxParallel
-// bounds the calls a server has in progress at once; the others wait for
-// their turn. A result marked isError is a step error
+// "type", so that nothing the tool returned is dropped.
+//
+// A server has one call of a tool that is not read-only (a write) in
+// progress at a time, by default: many servers read their state, change it
+// and write it back, and two writes at once lose one of them. Calls of
+// read-only tools (readOnlyHint) do not wait. Options.MaxWrites raises the
+// bound of writes, and Options.MaxParallel bounds all calls.
+//
+// A result marked isError is a step error
 // with code tool-error and the text as message; when its structured content
 // is an object with a string "code", that code and its "message" are the
 // error's ("card_declined"), and "retryable": false says a retry cannot
@@ -58,10 +64,18 @@ type Options struct {
 	// (default 30s).
 	StartTimeout time.Duration
 	// MaxParallel, when positive, bounds how many calls the server has in
-	// progress at once: the others wait, in the order they come, until one
-	// returns. A server that loses writes made at the same time (a
-	// knowledge graph kept in one file) needs 1.
+	// progress at once, reads and writes: the others wait, in the order
+	// they come, until one returns. Zero or less: no bound.
 	MaxParallel int
+	// MaxWrites bounds how many calls of tools that are not read-only
+	// (their annotations do not say readOnlyHint, or the server does not
+	// list them) the server has in progress at once; they wait as for
+	// MaxParallel, and a write also takes one of MaxParallel's places.
+	// Zero is the default, 1: a server that reads its state, changes it
+	// and writes it back (a knowledge graph kept in one file) loses no
+	// write. Negative: no bound, for a server known to take writes at
+	// once.
+	MaxWrites int
 }
 
 // Server is a connected MCP server.
@@ -74,6 +88,11 @@ type Server struct {
 	// slots holds a token for each call in progress when the calls are
 	// bounded (Options.MaxParallel); nil when they are not.
 	slots chan struct{}
+	// writes holds a token for each call of a tool that is not read-only
+	// in progress (Options.MaxWrites); nil when they are not bounded.
+	writes chan struct{}
+	// readOnly holds the tools whose annotations say readOnlyHint.
+	readOnly map[string]bool
 }
 
 // Start runs the server argv names as a child process, connects to it over
@@ -85,7 +104,7 @@ func Start(ctx context.Context, name string, argv []string, opts Options) (*Serv
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = opts.Dir
-	s := &Server{name: name, command: strings.Join(argv, " "), stderr: &runtime.TailWriter{W: opts.Stderr, Max: 2048}, slots: slots(opts.MaxParallel)}
+	s := &Server{name: name, command: strings.Join(argv, " "), stderr: &runtime.TailWriter{W: opts.Stderr, Max: 2048}}
 	cmd.Stderr = s.stderr
 	if err := s.connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, opts); err != nil {
 		return nil, err
@@ -95,7 +114,7 @@ func Start(ctx context.Context, name string, argv []string, opts Options) (*Serv
 
 // Connect connects to a server over a transport and lists its tools.
 func Connect(ctx context.Context, name string, t sdk.Transport, opts Options) (*Server, error) {
-	s := &Server{name: name, stderr: &runtime.TailWriter{Max: 2048}, slots: slots(opts.MaxParallel)}
+	s := &Server{name: name, stderr: &runtime.TailWriter{Max: 2048}}
 	if err := s.connect(ctx, t, opts); err != nil {
 		return nil, err
 	}
@@ -111,6 +130,12 @@ func slots(n int) chan struct{} {
 }
 
 func (s *Server) connect(ctx context.Context, t sdk.Transport, opts Options) error {
+	s.slots = slots(opts.MaxParallel)
+	if opts.MaxWrites == 0 {
+		opts.MaxWrites = 1
+	}
+	s.writes = slots(opts.MaxWrites)
+	s.readOnly = map[string]bool{}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
@@ -134,6 +159,7 @@ func (s *Server) connect(ctx context.Context, t sdk.Transport, opts Options) err
 			return fmt.Errorf("%s: tool %q: %w", s, tool.Name, err)
 		}
 		s.tools = append(s.tools, def)
+		s.readOnly[tool.Name] = def.Annotations.ReadOnly
 	}
 	sort.Slice(s.tools, func(i, j int) bool { return s.tools[i].Name < s.tools[j].Name })
 	return nil
@@ -212,17 +238,23 @@ func schemaJSON(raw json.RawMessage, decoded any) (json.RawMessage, error) {
 	return json.Marshal(decoded)
 }
 
-// Call calls one of the server's tools by the name the server lists. With
-// Options.MaxParallel, it waits for its turn first.
+// Call calls one of the server's tools by the name the server lists. It
+// waits for its turn first: a call of a tool that is not read-only for a
+// place among the writes (Options.MaxWrites), then any call for a place
+// among all calls (Options.MaxParallel).
 func (s *Server) Call(ctx context.Context, tool string, args map[string]any) (any, error) {
-	if s.slots != nil {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	if !s.readOnly[tool] {
+		release, err := take(ctx, s.writes)
+		if err != nil {
+			return nil, err
 		}
+		defer release()
 	}
+	release, err := take(ctx, s.slots)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res, err := s.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, s.callError(ctx, tool, err)
@@ -231,6 +263,20 @@ func (s *Server) Call(ctx context.Context, tool string, args map[string]any) (an
 		return nil, toolError(s.name+"."+tool, res)
 	}
 	return resultValue(res)
+}
+
+// take waits for a place among slots, and returns the function that
+// gives it back; with nil slots, it does not wait.
+func take(ctx context.Context, slots chan struct{}) (release func(), err error) {
+	if slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (s *Server) callError(ctx context.Context, tool string, err error) error {

@@ -41,7 +41,7 @@ type toolFlags struct {
 func (tf *toolFlags) register(fs *flag.FlagSet) {
 	fs.Var(&tf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plans may call; may be repeated")
 	fs.Var(&tf.mcp, "mcp", "an MCP server whose tools the plans may call: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
-	fs.Var(&tf.mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME; may be repeated")
+	fs.Var(&tf.mcpParallel, "mcp-parallel", "NAME=N: at most N calls at once to the MCP server NAME, reads and writes (default: reads at once, and one write at a time: a call of a tool whose annotations do not say readOnlyHint waits for the server's other writes); may be repeated")
 	tf.grants.Register(fs)
 	fs.BoolVar(&tf.allowCommands, "allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 	fs.StringVar(&tf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
@@ -98,7 +98,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 		if err != nil {
 			return fail(fmt.Errorf("--mcp %v", err))
 		}
-		s, err := mcp.Start(ctx, name, argv, mcp.Options{MaxParallel: parallel[name]})
+		s, err := mcp.Start(ctx, name, argv, mcp.Options{MaxParallel: parallel[name], MaxWrites: parallel[name]})
 		if err != nil {
 			return fail(err)
 		}
