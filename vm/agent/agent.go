@@ -609,7 +609,8 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
-	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
+	reader := newAnswerReader(llm.Reader(stream))
+	body := bufio.NewReader(reader)
 	src := &recordingReader{r: body}
 	var js *jsonStatements
 	if isJSON, err := startsJSON(body); err != nil {
@@ -644,6 +645,11 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	}
 	t.Steps, t.waiting = res.Steps, waits(res)
 	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
+	if d := reader.missed().diagnostic(t.name(), t.Form); d != nil {
+		// Nothing of the answer was read: what the run said of it is
+		// that it was empty.
+		t.Rejected = lang.Diagnostics{d}
+	}
 	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
 	for _, it := range f.Items {
@@ -679,8 +685,10 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		if err != nil {
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
-		t.Answer = g.form.read(text)
+		var missed missedBlocks
+		t.Answer, missed = g.form.read(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
+		ch.noPlan(missed, g.form.form)
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
 			if err != nil {

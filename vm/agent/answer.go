@@ -258,3 +258,32 @@ func shift(diags lang.Diagnostics, name string, n, lines int) lang.Diagnostics {
 	}
 	return out
 }
+
+// diagnostic says that no code block of an answer is a plan, naming the
+// blocks, or is nil when the answer set none aside.
+func (m missedBlocks) diagnostic(file, form string) *lang.Diagnostic {
+	if m.n == 0 {
+		return nil
+	}
+	what := "the code block of the answer is not a plan: "
+	if m.n > 1 {
+		what = fmt.Sprintf("none of the %d code blocks of the answer is a plan: ", m.n)
+	}
+	what += strings.Join(m.shown, "; ")
+	if more := m.n - len(m.shown); more > 0 {
+		what += fmt.Sprintf("; and %d more", more)
+	}
+	fix := "write the plan in a code block of its own tagged plan, or with no fence: its steps (label: tool(arg: value) -> †state.slot) and its output"
+	if form == FormJSON {
+		fix = `answer with the plan alone, in the JSON form {"calls": […], "output": …}`
+	}
+	return &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.EmptyPlan, File: file, Message: what, Fix: &lang.Fix{Message: fix}}
+}
+
+// noPlan makes the diagnostics of an answer in which no code block is a
+// plan, and of which nothing was read, the one that names its blocks.
+func (ch *checked) noPlan(m missedBlocks, form string) {
+	if d := m.diagnostic(ch.answer.Name, form); d != nil {
+		ch.diags = lang.Diagnostics{d}
+	}
+}

@@ -137,8 +137,9 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		if err != nil {
 			return out, err
 		}
-		answer := form.read(text)
+		answer, missed := form.read(text)
 		ch := checkAnswer("plan", answer, prelude, c, opts.Check, rules)
+		ch.noPlan(missed, form.form)
 		out.Answer, out.Name, out.Diagnostics = answer, ch.answer.Name, ch.diags
 		if opts.Round != nil {
 			u := meter.Usage()
