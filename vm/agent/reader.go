@@ -222,7 +222,7 @@ func (a *answerReader) feed(c byte) {
 		// A JSON plan: it is passed on from its first brace, for a
 		// plan written on one line runs call by call too.
 		line := a.line
-		a.line, a.mode, a.state = nil, passing, jsonPlan
+		a.line, a.mode, a.state, a.taken = nil, passing, jsonPlan, true
 		a.emit(line)
 	}
 	switch a.mode {
