@@ -209,15 +209,18 @@ func anyEstimated(es []bool) bool {
 	return false
 }
 
-// eachCount is the number of elements a for each is expected to have: the
-// length of a constant list, else its max.
-func eachCount(s *Step) int {
-	if s.Each.List.IsConst() {
-		if l, ok := s.Each.List.Const.([]any); ok {
-			return min(len(l), s.Each.Max)
-		}
+// eachCount is the number of elements a for each is expected to have.
+func eachCount(s *Step) int { return s.Each.Count() }
+
+// Count is the number of elements a for each is expected to have, each a
+// call: the length of its list when it is known before the run (a
+// constant list, a list written element by element, lists.range(N)), at
+// most its max; else its max.
+func (e *Each) Count() int {
+	if n, ok := knownLength(e.List); ok {
+		return min(n, e.Max)
 	}
-	return s.Each.Max
+	return e.Max
 }
 
 // stepCost counts a step's tool calls, model calls and tokens.

@@ -744,8 +744,18 @@ func (c *checker) checkPlans() {
 		c.emptyPlan()
 	}
 	if c.steps > c.limits.MaxSteps {
-		c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
+		d := c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
+		d.Fix = &lang.Fix{Message: fewerSteps(c.file.JSON)}
 	}
+}
+
+// fewerSteps says how to write a plan in fewer steps without dropping
+// work: a for each is one step however many calls it makes.
+func fewerSteps(json bool) string {
+	if json {
+		return `a call with "_forEach" is one step, however many elements it calls the tool for: write the calls of one tool that differ only in their arguments as one call over a list of those arguments ({"_tool": "lookup", "id": "†id", "_forEach": "[\"a\", \"b\"]", "_as": "id", "_outputPath": "†state.found"}), and leave out the calls the goal does not need`
+	}
+	return "a for each is one step, however many elements it calls its tool for: write the calls of one tool that differ only in their arguments as one for each over a list of those arguments (found: for each id in [\"a\", \"b\"]: lookup(id: †id) -> †state.found), and leave out the steps the goal does not need"
 }
 
 // emptyPlan reports a plan that has no steps and no output: it would run,

@@ -113,7 +113,7 @@ func CodeDocs() []CodeDoc {
 		{LimitExceeded, SeverityError,
 			"the plan is larger than the configured limits for untrusted plans (steps, fan-out, nesting, expression cost)",
 			"",
-			"Split the plan, lower the `max` of a `for each`, or raise the limit if the plan is trusted."},
+			"Write the calls of one tool that differ only in their arguments as one `for each` (one step, however many elements), leave out steps the goal does not need, lower the `max` of a `for each` or split its list, or raise the limit if the plan is trusted."},
 		{UnusedSlot, SeverityWarning,
 			"a slot is written but nothing reads it (only reported when the plan has an `output` that defines its result)",
 			"tool f() -> int pure\nf() -> †state.r\noutput 1\n",

@@ -78,6 +78,28 @@ func parseJSONPlan(name string, src []byte, stream bool) (*File, Diagnostics) {
 	return f, c.diags
 }
 
+// IsJSONPlan reports whether a JSON document has the shape of a plan in
+// the JSON form as a model answers with one, whether or not the plan
+// checks: a solution ({"calls": […], …}) or an array of calls, whose
+// first element is an object with "_tool" or "_task". A context document,
+// or any other JSON (an input restated, an example of a result), is not.
+// A document that is not valid JSON has that shape when it names a call's
+// "_tool" or "_task", so that a plan with a syntax error is still read as
+// the plan it was meant to be.
+func IsJSONPlan(src []byte) bool {
+	root, jerr := newJSONParser(src).document()
+	if jerr != nil {
+		return bytes.Contains(src, []byte(`"_tool"`)) || bytes.Contains(src, []byte(`"_task"`))
+	}
+	switch root.kind {
+	case jObject:
+		return root.get("calls") != nil
+	case jArray:
+		return len(root.arr) > 0 && (root.arr[0].get("_tool") != nil || root.arr[0].get("_task") != nil)
+	}
+	return false
+}
+
 // isContextMessage reports whether the first element of an array says
 // that the array is a context document, not calls.
 func isContextMessage(v *jvalue) bool {

@@ -680,7 +680,8 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	if err != nil {
 		return t, nil, fmt.Errorf("asking the planner: %w", err)
 	}
-	body := bufio.NewReader(newAnswerReader(llm.Reader(stream)))
+	reader := newAnswerReader(llm.Reader(stream))
+	body := bufio.NewReader(reader)
 	src := &recordingReader{r: body}
 	var js *jsonStatements
 	if isJSON, err := startsJSON(body); err != nil && !errors.Is(err, llm.ErrTruncated) {
@@ -725,6 +726,11 @@ func (g *goal) eagerTurn(ctx context.Context, n int, info *turnInfo, remaining i
 	}
 	t.Steps, t.waiting = res.Steps, waits(res)
 	t.Rejected = shift(rejected, t.name(), len(prelude), strings.Count(prelude, "\n"))
+	if d := reader.missed().diagnostic(t.name(), t.Form); d != nil {
+		// Nothing of the answer was read: what the run said of it is
+		// that it was empty.
+		t.Rejected = lang.Diagnostics{d}
+	}
 	f, _ := lang.Parse(t.name(), []byte(t.Answer))
 	labelSteps(lang.Steps(f.Items))
 	items := f.Items
@@ -816,7 +822,8 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 		t.Form = g.form.form
 		if errors.Is(err, llm.ErrTruncated) {
 			// Nothing of a plan cut short runs: it is asked for again.
-			t.Answer, t.Cut = g.form.read(text), err.Error()
+			t.Answer, _ = g.form.read(text)
+			t.Cut = err.Error()
 			g.event(vm.Event{Type: AnswerCut, Message: fmt.Sprintf("turn %d: %s; nothing of it ran", n, t.Cut)})
 			if t.Repairs >= g.opts.MaxRepairs {
 				return t, nil, fmt.Errorf("the planner's answer was cut short after %d repairs: %w", t.Repairs, err)
@@ -830,8 +837,10 @@ func (g *goal) lazyTurn(ctx context.Context, n int, info *turnInfo, remaining in
 			return t, nil, fmt.Errorf("asking the planner: %w", err)
 		}
 		t.Cut = ""
-		t.Answer = g.form.read(text)
+		var missed missedBlocks
+		t.Answer, missed = g.form.read(text)
 		ch := checkAnswer(strings.TrimSuffix(t.name(), ".plan"), t.Answer, prelude, &g.ctx, g.opts.Check, checkRules{approve: true, maxSteps: remaining})
+		ch.noPlan(missed, g.form.form)
 		if !ch.diags.HasErrors() {
 			prog, err := compiler.Compile(ch.info, ch.diags, compiler.Options{MaxParallel: g.opts.MaxParallel})
 			if err != nil {

@@ -79,7 +79,6 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 	ch.diags = append(ch.diags, diags...)
 	labelSteps(lang.Steps(f.Items))
 	given := c.toolNames()
-	steps := 0
 	for _, it := range f.Items {
 		switch d := it.(type) {
 		case *lang.ToolDecl:
@@ -98,16 +97,10 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 			if !rules.settings && !rules.approve {
 				ch.diags = append(ch.diags, answerError(f, lang.InvalidOption, it.Range(), "a plan-level approve needs the whole plan before it runs, which eager mode does not have: put approve on the steps that need it"))
 			}
-		case *lang.Step:
-			steps++
-		case *lang.PlanDecl:
-			steps += len(lang.Steps(d.Items))
 		}
 	}
-	if rules.minSteps > 0 && steps < rules.minSteps {
-		ch.diags = append(ch.diags, answerError(f, lang.LimitExceeded, f.Span, "the plan has %d steps, fewer than %d: split the work into smaller steps, each one call with one bounded outcome", steps, rules.minSteps))
-	}
 	if diags.HasErrors() {
+		ch.tooFew(f, nil, rules)
 		ch.diags.Sort()
 		return ch
 	}
@@ -121,7 +114,7 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 		ch.diags = append(ch.diags, pdiags...)
 		return ch
 	}
-	ch.file = &lang.File{Name: f.Name, Span: f.Span, InputValues: c.Input}
+	ch.file = &lang.File{Name: f.Name, Span: f.Span, InputValues: c.Input, JSON: f.JSON}
 	ch.file.Items = append(append(ch.file.Items, pf.Items...), f.Items...)
 	if rules.maxSteps > 0 {
 		cfg.Limits.MaxSteps = rules.maxSteps
@@ -129,8 +122,58 @@ func checkAnswer(name, text, prelude string, c *Context, cfg compiler.Config, ru
 	info, cdiags := compiler.Check(ch.file, cfg)
 	ch.info = info
 	ch.diags = append(ch.diags, answerOnly(cdiags, lines)...)
+	ch.tooFew(f, info, rules)
 	ch.diags.Sort()
 	return ch
+}
+
+// tooFew reports an answer that makes fewer calls than rules.minSteps. A
+// step is a call, and a for each as many calls as the elements of its
+// list (compiler.Each.Count), for the limit on steps counts a for each as
+// one step and asks for one where calls repeat: the for each it asks for
+// makes the calls it replaces, so the two rules never refuse each other's
+// fix. Without info (the answer does not parse) a for each is not
+// counted, nor its plan refused.
+func (ch *checked) tooFew(f *lang.File, info *compiler.Info, rules checkRules) {
+	if rules.minSteps <= 0 {
+		return
+	}
+	each := map[*lang.Step]int{}
+	if info != nil {
+		for _, p := range info.Plans {
+			for _, s := range p.Steps {
+				if s.Each != nil {
+					each[s.Node] = s.Each.Count()
+				}
+			}
+		}
+	}
+	steps := lang.Steps(f.Items)
+	for _, it := range f.Items {
+		if d, ok := it.(*lang.PlanDecl); ok {
+			steps = append(steps, lang.Steps(d.Items)...)
+		}
+	}
+	calls := 0
+	for _, st := range steps {
+		n, ok := each[st]
+		switch {
+		case ok:
+			calls += n
+		case st.Each != nil:
+			return
+		default:
+			calls++
+		}
+	}
+	if calls < rules.minSteps {
+		upto := ""
+		if rules.maxSteps > 0 {
+			upto = fmt.Sprintf(", in %d steps at most", rules.maxSteps)
+		}
+		ch.diags = append(ch.diags, answerError(f, lang.LimitExceeded, f.Span, "the plan makes %s, fewer than %d: split the work into smaller steps, each one call with one bounded outcome%s (a for each is one step, and makes a call for each element of its list)",
+			plural(calls, "call"), rules.minSteps, upto))
+	}
 }
 
 // answerOnly keeps the places of diagnostics that are in the answer, its
@@ -214,4 +257,33 @@ func shift(diags lang.Diagnostics, name string, n, lines int) lang.Diagnostics {
 		out = append(out, &nd)
 	}
 	return out
+}
+
+// diagnostic says that no code block of an answer is a plan, naming the
+// blocks, or is nil when the answer set none aside.
+func (m missedBlocks) diagnostic(file, form string) *lang.Diagnostic {
+	if m.n == 0 {
+		return nil
+	}
+	what := "the code block of the answer is not a plan: "
+	if m.n > 1 {
+		what = fmt.Sprintf("none of the %d code blocks of the answer is a plan: ", m.n)
+	}
+	what += strings.Join(m.shown, "; ")
+	if more := m.n - len(m.shown); more > 0 {
+		what += fmt.Sprintf("; and %d more", more)
+	}
+	fix := "write the plan in a code block of its own tagged plan, or with no fence: its steps (label: tool(arg: value) -> †state.slot) and its output"
+	if form == FormJSON {
+		fix = `answer with the plan alone, in the JSON form {"calls": […], "output": …}`
+	}
+	return &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.EmptyPlan, File: file, Message: what, Fix: &lang.Fix{Message: fix}}
+}
+
+// noPlan makes the diagnostics of an answer in which no code block is a
+// plan, and of which nothing was read, the one that names its blocks.
+func (ch *checked) noPlan(m missedBlocks, form string) {
+	if d := m.diagnostic(ch.answer.Name, form); d != nil {
+		ch.diags = lang.Diagnostics{d}
+	}
 }

@@ -127,7 +127,7 @@ func (e *evaluator) Evaluate(ctx context.Context, req vm.EvaluationRequest) (vm.
 		Note    string         `json:"note"`
 		Facts   map[string]any `json:"facts"`
 	}
-	dec := json.NewDecoder(strings.NewReader(readAnswer(text)))
+	dec := json.NewDecoder(strings.NewReader(readJSONAnswer(text)))
 	dec.UseNumber()
 	if err := dec.Decode(&answer); err != nil {
 		return vm.Verdict{}, fmt.Errorf("the evaluator's answer is not the JSON verdict asked for: %v: %.200q", err, text)

@@ -77,13 +77,14 @@ func (f *answerForm) refused(err error) bool {
 }
 
 // read reads the plan in an answer: what the answer reader finds, with
-// the nulls a strict schema makes a JSON answer write left out.
-func (f *answerForm) read(text string) string {
-	answer := readAnswer(text)
+// the nulls a strict schema makes a JSON answer write left out, and the
+// code blocks set aside when none of them is a plan.
+func (f *answerForm) read(text string) (string, missedBlocks) {
+	answer, missed := readAnswer(text)
 	if f.form == FormJSON && looksLikeJSON(answer) {
 		answer = dropNulls(answer, f.tools)
 	}
-	return answer
+	return answer, missed
 }
 
 // promptTokens is the size of a request's prompt in tokens: counted, as

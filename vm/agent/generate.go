@@ -141,7 +141,8 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 			out.PromptTokens = promptTokens(usage.Input, req)
 		}
 		if errors.Is(err, llm.ErrTruncated) {
-			out.Answer, out.Name, out.Diagnostics = form.read(text), "plan", nil
+			out.Answer, _ = form.read(text)
+			out.Name, out.Diagnostics = "plan", nil
 			if opts.Round != nil {
 				u := meter.Usage()
 				opts.Round(Round{N: round, Form: form.form, Answer: out.Answer, Fallback: fallback, Cut: err.Error(),
@@ -157,8 +158,9 @@ func Generate(ctx context.Context, opts GenerateOptions) (*Generated, error) {
 		if err != nil {
 			return out, err
 		}
-		answer := form.read(text)
+		answer, missed := form.read(text)
 		ch := checkAnswer("plan", answer, prelude, c, opts.Check, rules)
+		ch.noPlan(missed, form.form)
 		out.Answer, out.Name, out.Diagnostics = answer, ch.answer.Name, ch.diags
 		if opts.Round != nil {
 			u := meter.Usage()

@@ -218,3 +218,82 @@ func TestGenerateRepairReportBounded(t *testing.T) {
 		}
 	}
 }
+
+// literalModel answers as a model that does what the checker's report
+// says, word for word: first a plan of one call for each of 12
+// customers; told that the plan has too many steps, the same calls as one
+// for each (the way to keep every call the goal needs); told that it
+// makes too few calls, each call a step of its own again.
+func literalModel(req *llmtest.Request) llmtest.Reply {
+	var ids []string
+	var long strings.Builder
+	for i := 1; i <= 12; i++ {
+		ids = append(ids, fmt.Sprintf("%q", fmt.Sprintf("c-%d", i)))
+		fmt.Fprintf(&long, "l%d: lookup(id: \"c-%d\") -> †state.c%d\n", i, i, i)
+	}
+	long.WriteString("output [")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&long, "†state.c%d, ", i)
+	}
+	long.WriteString("]\n")
+	each := "all: for each id in [" + strings.Join(ids, ", ") + "]: lookup(id: †id) -> †state.customers\noutput †state.customers\n"
+	last := req.Messages[len(req.Messages)-1].Content
+	switch {
+	case strings.Contains(last, "fewer than"):
+		return llmtest.Text(long.String(), llm.Usage{})
+	case strings.Contains(last, "more than the limit"):
+		return llmtest.Text(each, llm.Usage{})
+	}
+	return llmtest.Text(long.String(), llm.Usage{})
+}
+
+// TestGenerateLongAnswerConverges: an answer of more steps than the most
+// allowed is told to write its repeated calls as a for each; the for each
+// that does is no longer refused for making too few calls (which sent the
+// model back to one call a step, and round again), so the plan checks
+// after one repair, within the two allowed.
+func TestGenerateLongAnswerConverges(t *testing.T) {
+	for _, p := range fakeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			srv := p.start(literalModel)
+			defer srv.Close()
+			c, cfg := testContext(t, customerTools, map[string]any{"id": "c-1"})
+			got, err := Generate(context.Background(), GenerateOptions{Goal: "Look up customers c-1 to c-12.", Context: c, Check: cfg, MaxRepairs: 2,
+				Model: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.OK || got.Rounds > 3 {
+				t.Fatalf("ok %v after %d rounds:\n%s", got.OK, got.Rounds, got.Diagnostics)
+			}
+			repair := srv.Requests()[1].Messages[2].Content
+			if !strings.Contains(repair, "more than the limit of 10") || !strings.Contains(repair, "one for each over a list of those arguments") {
+				t.Errorf("the repair does not say how to write fewer steps:\n%s", repair)
+			}
+		})
+	}
+}
+
+// TestStepRulesAgree: the plan each step-count rule asks for is not
+// refused by the other. A for each counts as one step toward the most
+// steps and as its calls toward the fewest, whether its list is written
+// in the plan, read from the input, or known only when it runs.
+func TestStepRulesAgree(t *testing.T) {
+	c, cfg := testContext(t, customerTools+"tool search(q: string) -> [string] pure\n", map[string]any{"id": "c-1", "ids": []any{"a", "b", "c", "d"}})
+	rules := checkRules{minSteps: 3, maxSteps: 10}
+	for _, answer := range []string{
+		"all: for each id in [\"a\", \"b\", \"c\"]: lookup(id: †id) -> †state.customers\noutput †state.customers\n",
+		"all: for each id in †input.ids: lookup(id: †id) -> †state.customers\noutput †state.customers\n",
+		"found: search(q: \"x\") -> †state.ids\nall: for each id in †state.ids: lookup(id: †id) -> †state.customers\noutput †state.customers\n",
+		"all: for each n in lists.range(5): score(orders: †n) -> †state.scores\noutput †state.scores\n",
+	} {
+		ch := checkAnswer("plan", answer, c.prelude(nil, nil), &c, offeredConfig(cfg, &c), rules)
+		if ch.diags.HasErrors() {
+			t.Errorf("%s:\n%s", answer, ch.diags)
+		}
+	}
+	ch := checkAnswer("plan", "all: for each id in [\"a\", \"b\"]: lookup(id: †id) -> †state.customers\noutput †state.customers\n", c.prelude(nil, nil), &c, offeredConfig(cfg, &c), rules)
+	if len(ch.diags) != 1 || !strings.Contains(ch.diags[0].Message, "the plan makes 2 calls, fewer than 3") || !strings.Contains(ch.diags[0].Message, "in 10 steps at most") {
+		t.Errorf("a for each of two calls:\n%s", ch.diags)
+	}
+}

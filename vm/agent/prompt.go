@@ -67,11 +67,11 @@ Write the whole plan, with an output that gives the result of the goal. It is ch
 `)
 	case form == FormJSON:
 		fmt.Fprintf(&b, `
-Write the whole plan: between %d and %d calls, each one with one bounded outcome, and an "output" that gives the result of the goal. It is checked: if it has errors, you get the checker's report and answer with the whole corrected plan.
+Write the whole plan: between %d and %d calls, each one with one bounded outcome, and an "output" that gives the result of the goal. A call with "_forEach" counts as one toward the %[2]d, and as one for each element of its list toward the %[1]d. It is checked: if it has errors, you get the checker's report and answer with the whole corrected plan.
 `, minSteps, maxSteps)
 	default:
 		fmt.Fprintf(&b, `
-Write the whole plan: between %d and %d steps, each one call with one bounded outcome, and an output that gives the result of the goal. It is checked: if it has errors, you get the checker's report and answer with the whole corrected plan. You may answer in JSON instead of plan text: {"calls": [{"_tool": "f", "x": "†input.x", "_outputPath": "†state.r"}], "output": {…}}.
+Write the whole plan: between %d and %d steps, each one call with one bounded outcome, and an output that gives the result of the goal. A for each counts as one step toward the %[2]d, and as one for each element of its list toward the %[1]d. It is checked: if it has errors, you get the checker's report and answer with the whole corrected plan. You may answer in JSON instead of plan text: {"calls": [{"_tool": "f", "x": "†input.x", "_outputPath": "†state.r"}], "output": {…}}.
 `, minSteps, maxSteps)
 	}
 	return b.String()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/obelisk-plan/obelisk/lang"
 )
 
 // answerReader reads the plan out of a model's answer as the answer
@@ -16,13 +18,29 @@ import (
 // what it gives are the lines of the answer, and diagnostics on the plan
 // point at the model's own lines.
 //
+// An answer may have several code blocks, only one of them the plan: a
+// block restating the input in JSON, then the plan in another. The reader
+// takes the first block that is a plan, and sets the others aside. A block
+// tagged plan or obelisk is the plan. Any other block is held until it
+// shows whether it is: a block whose first line that is neither blank nor
+// a comment starts a statement of plan text (and whose tag is not json) is
+// the plan from that line on; any other block is read whole when it
+// closes, and is the plan when it is a plan in the JSON form
+// (lang.IsJSONPlan) or plan text that parses. Nothing of a block is passed
+// on before it is known to be the plan, so eager mode never runs a
+// statement of a block that is not. At most maxHeldBlock bytes of a block
+// are held: a longer block that has not shown itself the plan is not.
+// Once the plan's block closes, a later block of the same tag goes on
+// with the plan when it is plan text too; the other blocks are dropped.
+// When no block is the plan, missed names the blocks set aside.
+//
 // In eager mode each statement runs as soon as it is complete, so the
-// reader holds back as little as it can: inside a code block it holds only
-// a line that starts with a backquote or a tilde (which may close the
-// block), and in a plan without a fence only a line whose first character
-// cannot start a statement (an upper-case letter, a list marker, a digit,
-// '<'), until its end shows whether it is prose. Before the plan starts,
-// each line is held until its end.
+// reader holds back as little as it can: inside the plan's code block it
+// holds only a line that starts with a backquote or a tilde (which may
+// close the block), and in a plan without a fence only a line whose first
+// character cannot start a statement (an upper-case letter, a list
+// marker, a digit, '<'), until its end shows whether it is prose. Before
+// the plan starts, each line is held until its end.
 type answerReader struct {
 	r     io.Reader
 	buf   []byte
@@ -35,6 +53,22 @@ type answerReader struct {
 	// "~~~~"), tag its tag, json whether the block's plan is JSON.
 	fence, tag string
 	json       bool
+	// want tells whether a whole block is what the reader looks for;
+	// text, whether a block of text may be taken at its first line that
+	// starts a statement.
+	want blockTest
+	text bool
+	// block holds the lines of a block not known yet to be the plan;
+	// first is its first line that is not blank, started whether it has
+	// one that is neither blank nor a comment, and blockJSON whether that
+	// line starts JSON. after is set when the block follows the plan's.
+	block          []byte
+	first          string
+	started, after bool
+	blockJSON      bool
+	resume         readerState // the state after a block that is skipped
+	taken          bool        // some of the answer was taken as the plan
+	setAside       missedBlocks
 	// closeTag ends the reasoning block being skipped.
 	closeTag string
 	// seen is set once some of the plan has been passed on.
@@ -53,8 +87,10 @@ type readerState int
 const (
 	beforePlan readerState = iota // prose, reasoning: nothing of the plan yet
 	reasoning                     // inside <think>…</think>
-	fenced                        // inside a code block
-	afterBlock                    // after a code block: prose, or another block
+	fenced                        // inside the plan's code block
+	held                          // inside a code block that may be the plan
+	skipped                       // inside a code block that is not the plan
+	afterBlock                    // after the plan's code block: prose, or another block
 	plain                         // a plan written without a fence
 	jsonPlan                      // a JSON plan written without a fence
 	finished                      // after the plan: the rest is dropped
@@ -69,16 +105,88 @@ const (
 	dropping                 // the line is not the plan's: dropped
 )
 
+// blockTest tells whether the whole text of a code block is what a reader
+// looks for; json reports that the block starts as JSON.
+type blockTest func(text []byte, json bool) bool
+
+// isPlanBlock reports whether a code block holds a plan: in the JSON form,
+// or plan text that parses.
+func isPlanBlock(text []byte, json bool) bool {
+	if json {
+		return lang.IsJSONPlan(text)
+	}
+	f, diags := lang.Parse("block.plan", text)
+	return !diags.HasErrors() && len(f.Items) > 0
+}
+
+// isJSONBlock reports whether a code block holds JSON.
+func isJSONBlock(_ []byte, json bool) bool { return json }
+
+// maxHeldBlock bounds what the reader holds of a code block before it
+// knows whether the block is the plan.
+const maxHeldBlock = 1 << 20
+
 // newAnswerReader returns a reader of the plan in the answer r streams.
 func newAnswerReader(r io.Reader) *answerReader {
-	return &answerReader{r: r, buf: make([]byte, 4096)}
+	return &answerReader{r: r, buf: make([]byte, 4096), want: isPlanBlock, text: true}
 }
 
 // readAnswer returns the plan in a whole answer, as newAnswerReader reads
-// it.
-func readAnswer(answer string) string {
-	b, _ := io.ReadAll(newAnswerReader(strings.NewReader(answer)))
+// it, and the code blocks set aside when none of them is the plan.
+func readAnswer(answer string) (string, missedBlocks) {
+	a := newAnswerReader(strings.NewReader(answer))
+	b, _ := io.ReadAll(a)
+	return string(b), a.missed()
+}
+
+// readJSONAnswer returns the JSON document in a whole answer (an
+// evaluator's verdict): the first code block that holds JSON, or JSON
+// written without a fence.
+func readJSONAnswer(answer string) string {
+	a := &answerReader{r: strings.NewReader(answer), buf: make([]byte, 4096), want: isJSONBlock}
+	b, _ := io.ReadAll(a)
 	return string(b)
+}
+
+// missedBlocks are the code blocks of an answer set aside when none of
+// them is the plan: how many, and the first few, each as its tag and the
+// start of its first line that is not blank.
+type missedBlocks struct {
+	n     int
+	shown []string
+}
+
+// The most blocks missedBlocks names, and the most characters of each
+// one's first line.
+const (
+	missedShown = 4
+	missedLine  = 60
+)
+
+func (m *missedBlocks) add(tag, first string) {
+	m.n++
+	if len(m.shown) == missedShown {
+		return
+	}
+	if r := []rune(first); len(r) > missedLine {
+		first = string(r[:missedLine]) + "…"
+	}
+	what := "```" + tag
+	if first == "" {
+		what += " (empty)"
+	} else {
+		what += ", first line: " + first
+	}
+	m.shown = append(m.shown, what)
+}
+
+// missed returns the code blocks set aside when no part of the answer
+// was taken as the plan.
+func (a *answerReader) missed() missedBlocks {
+	if a.taken {
+		return missedBlocks{}
+	}
+	return a.setAside
 }
 
 func (a *answerReader) Read(p []byte) (int, error) {
@@ -92,6 +200,9 @@ func (a *answerReader) Read(p []byte) (int, error) {
 				line := a.line
 				a.line, a.mode = nil, atStart
 				a.decide(line, false)
+			}
+			if a.state == held {
+				a.settle() // a block the answer never closes
 			}
 			a.err = err
 		}
@@ -111,7 +222,7 @@ func (a *answerReader) feed(c byte) {
 		// A JSON plan: it is passed on from its first brace, for a
 		// plan written on one line runs call by call too.
 		line := a.line
-		a.line, a.mode, a.state = nil, passing, jsonPlan
+		a.line, a.mode, a.state, a.taken = nil, passing, jsonPlan, true
 		a.emit(line)
 	}
 	switch a.mode {
@@ -145,6 +256,11 @@ func (a *answerReader) startLine(c byte) lineMode {
 			return holding // a closing fence, or the block's first line
 		}
 		return passing
+	case skipped:
+		if c == '`' || c == '~' {
+			return holding // a closing fence
+		}
+		return dropping
 	case jsonPlan:
 		return passing
 	case plain:
@@ -199,6 +315,15 @@ func (a *answerReader) decide(line []byte, complete bool) {
 		}
 		a.emit(line)
 		return
+	case held:
+		a.hold(line, trimmed, complete)
+		return
+	case skipped:
+		if isClosingFence(trimmed, a.fence) {
+			a.state = a.resume
+		}
+		newline()
+		return
 	case finished:
 		newline()
 		return
@@ -222,9 +347,21 @@ func (a *answerReader) decide(line []byte, complete bool) {
 	if fence, tag, ok := openingFence(trimmed); ok {
 		switch {
 		case a.state == beforePlan:
-			a.state, a.fence, a.tag = fenced, fence, tag
+			a.fence, a.tag = fence, tag
+			if planTags[tag] {
+				a.state, a.taken = fenced, true
+			} else {
+				a.open(false)
+			}
 		case a.state == afterBlock && tag == a.tag:
-			a.state, a.fence = fenced, fence
+			a.fence = fence
+			if planTags[tag] {
+				a.state = fenced
+			} else {
+				a.open(true)
+			}
+		case a.state == afterBlock:
+			a.state, a.fence, a.resume = skipped, fence, afterBlock
 		case a.state == plain:
 			a.state = finished // the plan is over; what follows repeats it or explains it
 		}
@@ -236,18 +373,92 @@ func (a *answerReader) decide(line []byte, complete bool) {
 		return
 	}
 	if trimmed != "" && (trimmed[0] == '{' || trimmed[0] == '[') && a.state == beforePlan {
-		a.state = jsonPlan
+		a.state, a.taken = jsonPlan, true
 		a.emit(line)
 		return
 	}
 	if startsStatement(trimmed) {
 		if a.state == beforePlan {
-			a.state = plain
+			a.state, a.taken = plain, true
 		}
 		a.emit(line)
 		return
 	}
 	newline()
+}
+
+// The tags of a code block that say it holds plan text.
+var planTags = map[string]bool{"plan": true, "obelisk": true}
+
+// The tags of a code block that say it holds JSON.
+var jsonTags = map[string]bool{"json": true, "jsonc": true, "json5": true}
+
+// open starts holding a code block that may be the plan; after says that
+// it follows the plan's block, which it may go on with.
+func (a *answerReader) open(after bool) {
+	a.state, a.after = held, after
+	a.block, a.first, a.started, a.blockJSON = a.block[:0], "", false, false
+}
+
+// hold takes a line of a held block: the block's closing fence, or a line
+// held until the block shows whether it is the plan.
+func (a *answerReader) hold(line []byte, trimmed string, complete bool) {
+	if isClosingFence(trimmed, a.fence) {
+		a.settle()
+		if complete {
+			a.out.WriteByte('\n')
+		}
+		return
+	}
+	a.block = append(a.block, line...)
+	if a.first == "" {
+		a.first = trimmed
+	}
+	if !a.started && trimmed != "" && !strings.HasPrefix(trimmed, "#") && !strings.HasPrefix(trimmed, "//") {
+		a.started = true
+		a.blockJSON = trimmed[0] == '{' || trimmed[0] == '['
+		if a.text && !a.blockJSON && !jsonTags[a.tag] && startsStatement(trimmed) {
+			a.take()
+			return
+		}
+	}
+	if len(a.block) > maxHeldBlock {
+		a.setAsideBlock()
+		a.state = skipped
+	}
+}
+
+// settle decides, once it is whole, whether a held block is the plan.
+func (a *answerReader) settle() {
+	if a.want(a.block, a.blockJSON) && !(a.after && a.blockJSON) {
+		a.take()
+		a.state = afterBlock
+		if a.json {
+			a.state = finished
+		}
+		return
+	}
+	a.setAsideBlock()
+}
+
+// take passes a held block on as the plan, which it goes on with.
+func (a *answerReader) take() {
+	a.state, a.taken, a.seen, a.json = fenced, true, true, a.blockJSON
+	a.emit(a.block)
+	a.block = a.block[:0]
+}
+
+// setAsideBlock drops a held block that is not the plan, and names it
+// among those set aside when it does not follow the plan.
+func (a *answerReader) setAsideBlock() {
+	a.out.Write(bytes.Repeat([]byte{'\n'}, bytes.Count(a.block, []byte{'\n'})))
+	a.block = a.block[:0]
+	a.resume = afterBlock
+	if !a.after {
+		a.setAside.add(a.tag, a.first)
+		a.resume = beforePlan
+	}
+	a.state = a.resume
 }
 
 // rest reads what follows a closing reasoning tag on its line as a line

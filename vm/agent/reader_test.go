@@ -47,7 +47,7 @@ func TestAnswerReaderCorpus(t *testing.T) {
 					}
 				}
 			}
-			if readAnswer(answer) != readAnswerWhole(answer) {
+			if plan, _ := readAnswer(answer); plan != readAnswerWhole(answer) {
 				t.Errorf("readAnswer differs from the reader")
 			}
 		})
@@ -106,6 +106,38 @@ func TestAnswerReaderStreams(t *testing.T) {
 	}
 }
 
+// TestAnswerReaderHoldsBlocks: a code block that may not be the plan is
+// held until it shows that it is, so that eager mode runs nothing of a
+// block that is not: a json block until it closes, even when it is a
+// plan; a block of text until its first line that is neither blank nor a
+// comment starts a statement, or else until it closes.
+func TestAnswerReaderHoldsBlocks(t *testing.T) {
+	tests := []struct{ first, held, rest, want string }{
+		{"```json\n{\"calls\": [{\"_tool\": \"lookup\", \"id\": \"x\"}],\n", "", "\"output\": null}\n```\n",
+			"{\"calls\": [{\"_tool\": \"lookup\", \"id\": \"x\"}],\n\"output\": null}"},
+		{"```json\n{\"id\": \"x\"}\n```\n```plan\nfetch: lookup(id: 1) -> †state.c\nsc", "fetch: lookup(id: 1) -> †state.c\nsc", ": score(orders: 1)\n```\n",
+			"fetch: lookup(id: 1) -> †state.c\nsc: score(orders: 1)"},
+		{"```\n# first\nfetch: lookup(id: 1) -> †state.c\n", "# first\nfetch: lookup(id: 1) -> †state.c", "```\n", "# first\nfetch: lookup(id: 1) -> †state.c"},
+		{"```\ncustomerId: c-1\nfetch: lookup(id: 1) -> †state.c\n", "", "```\n", ""},
+		{"```text\noutput 1\n```\nThe result:\n```text\n{\"a\": 1}\n", "output 1", "```\n", "output 1"},
+	}
+	for _, tt := range tests {
+		a := newAnswerReader(nil)
+		for _, c := range []byte(tt.first) {
+			a.feed(c)
+		}
+		if got := nonBlank(a.out.String()); got != tt.held {
+			t.Errorf("after %q the reader gave %q, want %q", tt.first, got, tt.held)
+		}
+		for _, c := range []byte(tt.rest) {
+			a.feed(c)
+		}
+		if got := nonBlank(a.out.String()); got != tt.want {
+			t.Errorf("after %q the reader gave %q, want %q", tt.first+tt.rest, got, tt.want)
+		}
+	}
+}
+
 // FuzzAnswerReader: whatever a model answers, the reader does not fail,
 // reads the same plan however the answer is cut, and each line it gives
 // is part of the answer's line of the same number.
@@ -117,14 +149,23 @@ func FuzzAnswerReader(f *testing.F) {
 		}
 	}
 	f.Add("<think>\n```plan\n</think>\n{\"a\": [\"}\"]}\n")
+	f.Add("```json\n{\"a\": 1}\n```\n```\nf(x: 1)\n```\n~~~json\n[{\"_tool\": \"f\"}]")
+	f.Add("```\n# c\n\nx: 1\n```\n```yaml\n```\n```\n{\"calls\": [\n```\n```\nf(")
 	f.Fuzz(func(t *testing.T, answer string) {
-		whole := readAnswer(answer)
-		b, err := io.ReadAll(newAnswerReader(iotest.OneByteReader(strings.NewReader(answer))))
+		whole, missed := readAnswer(answer)
+		r := newAnswerReader(iotest.OneByteReader(strings.NewReader(answer)))
+		b, err := io.ReadAll(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(b) != whole {
 			t.Fatalf("read whole %q, byte by byte %q", whole, b)
+		}
+		if m := r.missed(); m.n != missed.n || strings.Join(m.shown, "\n") != strings.Join(missed.shown, "\n") {
+			t.Fatalf("blocks set aside: whole %+v, byte by byte %+v", missed, m)
+		}
+		if missed.n > 0 && strings.TrimSpace(whole) != "" {
+			t.Fatalf("blocks set aside %+v, but the plan %q was read", missed, whole)
 		}
 		lines, answerLines := strings.Split(whole, "\n"), strings.Split(answer, "\n")
 		if len(lines) > len(answerLines) {

@@ -654,3 +654,117 @@ func TestScenarioChangedIrreversibleRefused(t *testing.T) {
 		}
 	}
 }
+
+// refundJSONPlan is refundPlan in the JSON form.
+const refundJSONPlan = `{"calls": [
+  {"_tool": "checkBillingHistory", "_id": "history", "customerId": "†input.customerId", "_outputPath": "†state.billingHistory"},
+  {"_tool": "issueRefund", "_id": "refund", "customerId": "†input.customerId", "amount": "†input.amount", "_outputPath": "†state.refund",
+   "_when": "†state.billingHistory.orders > 0", "_approve": "Issue this refund?"}
+], "output": {"_expr": "{confirmationId: †state.refund.confirmationId}"}}
+`
+
+// restatedInput is a model's restatement of the refund goal's input, in a
+// json block before its plan.
+const restatedInput = "The input is:\n```json\n{\"customerId\": \"cust_123\", \"amount\": 50}\n```\n"
+
+// TestScenarioTwoFences: the input restated in a json block, then the plan
+// in a second block (tagged plan, json, or untagged). The reader took the
+// first block, the report never named the second, and neither generate
+// nor the agent converged; the plan is now the block that is one, read in
+// one round of generate and one turn of the agent, in both modes, and the
+// refund runs once.
+func TestScenarioTwoFences(t *testing.T) {
+	answers := map[string]string{
+		"plan":     restatedInput + "The plan:\n```plan\n" + refundPlan + "```\n",
+		"json":     restatedInput + "The plan:\n```json\n" + refundJSONPlan + "```\n",
+		"untagged": restatedInput + "```\n" + refundPlan + "```\nDone.\n",
+	}
+	for _, p := range fakeProviders {
+		for name, answer := range answers {
+			t.Run(p.name+"/"+name, func(t *testing.T) {
+				srv := p.start(func(*llmtest.Request) llmtest.Reply { return llmtest.Text(answer, llm.Usage{}) })
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2,
+					Model: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !g.OK || g.Rounds != 1 {
+					t.Fatalf("generate: ok %v after %d rounds:\n%s", g.OK, g.Rounds, g.Diagnostics)
+				}
+				for _, mode := range []string{Eager, Lazy} {
+					j := &journal{}
+					res, err := Run(context.Background(), Options{Goal: "Refund the customer.", Mode: mode, Context: c, Check: cfg, Tools: refundToolbox(j),
+						Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Status != GoalCompleted || res.GoalExecution.Turns != 1 || res.GoalExecution.Repairs != 0 || j.count("call issueRefund") != 1 {
+						t.Fatalf("%s: status %s (%v) after %d turns and %d repairs, refunds %d; rejected %v", mode, res.Status, res.Err,
+							res.GoalExecution.Turns, res.GoalExecution.Repairs, j.count("call issueRefund"), res.Turns[0].Rejected)
+					}
+					if fmt.Sprint(res.Output) != "map[confirmationId:RF-1]" {
+						t.Errorf("%s: output %v", mode, res.Output)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestScenarioNoFenceIsAPlan: an answer of blocks none of which is a plan
+// gets a repair that names them (their tags and first lines), in generate
+// and in the agent, and the plan the model then gives runs; nothing of
+// the blocks ran.
+func TestScenarioNoFenceIsAPlan(t *testing.T) {
+	noPlan := restatedInput + "I will check the history, then refund:\n```yaml\nsteps:\n  - checkBillingHistory\n  - issueRefund\n```\n"
+	wants := []string{`none of the 2 code blocks of the answer is a plan: ` + "```json, first line: {\\\"customerId\\\": \\\"cust_123\\\", \\\"amount\\\": 50}; ```yaml, first line: steps:"}
+	for _, p := range fakeProviders {
+		t.Run(p.name+"/generate", func(t *testing.T) {
+			srv := p.start(llmtest.Script(llmtest.Text(noPlan, llm.Usage{}), llmtest.Text(refundPlan, llm.Usage{})))
+			defer srv.Close()
+			c, cfg := refundContext(t)
+			g, err := Generate(context.Background(), GenerateOptions{Goal: "Refund the customer.", Context: c, Check: cfg, MinSteps: 2,
+				Model: p.open(srv.Settings("planner", "judge"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.OK || g.Rounds != 2 {
+				t.Fatalf("ok %v after %d rounds:\n%s", g.OK, g.Rounds, g.Diagnostics)
+			}
+			repair := srv.Requests()[1].Messages[2].Content
+			for _, want := range wants {
+				if !strings.Contains(repair, want) {
+					t.Errorf("the repair lacks %s:\n%s", want, repair)
+				}
+			}
+			if strings.Contains(repair, `"code":"limit-exceeded"`) || strings.Count(repair, `"severity":"error"`) != 1 {
+				t.Errorf("the repair says more than that no block is a plan:\n%s", repair)
+			}
+		})
+		for _, mode := range []string{Eager, Lazy} {
+			t.Run(p.name+"/"+mode, func(t *testing.T) {
+				srv := p.start(llmtest.Script(llmtest.Text(noPlan, llm.Usage{}), llmtest.Text(refundPlan, llm.Usage{})))
+				defer srv.Close()
+				c, cfg := refundContext(t)
+				j := &journal{}
+				res, err := Run(context.Background(), Options{Goal: "Refund the customer.", Mode: mode, Context: c, Check: cfg, Tools: refundToolbox(j),
+					Approver: approveAll{}, Planner: p.open(srv.Settings("planner", "judge"))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != GoalCompleted || j.count("call issueRefund") != 1 || j.count("call checkBillingHistory") != 1 {
+					t.Fatalf("status %s (%v), calls %v", res.Status, res.Err, j.all())
+				}
+				reqs := srv.Requests()
+				second := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+				for _, want := range wants {
+					if !strings.Contains(second, want) {
+						t.Errorf("the second request lacks %s:\n%s", want, second)
+					}
+				}
+			})
+		}
+	}
+}
