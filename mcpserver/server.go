@@ -199,9 +199,9 @@ func protocolVersions() []string {
 	return out
 }
 
-// Run serves one client over a transport (sdk.StdioTransport for a server
-// a client starts) until the client goes away or ctx ends. Runs still
-// executing go on until Close.
+// Run serves one client over a transport until the client goes away or
+// ctx ends. Runs still executing go on until Close. A server a client
+// starts serves it with RunStdio, which screens its messages.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
@@ -219,12 +219,13 @@ type HTTPOptions struct {
 }
 
 // Handler serves clients over MCP's streamable HTTP transport, each in a
-// session of its own. Requests from a browser page of another origin are
+// session of its own. A message the SDK would refuse is answered with a
+// JSON-RPC error. Requests from a browser page of another origin are
 // refused, and so are requests to a loopback address with another host
 // name (DNS rebinding).
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
-	protected := http.NewCrossOriginProtection().Handler(h)
+	protected := http.NewCrossOriginProtection().Handler(screenHTTP(h))
 	if opts.Token == "" {
 		return protected
 	}

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
@@ -126,7 +124,7 @@ func mcpServerCommand() *command {
 				defer srv.Close()
 				if *httpAddr == "" {
 					e.log.Info("serving MCP on stdio", "journal", store.Path())
-					if err := srv.Run(ctx, &sdk.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+					if err := srv.RunStdio(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 						e.errorf("%v", err)
 						return exitUsage
 					}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,5 +157,50 @@ func TestMCPServerRunsOfOthers(t *testing.T) {
 		if r := runObelisk(t, dir, "resume", "--state-dir", state, id); r.code != exitOK {
 			t.Errorf("obelisk resume %s: %+v", id, r)
 		}
+	}
+}
+
+// TestMCPServerDeepMessage: a message nested 100,000 deep, which the SDK
+// cannot read, gets a JSON-RPC error from obelisk mcp-server on stdio,
+// and the process goes on answering.
+func TestMCPServerDeepMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	cmd := obelisk(t, t.TempDir(), "mcp-server", "--state-dir", t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"a":` + deep + `}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	} {
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		got = append(got, sc.Text())
+		if strings.HasPrefix(sc.Text(), `{"jsonrpc":"2.0","id":3,`) {
+			break
+		}
+	}
+	if len(got) != 3 || !strings.HasPrefix(got[1], `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`) || got[2] != `{"jsonrpc":"2.0","id":3,"result":{}}` {
+		t.Errorf("the server answered:\n%s", strings.Join(got, "\n"))
 	}
 }
