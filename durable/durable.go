@@ -126,6 +126,20 @@ func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
 // takes no ownership of the run.
 func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
 
+// Origin returns who made run id (the run named id exactly), or nil for
+// a run that recorded no origin.
+func (s *Store) Origin(id string) (*Origin, error) {
+	st, err := s.db.Stored(id)
+	if err != nil {
+		return nil, err
+	}
+	set, err := decodeSettings(st.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
+	}
+	return set.Origin, nil
+}
+
 // Mark returns a token that changes whenever something of run id is
 // recorded, by any process; with id "", of any run (see journal.DB.Mark).
 func (s *Store) Mark(id string) (string, error) { return s.db.Mark(id) }

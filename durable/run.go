@@ -42,6 +42,32 @@ type Settings struct {
 	// Resume. It holds no grants and no secrets: those are the resuming
 	// program's.
 	Caller json.RawMessage `json:"caller,omitempty"`
+	// Origin says who made the run; nil for a run recorded before runs
+	// recorded it.
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// What made a run (Origin.By).
+const (
+	// ByCLI is the obelisk command (run, apply, agent).
+	ByCLI = "cli"
+	// ByMCPServer is an MCP server (package mcpserver).
+	ByMCPServer = "mcp-server"
+)
+
+// Origin says who made a run: the obelisk command, or a server instance
+// of a name and grants. A server acts only on the runs of its own origin
+// (see package mcpserver); what acts for the operator (obelisk approve,
+// resume, the console) acts on every run, whatever its origin.
+type Origin struct {
+	// By is what made the run: ByCLI or ByMCPServer.
+	By string `json:"by"`
+	// Name is the name the operator gave the server instance, or "".
+	Name string `json:"name,omitempty"`
+	// Grants is a fingerprint of what the server's runs may do: its
+	// tools, the permission grants and servers behind them, and its
+	// approval policy. Equal grants give equal fingerprints.
+	Grants string `json:"grants,omitempty"`
 }
 
 // decodeSettings reads recorded settings. A run recorded before the

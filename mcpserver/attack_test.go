@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,32 +87,82 @@ func TestAttackLimits(t *testing.T) {
 	}
 }
 
-// TestAttackOtherRuns: the server reads and continues only the runs made
-// with its own tools; a run of other tools stays as it is.
+// TestAttackOtherRuns: the server reads, reports and resumes only the
+// runs it made, named by their whole ID. A run of the command line, of a
+// server of another name or other grants, and one that recorded no origin
+// (made before runs recorded it) get the answer of a run that does not
+// exist, whatever the tool and however it is named, and are left as they
+// were; a prefix names no run, and no answer names another run.
 func TestAttackOtherRuns(t *testing.T) {
-	h := start(t, Options{}, nil)
-	src := &planfile.Source{Name: "other.plan", Text: "tool charge(amount: number) -> any\npay: charge(amount: 1) -> †state.r\n  approve\n",
-		Tools: []planfile.File{{Name: "<other tools>", Text: `{"tools": []}`}}}
-	plan, _, err := durable.Compile(src, nil)
-	if err != nil {
-		t.Fatal(err)
+	h := start(t, Options{Name: "shop", Grants: "net=a"}, nil)
+	var foreign []string
+	// Waiting runs of the same tools and plan, recorded by others.
+	for id, origin := range map[string]*durable.Origin{"cli-run-1": {By: durable.ByCLI}, "cli-run-2": {By: durable.ByCLI}, "old-run": nil} {
+		src := &planfile.Source{Name: "plan.plan", Text: refund, Tools: []planfile.File{{Name: "<shop>", Text: string(h.shop.reg.ToolsJSON())}}, Strict: true}
+		plan, _, err := durable.Compile(src, map[string]any{"id": "c1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.store.Create(plan, id, durable.Settings{Origin: origin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Execute(context.Background(), durable.ExecOptions{Tools: h.shop.reg}); err != nil {
+			t.Fatal(err)
+		}
+		foreign = append(foreign, id)
 	}
-	r, err := h.store.Create(plan, "other-run", durable.Settings{})
-	if err != nil {
-		t.Fatal(err)
+	// Waiting runs of servers on the same journal, with the same tools:
+	// of another name, and of other grants.
+	for _, opts := range []Options{{Name: "other", Grants: "net=a"}, {Name: "shop", Grants: "net=b"}} {
+		got, _ := h.another(t, opts).call(t, toolRun, map[string]any{"plan": refund, "input": map[string]any{"id": "c1"}})
+		a := answerOf(t, got)
+		if a.Status != "waiting" {
+			t.Fatalf("run_plan of a server of %+v: %s", opts, got)
+		}
+		foreign = append(foreign, a.Run)
 	}
-	if _, err := r.Execute(context.Background(), durable.ExecOptions{Tools: h.shop.reg}); err != nil {
-		t.Fatal(err)
+	got, _ := h.call(t, toolRun, map[string]any{"plan": refund, "input": map[string]any{"id": "c1"}})
+	own := answerOf(t, got).Run
+	// The server's own run, by its whole ID.
+	if got, _ := h.call(t, toolStatus, map[string]any{"run": own}); answerOf(t, got).Status != "waiting" {
+		t.Errorf("run_status of the server's own run: %s", got)
 	}
-	for _, tool := range []string{toolStatus, toolResume} {
-		got, isErr := h.call(t, tool, map[string]any{"run": "other-run"})
-		if !isErr || !strings.Contains(got, "run other-run was started with other tools than this server's") {
-			t.Errorf("%s of another's run: %s", tool, got)
+	noSuchRun := func(id string) string {
+		return fmt.Sprintf("no such run: %q is not the ID of a run of this server; give the whole ID that run_plan answered", id)
+	}
+	names := []string{"no-such-run", "cli-run", own[:len(own)-2]}
+	for _, id := range foreign {
+		names = append(names, id, id[:len(id)-1])
+	}
+	for _, id := range names {
+		for _, tool := range []string{toolStatus, toolResume} {
+			got, isErr := h.call(t, tool, map[string]any{"run": id, "wait": 1})
+			if !isErr || got != noSuchRun(id) {
+				t.Errorf("%s of %q: %s", tool, id, got)
+			}
+			for _, other := range append(foreign, own) {
+				if other != id && strings.Contains(got, other) {
+					t.Errorf("%s of %q names run %s: %s", tool, id, other, got)
+				}
+			}
 		}
 	}
-	det, err := h.store.Show("other-run")
-	if err != nil || det.Status != vm.RunWaiting || det.Processes != 1 {
-		t.Errorf("the other run after the calls: %v %+v", err, det)
+	// A server of the same name with other grants (--yes) cannot resume
+	// the run, which would approve its gate; the same server, started
+	// again, can read it.
+	yes := h.another(t, Options{Name: "shop", Grants: "net=a", ApproveAll: true})
+	if got, isErr := yes.call(t, toolResume, map[string]any{"run": own}); !isErr || got != noSuchRun(own) {
+		t.Errorf("resume_run of a server with --yes: %s", got)
+	}
+	again := h.another(t, Options{Name: "shop", Grants: "net=a"})
+	if got, _ := again.call(t, toolStatus, map[string]any{"run": own}); answerOf(t, got).Status != "waiting" {
+		t.Errorf("run_status of the same server started again: %s", got)
+	}
+	for _, id := range append(foreign, own) {
+		if det, err := h.store.Show(id); err != nil || det.Status != vm.RunWaiting {
+			t.Errorf("run %s after the calls: %v %+v", id, err, det)
+		}
 	}
 	h.wantNoCharge(t)
 }

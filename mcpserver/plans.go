@@ -228,7 +228,9 @@ func (s *Server) runPlan(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		}
 	}
 	plan := &durable.Plan{Source: c.src, Program: c.prog, Input: input, Check: c.cfg}
-	r, err := s.opts.Store.Create(plan, "", s.opts.Settings)
+	set := s.opts.Settings
+	set.Origin = &s.origin
+	r, err := s.opts.Store.Create(plan, "", set)
 	if err != nil {
 		return failure(fmt.Sprintf("the run could not be recorded, and nothing ran: %v", err)), nil
 	}

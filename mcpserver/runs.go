@@ -383,30 +383,29 @@ func stepCounts(det *journal.Detail) string {
 	return s
 }
 
-// own returns an error unless run id was made with the tools this server
-// has: the server reads and continues only its own runs, never one of
-// other tools, whose calls its tools would answer.
-func (s *Server) own(id string) error {
-	st, err := s.opts.Store.Stored(id)
-	if err != nil {
-		return err
+// own reports whether run id, named exactly, is one this server made:
+// of its name and grants. A run of the command line, of another server,
+// of other grants (whose output they produced, and whose gates waited for
+// another policy) or that recorded no origin is not.
+func (s *Server) own(id string) bool {
+	o, err := s.opts.Store.Origin(id)
+	if err != nil && !errors.Is(err, durable.ErrNotFound) {
+		s.warn("reading a run's origin", "run", id, "error", err)
 	}
-	if st.Source == nil || !slices.Equal(st.Source.Tools, s.opts.Tools) {
-		return fmt.Errorf("run %s was started with other tools than this server's: show it with obelisk show %s, and continue it with obelisk resume", id, id)
-	}
-	return nil
+	return err == nil && o != nil && *o == s.origin
 }
 
-// lookup finds the run a call names.
+// lookup finds the run a call names: one of this server's, by its whole
+// ID. Whether another run has that ID, or one that starts with it, is
+// not said.
 func (s *Server) lookup(run string) (string, error) {
 	if strings.TrimSpace(run) == "" {
 		return "", errors.New("give the run's ID, as run_plan answered it")
 	}
-	id, err := s.opts.Store.Lookup(run)
-	if err != nil {
-		return "", err
+	if !s.own(run) {
+		return "", fmt.Errorf("no such run: %q is not the ID of a run of this server; give the whole ID that run_plan answered", run)
 	}
-	return id, s.own(id)
+	return run, nil
 }
 
 // runStatus answers run_status.

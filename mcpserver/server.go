@@ -16,7 +16,10 @@
 // language reference and the tools, not written by hand.
 //
 // Runs are durable (package durable): journaled as they go, resumable by
-// ID. A run that takes longer than a call goes on in the server, with
+// ID. Each records its origin, the server's name and a fingerprint of its
+// grants (Options.Name, Options.Grants); the server reads, reports and
+// resumes only runs of its own origin, named by their whole ID, and
+// answers for any other run as for one that does not exist. A run that takes longer than a call goes on in the server, with
 // progress notifications while a call follows it. An approval gate asks
 // the person through the client (MCP elicitation) when the client can
 // ask; otherwise the run is saved as waiting, and the answer says how a
@@ -31,7 +34,10 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -89,6 +95,16 @@ type Options struct {
 	Wait, MaxWait time.Duration
 	// WorkDir is the directory runs record as theirs (planfile.Source).
 	WorkDir string
+	// Name names the server instance, as the operator gave it; "" is a
+	// name too.
+	Name string
+	// Grants describe what the tools may reach besides their definitions
+	// (the permission grants, the MCP servers behind the tools, the
+	// directory of the file tools…), in any form the program chooses that
+	// is equal for equal grants. Every run the server makes records its
+	// origin: Name, and a fingerprint of Grants, Tools and ApproveAll. The
+	// server reads, reports and resumes only runs of that same origin.
+	Grants string
 	// Log receives what the server logs (default: nothing).
 	Log hclog.Logger
 }
@@ -108,6 +124,8 @@ type Server struct {
 	mu   sync.Mutex
 	// active are the runs executing in this process, by ID.
 	active map[string]*activeRun
+	// origin is what the server's runs record as their origin.
+	origin durable.Origin
 }
 
 // New makes a server.
@@ -136,6 +154,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, catalog: cat, active: map[string]*activeRun{}}
+	if s.origin, err = origin(opts); err != nil {
+		return nil, err
+	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.primer = primer(cat)
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "obelisk", Title: "Obelisk plan mode", Version: opts.Version}, &sdk.ServerOptions{
@@ -151,6 +172,21 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// origin returns the origin of the runs a server of opts makes: its name,
+// and a fingerprint of its tools, grants and approval policy.
+func origin(opts Options) (durable.Origin, error) {
+	b, err := json.Marshal(struct {
+		Tools      []planfile.File `json:"tools"`
+		Grants     string          `json:"grants"`
+		ApproveAll bool            `json:"approveAll"`
+	}{opts.Tools, opts.Grants, opts.ApproveAll})
+	if err != nil {
+		return durable.Origin{}, fmt.Errorf("mcpserver: the fingerprint of the grants: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return durable.Origin{By: durable.ByMCPServer, Name: opts.Name, Grants: hex.EncodeToString(sum[:])}, nil
+}
+
 // protocolVersions are the MCP versions the server speaks: those whose
 // servers may send requests (elicitation) to the client.
 func protocolVersions() []string {
@@ -163,9 +199,9 @@ func protocolVersions() []string {
 	return out
 }
 
-// Run serves one client over a transport (sdk.StdioTransport for a server
-// a client starts) until the client goes away or ctx ends. Runs still
-// executing go on until Close.
+// Run serves one client over a transport until the client goes away or
+// ctx ends. Runs still executing go on until Close. A server a client
+// starts serves it with RunStdio, which screens its messages.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
@@ -183,12 +219,13 @@ type HTTPOptions struct {
 }
 
 // Handler serves clients over MCP's streamable HTTP transport, each in a
-// session of its own. Requests from a browser page of another origin are
+// session of its own. A message the SDK would refuse is answered with a
+// JSON-RPC error. Requests from a browser page of another origin are
 // refused, and so are requests to a loopback address with another host
 // name (DNS rebinding).
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout})
-	protected := http.NewCrossOriginProtection().Handler(h)
+	protected := http.NewCrossOriginProtection().Handler(screenHTTP(h))
 	if opts.Token == "" {
 		return protected
 	}

@@ -73,12 +73,26 @@ type harness struct {
 // server's elicitation requests (the client then can ask its user).
 func start(t *testing.T, opts Options, elicit func(*sdk.ElicitRequest) *sdk.ElicitResult) *harness {
 	t.Helper()
-	h := &harness{shop: newShop(t), progress: make(chan *sdk.ProgressNotificationParams, 100)}
 	st, err := durable.Open(t.TempDir(), durable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store = st
+	t.Cleanup(func() { st.Close() })
+	return startOn(t, newShop(t), st, opts, elicit)
+}
+
+// another makes another server over the same tools and journal, with
+// opts, and connects a client to it.
+func (h *harness) another(t *testing.T, opts Options) *harness {
+	t.Helper()
+	return startOn(t, h.shop, h.store, opts, nil)
+}
+
+// startOn makes a server over the shop's tools and a journal, and
+// connects a client.
+func startOn(t *testing.T, sh *shop, st *durable.Store, opts Options, elicit func(*sdk.ElicitRequest) *sdk.ElicitResult) *harness {
+	t.Helper()
+	h := &harness{shop: sh, store: st, progress: make(chan *sdk.ProgressNotificationParams, 100)}
 	opts.Tools = []planfile.File{{Name: "<shop>", Text: string(h.shop.reg.ToolsJSON())}}
 	opts.Caller = h.shop.reg
 	opts.Store = st
@@ -111,7 +125,6 @@ func start(t *testing.T, opts Options, elicit func(*sdk.ElicitRequest) *sdk.Elic
 		cs.Close()
 		ss.Close()
 		srv.Close()
-		st.Close()
 	})
 	return h
 }

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
@@ -47,6 +45,7 @@ func mcpServerCommand() *command {
 			fs.StringVar(&rf.mocks, "mocks", "", "a mocks file answering tool calls")
 			var sf stateFlags
 			sf.register(fs)
+			name := fs.String("name", "", "the name of this server's runs: it reads and resumes only the runs it made under this name and with the same tools, grants and --yes (not obelisk run's, nor another server's)")
 			yes := fs.Bool("yes", false, "approve every approval gate without asking anyone")
 			noElicit := fs.Bool("no-elicitation", false, "never ask the person through the client: every approval gate waits for obelisk approve")
 			approvalTimeout := fs.Duration("approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
@@ -114,6 +113,8 @@ func mcpServerCommand() *command {
 					ApproveCommand: "obelisk approve --state-dir " + shellQuote(stateDir),
 					Wait:           *wait,
 					WorkDir:        wd,
+					Name:           *name,
+					Grants:         rf.grantsRecord(opts.settings.Caller),
 					Log:            e.log.Named("mcp-server"),
 				})
 				if err != nil {
@@ -123,7 +124,7 @@ func mcpServerCommand() *command {
 				defer srv.Close()
 				if *httpAddr == "" {
 					e.log.Info("serving MCP on stdio", "journal", store.Path())
-					if err := srv.Run(ctx, &sdk.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+					if err := srv.RunStdio(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 						e.errorf("%v", err)
 						return exitUsage
 					}

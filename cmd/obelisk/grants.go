@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 
 	"github.com/obelisk-plan/obelisk/runtime/httptool"
@@ -31,4 +32,16 @@ func (gf *grantFlags) grants() grants {
 func (gf *grantFlags) httpOptions() httptool.Options {
 	g := gf.grants()
 	return httptool.Options{Net: g.net, Env: g.env}
+}
+
+// grantsRecord describes what a server's tools may reach besides their
+// definitions, for the fingerprint of its runs' origin: the permission
+// grants, and the tool settings (the MCP servers and their bounds, the
+// file tools' directory, command tools, mocks) as a run records them.
+func (rf *runFlags) grantsRecord(tools json.RawMessage) string {
+	b, _ := json.Marshal(struct {
+		Permissions []string        `json:"permissions"`
+		Tools       json.RawMessage `json:"tools"`
+	}{rf.grants.flags.Args(), tools})
+	return string(b)
 }

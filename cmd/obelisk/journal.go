@@ -307,10 +307,11 @@ func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (
 	return chain, p.preflight(), nil
 }
 
-// create records a new run of a plan in the journal, or makes one that is
-// not journaled with --no-journal. It reports problems itself and returns
+// create records a new run of a plan in the journal, made by the command
+// line, or makes one that is not journaled with --no-journal. It reports problems itself and returns
 // nil and the exit status when it cannot.
 func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*durable.Run, *durable.Store, int) {
+	set.Origin = &durable.Origin{By: durable.ByCLI}
 	if xf.noJournal {
 		r := durable.Transient(p, set)
 		e.log.Info("running without a journal", "run", r.ID)

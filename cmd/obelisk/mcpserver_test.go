@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,5 +99,108 @@ func TestMCPServerUsage(t *testing.T) {
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 2 and %q", tc.args, code, stdout, stderr, tc.want)
 		}
+	}
+}
+
+// TestMCPServerRunsOfOthers: obelisk mcp-server reads and resumes only the
+// runs it made, under its name and grants, by their whole ID. A run of
+// obelisk run in the same state directory, and one of a server with other
+// grants (--yes, a permission, another --name), is a run that does not
+// exist to it, by its ID or a prefix, and stays waiting; obelisk approve
+// and resume act on every run.
+func TestMCPServerRunsOfOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := writeFiles(t, map[string]string{"gate.plan": "a: echo(value: 1) -> †state.a\n  approve \"go on?\"\n\noutput †state.a\n"})
+	state := filepath.Join(dir, "st")
+	// Both have the same tools: every built-in tool.
+	grants := []string{"--files", dir, "--allow-net=example.com"}
+	if r := runObelisk(t, dir, append([]string{"run", "--state-dir", state, "--run-id", "cli-run-1", "gate.plan"}, grants...)...); r.code != exitWaiting {
+		t.Fatalf("obelisk run: %+v", r)
+	}
+	plan := "a: echo(value: 2) -> †state.a\n  approve \"go on?\"\n\noutput †state.a\n"
+	var made struct{ Run, Status string }
+	if err := json.Unmarshal([]byte(callText(t, serverSession(t, dir, append([]string{"--state-dir", state, "--name", "desk"}, grants...)...), "run_plan", map[string]any{"plan": plan})), &made); err != nil || made.Status != "waiting" {
+		t.Fatalf("run_plan: %+v, %v", made, err)
+	}
+	noSuchRun := func(id string) string {
+		return fmt.Sprintf("no such run: %q is not the ID of a run of this server; give the whole ID that run_plan answered", id)
+	}
+	for _, tc := range []struct {
+		args []string
+		runs []string
+	}{
+		{[]string{"--name", "desk", "--yes"}, []string{"cli-run-1", "cli-run", "cli", made.Run}},
+		{[]string{"--name", "desk", "--allow-env=HOME"}, []string{"cli-run-1", made.Run}},
+		{[]string{"--name", "desk", "--allow-net=example.org"}, []string{"cli-run-1", made.Run}},
+		{[]string{"--name", "other"}, []string{"cli-run-1", made.Run}},
+		{[]string{"--name", "desk"}, []string{"cli-run-1", "cli-run", made.Run[:8]}},
+	} {
+		cs := serverSession(t, dir, append(append([]string{"--state-dir", state}, grants...), tc.args...)...)
+		for _, id := range tc.runs {
+			for _, tool := range []string{"run_status", "resume_run"} {
+				if got := callText(t, cs, tool, map[string]any{"run": id}); got != noSuchRun(id) {
+					t.Errorf("%s of %s by a server of %q: %s", tool, id, tc.args, got)
+				}
+			}
+		}
+	}
+	// The server that made its run, started again, reads it.
+	if got := callText(t, serverSession(t, dir, append([]string{"--state-dir", state, "--name", "desk"}, grants...)...), "run_status", map[string]any{"run": made.Run}); !strings.Contains(got, `"status":"waiting"`) {
+		t.Errorf("run_status of the server's own run: %s", got)
+	}
+	for _, id := range []string{"cli-run-1", made.Run} {
+		if r := runObelisk(t, dir, "approve", "--state-dir", state, id, "a"); r.code != exitOK {
+			t.Fatalf("obelisk approve %s: %+v", id, r)
+		}
+		if r := runObelisk(t, dir, "resume", "--state-dir", state, id); r.code != exitOK {
+			t.Errorf("obelisk resume %s: %+v", id, r)
+		}
+	}
+}
+
+// TestMCPServerDeepMessage: a message nested 100,000 deep, which the SDK
+// cannot read, gets a JSON-RPC error from obelisk mcp-server on stdio,
+// and the process goes on answering.
+func TestMCPServerDeepMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	cmd := obelisk(t, t.TempDir(), "mcp-server", "--state-dir", t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"a":` + deep + `}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	} {
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		got = append(got, sc.Text())
+		if strings.HasPrefix(sc.Text(), `{"jsonrpc":"2.0","id":3,`) {
+			break
+		}
+	}
+	if len(got) != 3 || !strings.HasPrefix(got[1], `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`) || got[2] != `{"jsonrpc":"2.0","id":3,"result":{}}` {
+		t.Errorf("the server answered:\n%s", strings.Join(got, "\n"))
 	}
 }

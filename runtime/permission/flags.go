@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -98,4 +99,23 @@ func (gf *Flags) Policies() (*Net, *Env) {
 		gf.env, _ = NewEnv(EnvOptions{Any: gf.allowEnv.all, Allow: gf.allowEnv.list, Deny: gf.denyEnv.list})
 	}
 	return gf.net, gf.env
+}
+
+// Args returns the grants of the flags as flags, each list sorted and
+// without repeats: equal grants give equal arguments, whatever the order
+// they were given in. A program records them, or a fingerprint of them,
+// to tell runs made under other grants from its own.
+func (gf *Flags) Args() []string {
+	var args []string
+	for _, g := range []*grantFlag{&gf.allowNet, &gf.denyNet, &gf.allowEnv, &gf.denyEnv} {
+		if g.all {
+			args = append(args, "--"+g.name)
+		}
+		if len(g.list) > 0 {
+			list := slices.Clone(g.list)
+			slices.Sort(list)
+			args = append(args, "--"+g.name+"="+strings.Join(slices.Compact(list), ","))
+		}
+	}
+	return args
 }

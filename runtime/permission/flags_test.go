@@ -2,6 +2,7 @@ package permission
 
 import (
 	"flag"
+	"slices"
 	"testing"
 )
 
@@ -35,5 +36,30 @@ func TestFlags(t *testing.T) {
 	bad.Register(fs)
 	if err := fs.Parse([]string{"--deny-net"}); err == nil {
 		t.Error("a bare --deny-net should be refused")
+	}
+}
+
+// TestFlagsArgs: equal grants give equal arguments, whatever the order
+// and repeats of their entries; other grants give other arguments.
+func TestFlagsArgs(t *testing.T) {
+	args := func(given ...string) []string {
+		var f Flags
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		f.Register(fs)
+		if err := fs.Parse(given); err != nil {
+			t.Fatal(err)
+		}
+		return f.Args()
+	}
+	a := args("--allow-net=b.test,a.test", "--allow-net=a.test", "--deny-env=X", "--allow-env")
+	b := args("--allow-env", "--allow-net=a.test,b.test", "--deny-env=X")
+	if want := []string{"--allow-net=a.test,b.test", "--allow-env", "--deny-env=X"}; !slices.Equal(a, want) || !slices.Equal(b, want) {
+		t.Errorf("Args: %q and %q, want %q", a, b, want)
+	}
+	if c := args("--allow-net=a.test"); slices.Equal(c, a) {
+		t.Errorf("other grants give the same arguments %q", c)
+	}
+	if none := args(); len(none) != 0 {
+		t.Errorf("no flags: %q", none)
 	}
 }
