@@ -19,8 +19,9 @@
 // ID. Each records its origin, the server's name and a fingerprint of its
 // grants (Options.Name, Options.Grants); the server reads, reports and
 // resumes only runs of its own origin, named by their whole ID, and
-// answers for any other run as for one that does not exist. A run that takes longer than a call goes on in the server, with
-// progress notifications while a call follows it. An approval gate asks
+// answers for any other run as for one that does not exist. A run that
+// takes longer than a call goes on in the server, with progress
+// notifications while a call follows it. An approval gate asks
 // the person through the client (MCP elicitation) when the client can
 // ask; otherwise the run is saved as waiting, and the answer says how a
 // person decides (`obelisk approve`). No tool approves: the model cannot
