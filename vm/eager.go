@@ -501,7 +501,7 @@ func (s *stream) admit(prog *compiler.Program) []int {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil
 		}
-		e.fills = modelFiller{s.r}
+		e.fills = modelFiller{r: s.r}
 		e.history = s.r.history
 		s.e = e
 		return slices.Clone(e.settle(e.roots()))

@@ -388,7 +388,7 @@ type boundCtx struct {
 // prepare evaluates a ready step's arguments under ctx; the CEL
 // expressions among them together take at most timeout (0: no bound
 // but ctx's).
-func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*callSpec, *StepError) {
+func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
 	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
 	spec.eval = boundCtx{Context: ctx, timeout: timeout}
@@ -410,11 +410,11 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 		return spec, nil
 	}
 	if s.Task != nil {
-		if e.fills == nil {
+		if fills == nil {
 			return nil, fail(CodeNoFiller, "task %s is left for a model to complete, and the run has no model", s.ID)
 		}
 		tctx, cancel := bounded(ctx)
-		tool, args, serr := e.fills.task(tctx, e, s, &e.sc)
+		tool, args, serr := fills.task(tctx, e, s, &e.sc)
 		cancel()
 		if serr != nil {
 			return nil, serr
@@ -427,7 +427,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 		if err != nil {
 			return nil, failed(err, "%v", err)
 		}
-		if serr := e.fillHoles(ctx, s, s.ID, args, &e.sc); serr != nil {
+		if serr := e.fillHoles(ctx, fills, s, s.ID, args, &e.sc); serr != nil {
 			return nil, serr
 		}
 		spec.args = args
@@ -469,7 +469,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration) (*ca
 		if err != nil {
 			return nil, failed(err, "element %s: %v", describe(el), err)
 		}
-		if serr := e.fillHoles(ctx, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
+		if serr := e.fillHoles(ctx, fills, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
 			return nil, serr
 		}
 		spec.elems = append(spec.elems, args)

@@ -191,7 +191,16 @@ func checkChoice(t *compiler.Task, v any) (*compiler.Tool, map[string]any, strin
 // recorded answers a resumed run takes instead of asking again.
 type modelFiller struct {
 	r *runner
+	// replay is set to prepare again a step that finished in an earlier
+	// process, only to know its call (see History): it takes the answers
+	// the journal recorded and never asks the Filler.
+	replay bool
 }
+
+// codeUnrecorded is the code of a step prepared again with a replaying
+// filler whose answer the journal did not record; it never reaches a
+// result, since the step's outcome is the one recorded.
+const codeUnrecorded = "unrecorded-fill"
 
 func (f modelFiller) hole(ctx context.Context, e *engine, s *compiler.Step, id string, a *compiler.Arg, sc *scope) (any, *StepError) {
 	tool := s.Tool
@@ -204,6 +213,9 @@ func (f modelFiller) hole(ctx context.Context, e *engine, s *compiler.Step, id s
 		if cv, msg := check(v); msg == "" {
 			return cv, nil
 		}
+	}
+	if f.replay {
+		return nil, fail(codeUnrecorded, "the journal has no answer for argument %s of %s", a.Name, tool.Name)
 	}
 	req := FillRequest{Step: fullID, Tool: tool.Name, Argument: a.Name, Instruction: a.Value.Text,
 		Values: textValues(a.Value.Refs, sc), Schema: tool.ArgumentSchema(a.Name)}
@@ -226,6 +238,9 @@ func (f modelFiller) task(ctx context.Context, e *engine, s *compiler.Step, sc *
 		if tool, args, msg := checkChoice(s.Task, v); msg == "" {
 			return tool, args, nil
 		}
+	}
+	if f.replay {
+		return nil, nil, fail(codeUnrecorded, "the journal has no answer for the task")
 	}
 	cands := candidates(s.Task)
 	req := FillRequest{Step: fullID, Instruction: s.Task.Goal, Values: textValues(s.Task.Reads, sc), Schema: taskSchema(cands), Candidates: cands}
@@ -315,17 +330,17 @@ func (simFiller) task(context.Context, *engine, *compiler.Step, *scope) (*compil
 	return nil, nil, nil
 }
 
-// fillHoles fills the holes of a step's call into args.
-func (e *engine) fillHoles(ctx context.Context, s *compiler.Step, id string, args map[string]any, sc *scope) *StepError {
+// fillHoles fills the holes of a step's call into args, by fills.
+func (e *engine) fillHoles(ctx context.Context, fills stepFiller, s *compiler.Step, id string, args map[string]any, sc *scope) *StepError {
 	for _, a := range s.Args {
 		if a.Value.Kind != compiler.OpHole {
 			continue
 		}
-		if e.fills == nil {
+		if fills == nil {
 			return &StepError{Code: CodeNoFiller, Message: fmt.Sprintf("argument %s of %s is left for a model to fill, and the run has no model", a.Name, s.ToolName()), Tool: s.ToolName(), Step: s.ID}
 		}
 		bctx, cancel := bounded(ctx)
-		v, serr := e.fills.hole(bctx, e, s, id, a, sc)
+		v, serr := fills.hole(bctx, e, s, id, a, sc)
 		cancel()
 		if serr != nil {
 			return serr

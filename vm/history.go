@@ -30,7 +30,12 @@ import (
 // Within one round of one run nothing is compared: two steps of one plan
 // are two calls. A run resumed from its journal records its restored
 // steps again as it replays them, so the history is rebuilt from what the
-// journal recorded. A History is safe for concurrent use.
+// journal recorded: a step's arguments are resolved again, its holes and
+// its task's choice taken from the answers the journal recorded (a model
+// is not asked again). When a step's call cannot be rebuilt so (the
+// journal lacks an answer), a later step that writes its slot, or has its
+// label and tool, is refused if its tool is irreversible: it might be the
+// same call. A History is safe for concurrent use.
 type History struct {
 	book *callBook
 	turn int
@@ -140,6 +145,24 @@ func identity(spec *callSpec) *callID {
 	return &callID{key: string(b), tool: spec.tool}
 }
 
+// unidentified is the identity of a step that called its tool in an
+// earlier process of the run and whose call cannot be known again (an
+// answer a model gave for it is not in the journal, or no longer fits its
+// tool; or its arguments cannot be evaluated again): it has no key, so no
+// later step is the same call, and, its tool being irreversible, a later
+// step that writes its slot or has its label and tool is refused. chosen
+// is the candidate a task chose; nil when it is not known either.
+func unidentified(s *compiler.Step, chosen *compiler.Tool) *callID {
+	t := s.Tool
+	if s.Task != nil {
+		t = chosen
+	}
+	if t == nil {
+		return nil
+	}
+	return &callID{tool: t}
+}
+
 // recall decides a prepared step by the history, before its tool is
 // called: the outcome of the call it is the same as, or its refusal for
 // changing an irreversible step that ran. ok is false when the step is a
@@ -168,7 +191,9 @@ func (e *engine) recall(spec *callSpec) (out outcome, id *callID, ok bool) {
 		return out, id, true
 	}
 	for _, c := range h.book.calls {
-		if mine(c) || c.Effect != compiler.Irreversible || c.Result.Status != StatusCompleted {
+		// A call that cannot be known again (no key) may have acted even
+		// when it failed: it is kept as it is.
+		if mine(c) || c.Effect != compiler.Irreversible || (c.Result.Status != StatusCompleted && c.key != "") {
 			continue
 		}
 		sameSlot := s.Out != "" && c.Slot == s.Out
@@ -185,6 +210,10 @@ func (e *engine) recall(spec *callSpec) (out outcome, id *callID, ok bool) {
 		}
 		msg := fmt.Sprintf("%s would change step %s of %s, which already ran and is irreversible: it takes %s and is %s, so it is refused and not called. Step %s is kept and its result is in the state; repeat it exactly (it is not called again), leave it out, or, to make another call on purpose, give it a label and a slot of its own",
 			s.ID, c.Step, c.where(), takes, what, c.Step)
+		if c.key == "" {
+			msg = fmt.Sprintf("%s may repeat or change step %s of %s, which already ran and is irreversible: it takes %s, and the call step %s made cannot be known again after the run was resumed (what a model filled in for it is not in the journal), so it is refused and not called. Step %s is kept and its outcome is in the state; leave it out, or, to make another call on purpose, give it a label and a slot of its own",
+				s.ID, c.Step, c.where(), takes, c.Step, c.Step)
+		}
 		return outcome{err: &StepError{Code: string(lang.ChangedIrreversible), Message: msg, Tool: spec.tool.Name, Step: s.ID, final: true}}, nil, true
 	}
 	return outcome{}, id, false
@@ -214,6 +243,9 @@ func (e *engine) remember(i int, id *callID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, c)
+	if key == "" {
+		return
+	}
 	if old := b.byKey[key]; old == nil || old.Result.Status != StatusCompleted {
 		b.byKey[key] = c
 	}

@@ -418,7 +418,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		if err != nil {
 			return nil, err
 		}
-		e.fills = modelFiller{r}
+		e.fills = modelFiller{r: r}
 		e.history = r.history
 		e.setRound(round)
 		r.drive(ctx, e)
@@ -733,14 +733,17 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 // eager and the whole-plan drivers both begin each step here.
 func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, out outcome, done bool) {
 	st := e.prog.Steps[i]
-	if e.history == nil || st.Task != nil || len(st.Holes()) > 0 {
-		// Its identity is not needed, or would ask a model again: a step
-		// that finished in an earlier process is not prepared again.
-		if out, ok := r.restored(e, i); ok {
-			return nil, out, true
-		}
+	prev, finished := r.restored(e, i)
+	if finished && e.history == nil {
+		return nil, prev, true
 	}
-	spec, serr := e.prepare(ctx, i, r.timeout(st))
+	fills := e.fills
+	if finished {
+		// It is prepared again only for its identity, from the answers
+		// the journal recorded: a model is not asked again.
+		fills = modelFiller{r: r, replay: true}
+	}
+	spec, serr := e.prepare(ctx, i, r.timeout(st), fills)
 	if serr == nil {
 		out, call, decided := e.recall(spec)
 		if decided {
@@ -749,11 +752,13 @@ func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, o
 		}
 		spec.identity = call
 	}
-	if out, ok := r.restored(e, i); ok {
+	if finished {
 		if spec != nil {
-			out.call = spec.identity
+			prev.call = spec.identity
+		} else if prev.attempts > 0 {
+			prev.call = unidentified(st, prev.tool)
 		}
-		return nil, out, true
+		return nil, prev, true
 	}
 	if serr != nil {
 		return nil, outcome{err: serr, start: r.elapsed()}, true
@@ -809,6 +814,9 @@ func (r *runner) restored(e *engine, i int) (outcome, bool) {
 		return outcome{}, false
 	}
 	out := outcome{attempts: sr.Attempts, retries: sr.Retries, start: sr.Start, duration: sr.Duration, restored: true, verdicts: sr.Verdicts}
+	if t := e.prog.Steps[i].Task; t != nil {
+		out.tool = t.Candidate(sr.Tool)
+	}
 	switch {
 	case sr.Status == StatusCompleted:
 		out.value = sr.Result
@@ -1331,7 +1339,7 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
 	}
-	e.fills = modelFiller{r}
+	e.fills = modelFiller{r: r}
 	e.prefix = id + "/"
 	e.setRound(spec.round)
 	r.drive(ctx, e)
