@@ -63,3 +63,49 @@ note: flaky() -> †state.note
 		})
 	}
 }
+
+// TestResumedFillUnknown: a run resumed from a journal that has the
+// outcome of an irreversible step with a hole but not the model's answer
+// for it (a Restore without RestoreFill) cannot know that step's call
+// again. The model is not asked for it; a later turn's step that writes
+// its slot is refused, as it might be the same call, and the payment is
+// not made again.
+func TestResumedFillUnknown(t *testing.T) {
+	const plan = `tool charge(amount: number) -> string irreversible
+pay: charge(amount: ? "the amount owed") -> †state.receipt
+  approve "Charge?"
+output †state.receipt
+`
+	tools := newFakeTools().on("charge", func(context.Context, map[string]any) (any, error) { return "R-2", nil })
+	asked := 0
+	filler := FillerFunc(func(context.Context, FillRequest) (any, error) { asked++; return 5.0, nil })
+	yes := ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{Approved: true}, nil })
+	h := NewHistory()
+
+	o := opts(tools, nil)
+	o.Approver, o.Filler, o.History = yes, filler, h.Turn(1)
+	o.Restore = func(_ int, step string) (*StepResult, bool) {
+		if step != "pay" {
+			return nil, false
+		}
+		return &StepResult{ID: "pay", Tool: "charge", Status: StatusCompleted, Result: "R-1", Attempts: 1}, true
+	}
+	res, err := Run(context.Background(), compile(t, plan), nil, o)
+	if err != nil || res.Status != RunCompleted || res.Output != "R-1" || asked != 0 || tools.count("charge") != 0 {
+		t.Fatalf("the restored turn: %v %v %v, asked %d, charged %d", res.Status, res.Err, res.Output, asked, tools.count("charge"))
+	}
+
+	o = opts(tools, nil)
+	o.Approver, o.Filler, o.History = yes, filler, h.Turn(2)
+	res, err = Run(context.Background(), compile(t, plan), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.count("charge") != 0 {
+		t.Fatalf("the payment was made again: %v", res.Steps)
+	}
+	s := res.Steps[0]
+	if s.Error == nil || s.Error.Code != string(lang.ChangedIrreversible) || !strings.Contains(s.Error.Message, "cannot be known again after the run was resumed") {
+		t.Errorf("the repeated payment: %+v", s)
+	}
+}
