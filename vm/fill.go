@@ -209,23 +209,38 @@ func (f modelFiller) hole(ctx context.Context, e *engine, s *compiler.Step, id s
 	}
 	fullID := e.prefix + id
 	check := func(v any) (any, string) { return tool.CheckArgument(a.Name, v) }
+	values := textValues(a.Value.Refs, sc)
+	q := question(s, tool.Name, a.Name, a.Value.Text, values)
 	if v, ok := f.restored(e, fullID, a.Name); ok {
 		if cv, msg := check(v); msg == "" {
+			e.answer(q, fullID, cv)
 			return cv, nil
 		}
 	}
 	if f.replay {
 		return nil, fail(codeUnrecorded, "the journal has no answer for argument %s of %s", a.Name, tool.Name)
 	}
+	filled := Event{Type: StepFilled, Step: fullID, Tool: tool.Name, Message: a.Name, Verdict: FillAccepted}
+	if v, from, ok := e.earlier(q); ok {
+		if cv, msg := check(v); msg == "" {
+			filled.Result, filled.Reason = cv, from.answered()
+			if serr := f.record(filled, tool.Name, s.ID); serr != nil {
+				return nil, serr
+			}
+			return cv, nil
+		}
+	}
 	req := FillRequest{Step: fullID, Tool: tool.Name, Argument: a.Name, Instruction: a.Value.Text,
-		Values: textValues(a.Value.Refs, sc), Schema: tool.ArgumentSchema(a.Name)}
+		Values: values, Schema: tool.ArgumentSchema(a.Name)}
 	v, serr := f.ask(ctx, &req, fail, check)
 	if serr != nil {
 		return nil, serr
 	}
-	if serr := f.record(Event{Type: StepFilled, Step: fullID, Tool: tool.Name, Message: a.Name, Result: v, Attempt: req.Attempt, Verdict: FillAccepted}, tool.Name, s.ID); serr != nil {
+	filled.Result, filled.Attempt = v, req.Attempt
+	if serr := f.record(filled, tool.Name, s.ID); serr != nil {
 		return nil, serr
 	}
+	e.answer(q, fullID, v)
 	return v, nil
 }
 
@@ -234,16 +249,28 @@ func (f modelFiller) task(ctx context.Context, e *engine, s *compiler.Step, sc *
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: "task", Step: s.ID, final: true}
 	}
 	fullID := e.prefix + s.ID
+	values := textValues(s.Task.Reads, sc)
+	q := question(s, "", "", s.Task.Goal, values)
 	if v, ok := f.restored(e, fullID, ""); ok {
 		if tool, args, msg := checkChoice(s.Task, v); msg == "" {
+			e.answer(q, fullID, v)
 			return tool, args, nil
 		}
 	}
 	if f.replay {
 		return nil, nil, fail(codeUnrecorded, "the journal has no answer for the task")
 	}
+	if v, from, ok := e.earlier(q); ok {
+		if tool, args, msg := checkChoice(s.Task, v); msg == "" {
+			ev := Event{Type: StepFilled, Step: fullID, Tool: tool.Name, Result: v, Verdict: FillAccepted, Reason: from.answered()}
+			if serr := f.record(ev, tool.Name, s.ID); serr != nil {
+				return nil, nil, serr
+			}
+			return tool, args, nil
+		}
+	}
 	cands := candidates(s.Task)
-	req := FillRequest{Step: fullID, Instruction: s.Task.Goal, Values: textValues(s.Task.Reads, sc), Schema: taskSchema(cands), Candidates: cands}
+	req := FillRequest{Step: fullID, Instruction: s.Task.Goal, Values: values, Schema: taskSchema(cands), Candidates: cands}
 	var tool *compiler.Tool
 	var args map[string]any
 	v, serr := f.ask(ctx, &req, fail, func(v any) (any, string) {
@@ -260,6 +287,7 @@ func (f modelFiller) task(ctx context.Context, e *engine, s *compiler.Step, sc *
 	if serr := f.record(Event{Type: StepFilled, Step: fullID, Tool: tool.Name, Result: v, Attempt: req.Attempt, Verdict: FillAccepted}, tool.Name, s.ID); serr != nil {
 		return nil, nil, serr
 	}
+	e.answer(q, fullID, v)
 	return tool, args, nil
 }
 

@@ -3,6 +3,7 @@ package vm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -25,7 +26,10 @@ import (
 // writes the same slot, or has the same label and tool, but is another
 // call) is refused: it fails with the code lang.ChangedIrreversible and
 // its tool is not called. A step may change a step whose tool is pure or
-// idempotent: it is a new call.
+// idempotent: it is a new call. The answers a model gave for a step's
+// holes and task are recorded too: a step of a later part of the work
+// that asks the same question (see question) takes the answer given, and
+// the model is not asked again.
 //
 // Within one round of one run nothing is compared: two steps of one plan
 // are two calls. A run resumed from its journal records its restored
@@ -101,6 +105,12 @@ func (o *outcome) repeated() string {
 	return "the same call as " + o.repeats.String() + ", which already ran: not called again"
 }
 
+// answered says, for the filling of a hole or a task whose question a
+// model answered for this step, that its answer is taken.
+func (r *StepRef) answered() string {
+	return "the same question as " + r.String() + " asked: its answer is taken, and the model is not asked again"
+}
+
 // StepRef names a step of an earlier part of the work: its turn (0
 // outside an agent), its round of replanning and its ID.
 type StepRef struct {
@@ -115,6 +125,77 @@ type callBook struct {
 	// byKey is the call of each identity that a later one is: the first
 	// that completed, else the first.
 	byKey map[string]*Call
+	// answers are the first answers a model gave, by the question (see
+	// question).
+	answers map[string]*answered
+}
+
+// answered is an answer a model gave for a step's hole or task.
+type answered struct {
+	turn, round int
+	step        string
+	value       any
+}
+
+// question is the key of what a model is asked for a step (a hole of
+// tool's argument, or a task among its candidates): the instruction or
+// goal, the values it reads, and the slot the step writes. A step of a
+// later part of the work that asks the same question takes the answer
+// given, as its call is then the same as the one the answer made: the
+// model is not asked again, and a repeated step with holes or a task is
+// the step that ran, whatever the model would answer now.
+func question(s *compiler.Step, tool, argument, text string, values map[string]any) string {
+	q := struct {
+		Tool     string         `json:"tool,omitempty"`
+		Argument string         `json:"argument,omitempty"`
+		Text     string         `json:"text"`
+		Values   map[string]any `json:"values,omitempty"`
+		Slot     string         `json:"slot,omitempty"`
+	}{tool, argument, text, values, s.Out}
+	if s.Task != nil {
+		names := make([]string, len(s.Task.Candidates))
+		for i, c := range s.Task.Candidates {
+			names[i] = c.Name
+		}
+		q.Tool = strings.Join(names, ",")
+	}
+	b, err := json.Marshal(q)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// earlier returns the answer a model gave to the same question for a
+// step of another part of the work, and where.
+func (e *engine) earlier(q string) (any, *StepRef, bool) {
+	h := e.history
+	if h == nil || q == "" {
+		return nil, nil, false
+	}
+	h.book.mu.Lock()
+	defer h.book.mu.Unlock()
+	a := h.book.answers[q]
+	if a == nil || (a.turn == h.turn && a.round == e.round) {
+		return nil, nil, false
+	}
+	return runtime.CopyJSON(a.value), &StepRef{Turn: a.turn, Round: a.round, Step: a.step}, true
+}
+
+// answer records a model's answer to a question, unless one is.
+func (e *engine) answer(q, step string, v any) {
+	h := e.history
+	if h == nil || q == "" {
+		return
+	}
+	h.book.mu.Lock()
+	defer h.book.mu.Unlock()
+	if h.book.answers == nil {
+		h.book.answers = map[string]*answered{}
+	}
+	if h.book.answers[q] == nil {
+		h.book.answers[q] = &answered{turn: h.turn, round: e.round, step: step, value: runtime.CopyJSON(v)}
+	}
 }
 
 // callID is the identity of a step's call: key is its tool, its

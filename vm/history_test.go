@@ -109,3 +109,41 @@ output †state.receipt
 		t.Errorf("the repeated payment: %+v", s)
 	}
 }
+
+// TestReplanRepeatsFilledStep: a replanned plan that writes again a step
+// whose amount a model filled asks the same question of the same values:
+// it takes the answer given, so the model is not asked again, and the step
+// is the one that ran: the payment is made once.
+func TestReplanRepeatsFilledStep(t *testing.T) {
+	const plan = `on failure replan max 1
+tool charge(amount: number) -> string irreversible
+tool flaky() -> string idempotent
+tool steady() -> string idempotent
+pay: charge(amount: ? "the amount owed") -> †state.receipt
+  approve "Charge?"
+note: flaky() -> †state.note
+  when †state.receipt != ""
+`
+	const replan = "pay: charge(amount: ? \"the amount owed\") -> †state.receipt\nnote: steady() -> †state.note\n  when †state.receipt != \"\"\n"
+	tools := newFakeTools().
+		on("charge", func(context.Context, map[string]any) (any, error) { return "R-1", nil }).
+		on("flaky", func(context.Context, map[string]any) (any, error) { return nil, errors.New("down") }).
+		on("steady", func(context.Context, map[string]any) (any, error) { return "ok", nil })
+	asked := 0
+	o := opts(tools, nil)
+	o.Filler = FillerFunc(func(context.Context, FillRequest) (any, error) { asked++; return float64(4 + asked), nil })
+	o.Approver = ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{Approved: true}, nil })
+	o.Replanner = &goReplanner{plan: replan}
+	res, err := Run(context.Background(), compile(t, plan), nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunPartial || tools.count("charge") != 1 || asked != 1 {
+		t.Fatalf("status %s (%v), charge called %d times, the model asked %d times", res.Status, res.Err, tools.count("charge"), asked)
+	}
+	for _, s := range res.Steps {
+		if s.ID == "pay" && s.Round == 1 && (s.Status != StatusCompleted || s.Repeats == nil || *s.Repeats != (StepRef{Step: "pay"})) {
+			t.Errorf("the repeated payment: %+v", s)
+		}
+	}
+}
