@@ -38,8 +38,10 @@ const (
 	// StepFilled: a model answered for a hole of the step (Message names
 	// the argument) or for its task (Tool names the candidate chosen).
 	// Verdict accepted: Result is the answer as the run uses it, and the
-	// journal keeps it, so that a resumed run does not ask again; Verdict
-	// rejected: the answer did not fit (Reason says why) and was not used.
+	// journal keeps it, so that a resumed run does not ask again (Reason
+	// is set when the answer was an earlier step's to the same question,
+	// and the model was not asked: see History); Verdict rejected: the
+	// answer did not fit (Reason says why) and was not used.
 	StepFilled EventType = "step-filled"
 	// ElementCompleted: an element of a for each returned its result
 	// (Step is the step's ID and the element's index, "fetch[2]"). A
