@@ -141,13 +141,13 @@ func TestSchemaConstantParts(t *testing.T) {
 // its max, or than the fan-out limit when it has none, is limit-exceeded
 // at check time: the run would refuse it.
 func TestForEachKnownLength(t *testing.T) {
-	long := "[" + strings.Repeat("1, ", 999_999) + "1]"
+	long := "[" + strings.Repeat("1, ", 1000) + "1]"
 	for _, tc := range []struct {
 		list, max string
 		limits    Limits
 		want      string // a part of the message, "" for none
 	}{
-		{long, "", Limits{}, "the list has 1000000 elements, more than the limit of 1000 for a for each"},
+		{long, "", Limits{}, "the list has 1001 elements, more than the limit of 1000 for a for each"},
 		{"[1, 2, 3]", "2", Limits{}, "the list has 3 elements, more than the for each's max of 2"},
 		{"[1, 2, †input.a]", "2", Limits{}, "the list has 3 elements, more than the for each's max of 2"},
 		{"lists.range(5000)", "", Limits{}, "the list has 5000 elements, more than the limit of 1000"},

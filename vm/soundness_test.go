@@ -117,6 +117,34 @@ func TestSoundness(t *testing.T) {
 		}
 	}
 	t.Logf("soundness: %d plans in %v (seeds %d to %d)\n%s", n, time.Since(began).Round(time.Millisecond), start, start+uint64(n)-1, st)
+	if !replay && n >= 300 {
+		if msg := st.tooFew(); msg != "" {
+			t.Errorf("the generator's plans no longer test much: %s\n%s", msg, st)
+		}
+	}
+}
+
+// tooFew says what a run of many plans had too little of for its lack of
+// bugs to mean anything: plans that parse, check clean and run, in both
+// forms and as streams. The floors are well below what the generator
+// gives (about half the plans check clean, a fifth are JSON, a sixth of
+// the runs are streams), so that only a broken generator falls under.
+func (s *soundStats) tooFew() string {
+	switch {
+	case s.parseErrs*100 > s.plans:
+		return fmt.Sprintf("%d of %d plans do not parse", s.parseErrs, s.plans)
+	case s.clean*100 < s.plans*35:
+		return fmt.Sprintf("only %d of %d plans check clean", s.clean, s.plans)
+	case s.runs != s.clean:
+		return fmt.Sprintf("%d plans ran of the %d that checked clean", s.runs, s.clean)
+	case s.json*10 < s.plans:
+		return fmt.Sprintf("only %d of %d plans are in the JSON form", s.json, s.plans)
+	case s.streams*20 < s.runs:
+		return fmt.Sprintf("only %d of %d runs are streams", s.streams, s.runs)
+	case s.steps < 2*s.runs:
+		return fmt.Sprintf("only %d steps ran in %d runs", s.steps, s.runs)
+	}
+	return ""
 }
 
 // flagsOf turns on each data flag for some seeds.
