@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 )
@@ -18,44 +17,35 @@ import (
 // The tests of obelisk mcp-server with clients and servers nobody here
 // wrote, from npm (versions pinned in testdata/mcp/package-lock.json):
 // the official TypeScript SDK's client, the MCP Inspector's CLI, and the
-// reference servers. They need Node.js and npm; the packages are
-// installed with npm ci the first time (CI's .ci/run installs them first).
+// reference servers. They need Node.js and the packages, which the tests
+// never install themselves (go test stays offline): .ci/run installs them
+// with npm ci, and a test without them skips, saying how.
 
 // npmDir holds the npm packages of the tests.
 const npmDir = "testdata/mcp"
 
-var (
-	npmOnce sync.Once
-	npmErr  error
-)
+// npmInstall is how to install the packages of npmDir.
+const npmInstall = "(cd cmd/obelisk/testdata/mcp && npm ci --no-audit --no-fund)"
 
-// npmPackages returns the absolute path of npmDir, its packages
-// installed. It skips the test when node or npm is not installed.
+// npmPackages returns the absolute path of npmDir. It skips the test when
+// node is not installed, or the packages are not installed as the lock
+// file pins them.
 func npmPackages(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the tests with MCP clients and servers from npm need Node.js and npm", tool)
-		}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the tests with MCP clients and servers from npm need Node.js, then " + npmInstall)
 	}
 	dir, err := filepath.Abs(npmDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	npmOnce.Do(func() {
-		lock, err1 := os.Stat(filepath.Join(dir, "package-lock.json"))
-		installed, err2 := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-		if err1 == nil && err2 == nil && !installed.ModTime().Before(lock.ModTime()) {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", npmDir, err, out)
-		}
-	})
-	if npmErr != nil {
-		t.Fatal(npmErr)
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	if err != nil || installed.ModTime().Before(lock.ModTime()) {
+		t.Skip("the npm packages of the MCP client tests are not installed, or older than their lock file: " + npmInstall)
 	}
 	return dir
 }

@@ -21,19 +21,11 @@ import (
 // writes back). It skips the test when node or the packages are missing.
 func memoryServer(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "env"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: install it (and Node.js), then run npm ci --no-audit --no-fund in cmd/obelisk/testdata/mcp", tool)
-		}
+	npm := npmPackages(t)
+	if _, err := exec.LookPath("env"); err != nil {
+		t.Skip("env is not installed: the test passes the memory server its file through env (coreutils)")
 	}
-	index, err := filepath.Abs(filepath.Join(npmDir, "node_modules/@modelcontextprotocol/server-memory/dist/index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(index); err != nil {
-		t.Skip("the npm packages are not installed: run npm ci --no-audit --no-fund in cmd/obelisk/testdata/mcp")
-	}
-	return index
+	return filepath.Join(npm, "node_modules/@modelcontextprotocol/server-memory/dist/index.js")
 }
 
 // writesPlan makes many independent writes to the memory server: an
