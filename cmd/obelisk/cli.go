@@ -137,7 +137,8 @@ func run(ctx context.Context, args []string, e *env) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
+		// help CMD is CMD -h; help help, help -h and the like are help.
+		if len(args) > 1 && !isHelp(args[1]) {
 			return run(ctx, []string{args[1], "-h"}, e)
 		}
 		usage(e.stdout)
@@ -179,6 +180,16 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	fmt.Fprintf(e.stderr, "Run 'obelisk help' for usage.\n")
 	return exitUsage
+}
+
+// isHelp reports whether an argument asks for help rather than names a
+// command.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // commandUsage prints a command's usage line, summary and flags.

@@ -17,10 +17,12 @@ import (
 // help CMD, obelisk CMD -h) goes to stdout and exits 0, for every
 // command.
 func TestHelpOnStdout(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+	// help of help (which once recursed until the stack overflowed) is
+	// the usage too.
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"help", "help"}, {"help", "-h"}, {"-h", "--help"}, {"help", "help", "help"}} {
 		code, stdout, stderr := runHere(t, "", args...)
 		if code != exitOK || !strings.HasPrefix(stdout, "Obelisk checks") || stderr != "" {
-			t.Errorf("obelisk %s: exit %d\nstdout:\n%s\nstderr:\n%s", args[0], code, stdout, stderr)
+			t.Errorf("obelisk %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
 		}
 	}
 	for _, c := range commands() {
