@@ -242,3 +242,19 @@ func TestPlanApplyMCP(t *testing.T) {
 		t.Errorf("apply without the server: exit %d, want 1\n%s", code, stderr)
 	}
 }
+
+// TestFailedRunNoOutput: a run that did not complete has no output, so
+// nothing is written on stdout (once, the output's fields were written
+// as nulls, read as a result by whatever took stdout); the summary on
+// stderr says what failed, and the exit status is 1.
+func TestFailedRunNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "f.plan")
+	mocks := filepath.Join(dir, "f.mocks.json")
+	writeFile(t, plan, "tool boom(x: string) -> {y: string} pure\nboom(x: \"a\") -> †state.r\noutput { y: †state.r.y }\n")
+	writeFile(t, mocks, `{"boom": {"error": {"code": "bad", "message": "it broke"}}}`)
+	code, stdout, stderr := runHere(t, "", "run", "--no-journal", "--mocks", mocks, plan)
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "boom failed: it broke [bad]") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

@@ -115,14 +115,20 @@ func runCommand() *command {
 }
 
 // report prints a run's output on stdout and its summary on stderr.
-// runID, when the run is journaled, names it in the summary.
+// Only a run that completed, or ended partial (the policy let the rest
+// run past a failure), has an output: one that failed, was canceled or
+// rejected, or waits for a decision prints nothing on stdout, and its
+// summary says why. runID, when the run is journaled, names it in the
+// summary.
 func report(e *env, res *vm.Result, runID string) int {
-	b, err := marshalJSON(res.Output, true)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
-		return exitUsage
+	if res.Status == vm.RunCompleted || res.Status == vm.RunPartial {
+		b, err := marshalJSON(res.Output, true)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
+			return exitUsage
+		}
+		e.stdout.Write(append(b, '\n'))
 	}
-	e.stdout.Write(append(b, '\n'))
 	if runID != "" {
 		fmt.Fprintf(e.stderr, "run %s ", runID)
 	}
