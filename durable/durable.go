@@ -98,6 +98,9 @@ type Detail struct {
 	// Goal is the goal a model pursues, or nil for the run of a plan.
 	// The steps' rounds are then the goal's turns.
 	Goal *GoalSpec `json:"goal,omitempty"`
+	// Origin says who made the run; nil for a run recorded before runs
+	// recorded it.
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // Show returns everything the journal holds of a run: its status, steps,
@@ -115,7 +118,7 @@ func (s *Store) Show(id string) (*Detail, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
 	}
-	return &Detail{Detail: det, Goal: set.Goal}, nil
+	return &Detail{Detail: det, Goal: set.Goal, Origin: set.Origin}, nil
 }
 
 // Events returns a run's event log, in order.

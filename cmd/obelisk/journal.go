@@ -770,6 +770,26 @@ func eventText(ev vm.Event) string {
 	return strings.Join(parts, " ")
 }
 
+// originText says who made a run, for people.
+func originText(o *durable.Origin) string {
+	switch {
+	case o == nil:
+		return "not recorded (the run is older than the record of origins)"
+	case o.By == durable.ByCLI:
+		return "obelisk, the command line"
+	case o.By == durable.ByMCPServer:
+		grants := o.Grants
+		if len(grants) > 12 {
+			grants = grants[:12]
+		}
+		if o.Name == "" {
+			return fmt.Sprintf("obelisk mcp-server, with no --name (grants %s)", grants)
+		}
+		return fmt.Sprintf("obelisk mcp-server --name %s (grants %s)", shellQuote(o.Name), grants)
+	}
+	return o.By
+}
+
 // writeRun prints a run for people.
 func writeRun(w io.Writer, det *durable.Detail, also string) {
 	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
@@ -782,6 +802,7 @@ func writeRun(w io.Writer, det *durable.Detail, also string) {
 	if det.Hash != "" {
 		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
 	}
+	fmt.Fprintf(w, "made by:   %s\n", originText(det.Origin))
 	fmt.Fprintf(w, "created:   %s\n", det.Created.Local().Format(time.DateTime))
 	if !det.Finished.IsZero() {
 		fmt.Fprintf(w, "finished:  %s (%s after it was created)\n", det.Finished.Local().Format(time.DateTime), round(det.Finished.Sub(det.Created)))

@@ -124,6 +124,12 @@ func TestMCPServerRunsOfOthers(t *testing.T) {
 	if err := json.Unmarshal([]byte(callText(t, serverSession(t, dir, append([]string{"--state-dir", state, "--name", "desk"}, grants...)...), "run_plan", map[string]any{"plan": plan})), &made); err != nil || made.Status != "waiting" {
 		t.Fatalf("run_plan: %+v, %v", made, err)
 	}
+	// The operator's show says who made each run.
+	for id, want := range map[string]string{"cli-run-1": "made by:   obelisk, the command line\n", made.Run: "made by:   obelisk mcp-server --name desk (grants "} {
+		if r := runObelisk(t, dir, "show", "--state-dir", state, id); r.code != exitOK || !strings.Contains(r.stdout, want) {
+			t.Errorf("obelisk show %s: want %q in\n%+v", id, want, r)
+		}
+	}
 	noSuchRun := func(id string) string {
 		return fmt.Sprintf("no such run: %q is not the ID of a run of this server; give the whole ID that run_plan answered", id)
 	}
