@@ -63,6 +63,12 @@ func refuse(msg []byte) *rpcError {
 	return nil
 }
 
+// tooLong is the answer to a message longer than limit bytes, whose ID
+// is not read.
+func tooLong(limit int64) *rpcError {
+	return &rpcError{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("the message is longer than %d bytes", limit)}}
+}
+
 // requestID returns the ID of the request msg is, as JSON, when it can be
 // read, and null otherwise.
 func requestID(msg []byte) json.RawMessage {
@@ -134,7 +140,7 @@ func screenLines(in io.Reader, to *io.PipeWriter, out io.Writer, limit int) {
 		var answer *rpcError
 		switch msg := bytes.TrimSpace(line); {
 		case long:
-			answer = &rpcError{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("the message is longer than %d bytes", limit)}}
+			answer = tooLong(int64(limit))
 		case len(msg) == 0:
 		default:
 			if answer = refuse(msg); answer == nil {
@@ -193,7 +199,7 @@ func screenHTTP(h http.Handler) http.Handler {
 		switch {
 		case errors.As(err, &tooLarge):
 			status = http.StatusRequestEntityTooLarge
-			answer = &rpcError{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("the message is longer than %d bytes", tooLarge.Limit)}}
+			answer = tooLong(tooLarge.Limit)
 		case err != nil:
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
 			return

@@ -122,6 +122,9 @@ type StepRef struct {
 type callBook struct {
 	mu    sync.Mutex
 	calls []*Call
+	// irreversible are the calls of irreversible tools, in calls' order:
+	// the only ones a step may be refused for changing.
+	irreversible []*Call
 	// byKey is the call of each identity that a later one is: the first
 	// that completed, else the first.
 	byKey map[string]*Call
@@ -271,10 +274,10 @@ func (e *engine) recall(spec *callSpec) (out outcome, id *callID, ok bool) {
 		}
 		return out, id, true
 	}
-	for _, c := range h.book.calls {
+	for _, c := range h.book.irreversible {
 		// A call that cannot be known again (no key) may have acted even
 		// when it failed: it is kept as it is.
-		if mine(c) || c.Effect != compiler.Irreversible || (c.Result.Status != StatusCompleted && c.key != "") {
+		if mine(c) || (c.Result.Status != StatusCompleted && c.key != "") {
 			continue
 		}
 		sameSlot := s.Out != "" && c.Slot == s.Out
@@ -324,6 +327,9 @@ func (e *engine) remember(i int, id *callID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, c)
+	if eff == compiler.Irreversible {
+		b.irreversible = append(b.irreversible, c)
+	}
 	if key == "" {
 		return
 	}
