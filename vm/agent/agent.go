@@ -388,7 +388,7 @@ func (g *goal) run(ctx context.Context) *Result {
 		}
 		failed, refused := "", false
 		if s := firstFailure(t.Steps); s != nil {
-			refused = failedVerb(s) != "failed"
+			refused = refusedChange(s)
 			failed = fmt.Sprintf("Step %s (%s) %s: %s [%s].", s.ID, s.Tool, failedVerb(s), s.Error.Message, s.Error.Code)
 		} else if t.Rejection != "" {
 			failed = "A person rejected the plan: " + t.Rejection
@@ -485,15 +485,21 @@ func called(s *vm.StepResult) bool {
 	case s.Status == vm.StatusCompleted:
 		return true
 	case s.Status == vm.StatusFailed:
-		return s.Error == nil || s.Error.Code != string(lang.ChangedIrreversible)
+		return !refusedChange(s)
 	}
 	return false
+}
+
+// refusedChange reports whether a step failed as a change of an
+// irreversible step that already ran: it was refused, not called.
+func refusedChange(s *vm.StepResult) bool {
+	return s.Error != nil && s.Error.Code == string(lang.ChangedIrreversible)
 }
 
 // failedVerb says how a step failed: "was refused" for a change of an
 // irreversible step that already ran, which was not called.
 func failedVerb(s *vm.StepResult) string {
-	if s.Error != nil && s.Error.Code == string(lang.ChangedIrreversible) {
+	if refusedChange(s) {
 		return "was refused"
 	}
 	return "failed"
