@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/obelisk-plan/obelisk/runtime/llm"
 	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // gateServer answers GET /NAME?from=X with {"value": "NAME(X)"} and counts
@@ -469,6 +472,11 @@ func TestKillAgentGoal(t *testing.T) {
 	if got := <-srv.arrived; got != "b" {
 		t.Fatalf("held at %s", got)
 	}
+	// Step b runs as soon as its statement is read; the answer's end may
+	// come a moment later. Killed before it, the answer is (rightly)
+	// replayed as cut and the model asked to go on: this test is of a
+	// whole answer, so it waits for its end to be journaled.
+	waitTextEnd(t, filepath.Join(dir, "st"), "g", "answer 2.0")
 	if err := first.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
@@ -495,6 +503,27 @@ func TestKillAgentGoal(t *testing.T) {
 	if !strings.Contains(show.stdout, "run g: completed") || !strings.Contains(show.stdout, "processes: 2") ||
 		!strings.Contains(show.stdout, "goal:      Fetch a, then b. (eager mode)") || !strings.Contains(show.stdout, "  b (turn 2)") {
 		t.Errorf("show:\n%s", show.stdout)
+	}
+}
+
+// waitTextEnd waits until the journal in state records the end of a
+// run's text (journal.Run.EndText), read as another process writes it.
+func waitTextEnd(t *testing.T, state, run, name string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, journal.FileName)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		err := db.QueryRow(`SELECT count(*) FROM text_ends WHERE run = ? AND name = ?`, run, name).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the end of %s of run %s was not journaled (%v)", name, run, err)
+		}
 	}
 }
 
