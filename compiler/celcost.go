@@ -19,7 +19,7 @@ import (
 // cel-go's units: 1 for each call, variable and element visited, a tenth
 // for each byte of a string read or written. Checking estimates it with
 // unknown sizes taken as Limits.SizeHint (celCost); running counts it and
-// stops the evaluation past a limit (CostLimit).
+// stops the evaluation past a limit (MaxCost).
 //
 // cel-go counts a call once it has returned, from its arguments and
 // result. That is enough for a call whose work is about the size of values
@@ -35,9 +35,9 @@ import (
 // read a whole string or list, or that it does not price at all, get
 // models of their own (celCostModels).
 
-// DefaultCostLimit is the cost limit of one evaluation of a CEL
+// DefaultMaxCost is the cost limit of one evaluation of a CEL
 // expression when none is given.
-const DefaultCostLimit = 1_000_000
+const DefaultMaxCost = 1_000_000
 
 const (
 	// pricedOverload is the overload under which a priced call reports

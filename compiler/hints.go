@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // A routing hint says who should do a step (seed 000's subagent_hint): a
@@ -94,7 +94,7 @@ func hintOf(s *lang.Step) *lang.HintOption {
 // serverTools lists) and "plan" (a sub-plan, by name), one or more of
 // them, and "aliases", other names models give the hint.
 func ParseHints(data []byte, serverTools func(server string) ([]string, error)) (map[string]Hint, error) {
-	if err := runtime.CheckUniqueKeys(data); err != nil {
+	if err := toolkit.CheckUniqueKeys(data); err != nil {
 		return nil, fmt.Errorf("the hints file: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // MaxImportSize is the largest file a plan may import, in bytes.
@@ -74,7 +74,7 @@ func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) 
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil, fmt.Errorf("there is no file %s in the plan's directory", clean)
 		}
-		if runtime.EscapesRoot(err) {
+		if toolkit.EscapesRoot(err) {
 			return "", nil, fmt.Errorf("%s leads out of the plan's directory through a symbolic link: a plan imports only files inside its own directory tree", clean)
 		}
 		return "", nil, fmt.Errorf("%w; a plan imports only regular files inside its own directory tree", err)
@@ -85,7 +85,7 @@ func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) 
 		return "", nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%s is not a regular file (it is %s)", clean, runtime.FileKind(info.Mode()))
+		return "", nil, fmt.Errorf("%s is not a regular file (it is %s)", clean, toolkit.FileKind(info.Mode()))
 	}
 	if info.Size() > MaxImportSize {
 		return "", nil, fmt.Errorf("%s is larger than %d MiB", clean, MaxImportSize>>20)

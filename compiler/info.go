@@ -15,7 +15,7 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // Effect says what calling a tool does to the world.
@@ -69,16 +69,16 @@ type Tool struct {
 	// runtime validates a call's arguments; built on first use, nil when
 	// the tool has no input schema or one that does not compile.
 	schemaOnce sync.Once
-	schema     *runtime.Schema
+	schema     *toolkit.Schema
 }
 
 // argSchema returns the validator of the tool's input schema, or nil.
-func (t *Tool) argSchema() *runtime.Schema {
+func (t *Tool) argSchema() *toolkit.Schema {
 	t.schemaOnce.Do(func() {
 		if len(t.InputSchema) == 0 {
 			return
 		}
-		if s, err := runtime.NewSchema(t.Name+"/input", t.InputSchema); err == nil {
+		if s, err := toolkit.NewSchema(t.Name+"/input", t.InputSchema); err == nil {
 			t.schema = s
 		}
 	})

@@ -334,13 +334,13 @@ func (p *Program) Graph() graph.Graph[int, int] {
 
 // CEL returns the program of a CEL operand, compiled once for each cost
 // limit and cached. The program stops an evaluation that costs more than
-// costLimit (0 takes DefaultCostLimit), calls whose work could outgrow
+// costLimit (0 takes DefaultMaxCost), calls whose work could outgrow
 // what is left of the limit before they start (see celcost.go), and checks
 // the context of ContextEval every 100 iterations of a comprehension.
 // Programs are safe for concurrent use.
 func (p *Program) CEL(op *Operand, costLimit uint64) (cel.Program, error) {
 	if costLimit == 0 {
-		costLimit = DefaultCostLimit
+		costLimit = DefaultMaxCost
 	}
 	p.celMu.Lock()
 	defer p.celMu.Unlock()

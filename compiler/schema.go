@@ -7,7 +7,7 @@ import (
 	"cel.dev/cel-go/common/ast"
 
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // A tool that comes with a JSON Schema (from a tools file, an MCP server,
@@ -15,7 +15,7 @@ import (
 // type can: a maximum, a pattern, a minimum number of items, a format.
 // The runtime validates every call's arguments against that schema, so
 // the checker validates the constant parts of the arguments with the same
-// validator (runtime.Schema): a constant the check accepts is one the call
+// validator (toolkit.Schema): a constant the check accepts is one the call
 // accepts. A violation is a type-mismatch at the constant, with the
 // validator's words.
 
@@ -76,7 +76,7 @@ func (v argValidator) arg(param *Param, op *Operand, tool *Tool) {
 	}
 }
 
-func (v argValidator) parts(s *runtime.Schema, op *Operand, param *Param, tool *Tool) {
+func (v argValidator) parts(s *toolkit.Schema, op *Operand, param *Param, tool *Tool) {
 	switch op.Kind {
 	case OpConst:
 		if err := s.Validate(op.Const); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // schemaTools are an operator's tools whose schemas say more than types.
@@ -32,21 +32,21 @@ const schemaTools = `{"tools": [
 // tool's JSON Schema with the validator the runtime uses, so that it
 // rejects exactly the calls the runtime would reject, at the constant,
 // with the runtime's words. Each case is also called through a
-// runtime.Registry with the same definitions.
+// toolkit.Registry with the same definitions.
 func TestSchemaKeywords(t *testing.T) {
 	decls, diags := lang.ParseTools("tools.json", []byte(schemaTools))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	var list struct {
-		Tools []runtime.Definition `json:"tools"`
+		Tools []toolkit.Definition `json:"tools"`
 	}
 	if err := json.Unmarshal([]byte(schemaTools), &list); err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	for _, d := range list.Tools {
-		reg.MustRegister(d, runtime.ToolFunc(func(context.Context, map[string]any) (any, error) { return 1, nil }))
+		reg.MustRegister(d, toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) { return 1, nil }))
 	}
 	for _, tc := range []struct {
 		call string
@@ -237,7 +237,7 @@ func TestCheckInput(t *testing.T) {
 func normalizeInput(t *testing.T, in map[string]any) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(in)
-	v, err := runtime.DecodeJSON(b)
+	v, err := toolkit.DecodeJSON(b)
 	if err != nil {
 		t.Fatal(err)
 	}

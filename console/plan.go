@@ -13,7 +13,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -147,9 +147,9 @@ func (s *Server) checkPlan(ctx context.Context, v *planView) int {
 		v.SimError = "the input does not fit the plan:\n" + b.String()
 		return http.StatusOK
 	}
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if strings.TrimSpace(v.Mocks) != "" {
-		if mocks, err = runtime.ParseMocks([]byte(v.Mocks)); err != nil {
+		if mocks, err = toolkit.ParseMocks([]byte(v.Mocks)); err != nil {
 			v.SimError = "the mocks: " + err.Error()
 			return http.StatusOK
 		}
@@ -157,7 +157,7 @@ func (s *Server) checkPlan(ctx context.Context, v *planView) int {
 	}
 	sctx, cancel := context.WithTimeout(ctx, simulateTimeout)
 	defer cancel()
-	res, err := vm.Simulate(sctx, prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, Mocks: mocks, CostLimit: s.opts.Check.Limits.MaxCost})
+	res, err := vm.Simulate(sctx, prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, Mocks: mocks, MaxCost: s.opts.Check.Limits.MaxCost})
 	if err != nil {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("the dry run took longer than %s and was stopped", simulateTimeout)
@@ -208,10 +208,10 @@ func looksLikeJSON(b []byte) bool {
 // decodeObject reads a JSON object strictly: a key given twice is an
 // error, and integers keep every digit.
 func decodeObject(text string) (map[string]any, error) {
-	if err := runtime.CheckUniqueKeys([]byte(text)); err != nil {
+	if err := toolkit.CheckUniqueKeys([]byte(text)); err != nil {
 		return nil, err
 	}
-	v, err := runtime.DecodeJSON([]byte(text))
+	v, err := toolkit.DecodeJSON([]byte(text))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}

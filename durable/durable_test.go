@@ -11,9 +11,9 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
-	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 )

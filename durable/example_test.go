@@ -11,27 +11,27 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // tools returns the operator's tools, Go functions, and counts their
 // calls: greet(name) says hello; send(text) pretends to send a message.
-func tools(calls *atomic.Int64) *runtime.Registry {
-	reg := runtime.NewRegistry()
+func tools(calls *atomic.Int64) *toolkit.Registry {
+	reg := toolkit.NewRegistry()
 	str := json.RawMessage(`{"type": "string"}`)
-	reg.MustRegister(runtime.Definition{Name: "greet", Annotations: runtime.Annotations{ReadOnly: true},
+	reg.MustRegister(toolkit.Definition{Name: "greet", Annotations: toolkit.Annotations{ReadOnly: true},
 		InputSchema:  json.RawMessage(`{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}`),
 		OutputSchema: str,
-	}, runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+	}, toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
 		calls.Add(1)
 		return "Hello, " + args["name"].(string) + "!", nil
 	}))
-	reg.MustRegister(runtime.Definition{Name: "send",
+	reg.MustRegister(toolkit.Definition{Name: "send",
 		InputSchema:  json.RawMessage(`{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}`),
 		OutputSchema: str,
-	}, runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+	}, toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
 		calls.Add(1)
 		return "sent: " + args["text"].(string), nil
 	}))
@@ -40,7 +40,7 @@ func tools(calls *atomic.Int64) *runtime.Registry {
 
 // source is a plan with the operator's tools: the checker takes their
 // signatures and effects from the registry, never from the plan.
-func source(name, text string, reg *runtime.Registry) *planfile.Source {
+func source(name, text string, reg *toolkit.Registry) *planfile.Source {
 	return &planfile.Source{Name: name, Text: text, Tools: []planfile.File{{Name: "tools.json", Text: string(reg.ToolsJSON())}}}
 }
 

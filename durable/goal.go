@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/journal"
@@ -43,7 +43,7 @@ func (r *Run) Goal() *GoalSpec { return r.settings.Goal }
 // taken. Without an approver, a journaled goal waits at a gate or a hitl
 // verdict: it ends with status agent.GoalWaiting, and its run is saved as
 // waiting for a decision (Store.Decide), then resumed.
-func (r *Run) Pursue(ctx context.Context, o agent.Options, mocks *runtime.Mocks) (*agent.Result, error) {
+func (r *Run) Pursue(ctx context.Context, o agent.Options, mocks *toolkit.Mocks) (*agent.Result, error) {
 	spec := r.settings.Goal
 	if spec == nil {
 		return nil, errors.New("the run is a plan's, not a goal's: run it with Execute")

@@ -11,7 +11,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -24,7 +24,9 @@ type Settings struct {
 	StepTimeout    time.Duration `json:"stepTimeout,omitempty"`
 	RunTimeout     time.Duration `json:"runTimeout,omitempty"`
 	MaxOutputBytes int           `json:"maxOutputBytes,omitempty"`
-	CostLimit      uint64        `json:"costLimit,omitempty"`
+	// MaxCost bounds the cost of one CEL expression (journaled under
+	// its earlier name, costLimit, which journals already hold).
+	MaxCost uint64 `json:"costLimit,omitempty"`
 	// Limits bound the plans the run checks after it started: replans,
 	// edited plans, the statements of a stream.
 	Limits compiler.Limits `json:"limits,omitzero"`
@@ -243,7 +245,7 @@ type ExecOptions struct {
 	// Mocks are the mocks among the tools, if any: a journaled run
 	// records where their sequences are, and a resumed run goes on from
 	// there instead of starting them again.
-	Mocks *runtime.Mocks
+	Mocks *toolkit.Mocks
 	// Filler completes the plan's holes and tasks, and MaxFills bounds
 	// how often it is asked (see vm.Options). A journaled run records
 	// each answer, and a resumed run takes it instead of asking again.
@@ -279,7 +281,7 @@ func (r *Run) options(o ExecOptions) (vm.Options, error) {
 	opts := vm.Options{
 		Tools: o.Tools, Observer: o.Observer, Replanner: o.Replanner, Evaluator: o.Evaluator,
 		MaxParallel: set.MaxParallel, StepTimeout: set.StepTimeout, RunTimeout: set.RunTimeout,
-		MaxOutputBytes: set.MaxOutputBytes, CostLimit: set.CostLimit, RunID: r.ID,
+		MaxOutputBytes: set.MaxOutputBytes, MaxCost: set.MaxCost, RunID: r.ID,
 		Filler: o.Filler, MaxFills: o.MaxFills,
 	}
 	if o.RunTimeout > 0 {

@@ -15,7 +15,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -53,7 +53,7 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	if err := runtime.CheckUniqueKeys(raw); err != nil {
+	if err := toolkit.CheckUniqueKeys(raw); err != nil {
 		return fmt.Errorf("the arguments: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -145,7 +145,7 @@ func (c *compiled) input(raw json.RawMessage) (map[string]any, lang.Diagnostics,
 	if len(raw) == 0 || string(raw) == "null" {
 		return c.file.InputValues, compiler.CheckInput(c.info, c.file.InputValues), nil
 	}
-	v, err := runtime.DecodeJSON(raw)
+	v, err := toolkit.DecodeJSON(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the input is not JSON: %w", err)
 	}
@@ -195,7 +195,7 @@ func (s *Server) dryRun(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if args.Seed != nil {
 		seed = *args.Seed
 	}
-	res, err := vm.Simulate(ctx, c.prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, CostLimit: s.opts.Limits.MaxCost})
+	res, err := vm.Simulate(ctx, c.prog, input, vm.SimOptions{MaxParallel: s.opts.MaxParallel, Seed: seed, MaxCost: s.opts.Limits.MaxCost})
 	if err != nil {
 		return failure(err.Error()), nil
 	}

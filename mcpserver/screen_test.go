@@ -13,7 +13,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // wire is a client that speaks the stdio transport's lines itself, and so
@@ -269,11 +269,11 @@ func FuzzStdio(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer st.Close()
-	reg := runtime.NewRegistry()
-	reg.MustRegister(runtime.Definition{Name: "lookup", Description: "Looks up a customer.",
+	reg := toolkit.NewRegistry()
+	reg.MustRegister(toolkit.Definition{Name: "lookup", Description: "Looks up a customer.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
-		Annotations: runtime.Annotations{ReadOnly: true}},
-		runtime.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["id"], nil }))
+		Annotations: toolkit.Annotations{ReadOnly: true}},
+		toolkit.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["id"], nil }))
 	srv, err := New(Options{Tools: []planfile.File{{Name: "<tools>", Text: string(reg.ToolsJSON())}}, Caller: reg, Store: st})
 	if err != nil {
 		f.Fatal(err)

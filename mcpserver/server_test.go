@@ -12,14 +12,14 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // shop is the operator's tools of the tests: a pure lookup, an
 // irreversible charge that counts its calls, and a slow pure tool that
 // returns when the test releases it.
 type shop struct {
-	reg     *runtime.Registry
+	reg     *toolkit.Registry
 	charges atomic.Int32
 	// release lets slow return; entered is signaled when it is called.
 	release chan struct{}
@@ -28,25 +28,25 @@ type shop struct {
 
 func newShop(t *testing.T) *shop {
 	t.Helper()
-	sh := &shop{reg: runtime.NewRegistry(), release: make(chan struct{}), entered: make(chan struct{}, 16)}
-	sh.reg.MustRegister(runtime.Definition{Name: "lookup", Description: "Looks up a customer's orders by the customer's ID.",
+	sh := &shop{reg: toolkit.NewRegistry(), release: make(chan struct{}), entered: make(chan struct{}, 16)}
+	sh.reg.MustRegister(toolkit.Definition{Name: "lookup", Description: "Looks up a customer's orders by the customer's ID.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"orders":{"type":"integer"},"notes":{"type":"string"}},"required":["orders","notes"]}`),
-		Annotations:  runtime.Annotations{ReadOnly: true}},
-		runtime.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
+		Annotations:  toolkit.Annotations{ReadOnly: true}},
+		toolkit.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
 			return map[string]any{"orders": int64(3), "notes": "a long internal note about " + args["id"].(string)}, nil
 		}))
-	sh.reg.MustRegister(runtime.Definition{Name: "charge", Description: "Charges a card. It cannot be undone.",
+	sh.reg.MustRegister(toolkit.Definition{Name: "charge", Description: "Charges a card. It cannot be undone.",
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"receipt":{"type":"string"}},"required":["receipt"]}`)},
-		runtime.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
+		toolkit.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
 			sh.charges.Add(1)
 			return map[string]any{"receipt": fmt.Sprintf("R-%v", args["amount"])}, nil
 		}))
-	sh.reg.MustRegister(runtime.Definition{Name: "slow", Description: "Takes its time.",
+	sh.reg.MustRegister(toolkit.Definition{Name: "slow", Description: "Takes its time.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
-		Annotations: runtime.Annotations{ReadOnly: true}},
-		runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+		Annotations: toolkit.Annotations{ReadOnly: true}},
+		toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
 			sh.entered <- struct{}{}
 			select {
 			case <-sh.release:

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // files are the file tools' view of the files root. Every path a plan
@@ -182,7 +182,7 @@ func regular(tool, path string, info fs.FileInfo) error {
 	case info.IsDir():
 		return invalid("%s: %q is a directory; give the path of a file in it", tool, path)
 	case !info.Mode().IsRegular():
-		return invalid("%s: %q is %s, not a regular file", tool, path, runtime.FileKind(info.Mode()))
+		return invalid("%s: %q is %s, not a regular file", tool, path, toolkit.FileKind(info.Mode()))
 	}
 	return nil
 }
@@ -193,8 +193,8 @@ func regular(tool, path string, info fs.FileInfo) error {
 func fileError(tool, path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &runtime.Error{Code: "not-found", Message: fmt.Sprintf("%s: no file %q", tool, path), NotRetryable: true}
-	case runtime.EscapesRoot(err):
+		return &toolkit.Error{Code: "not-found", Message: fmt.Sprintf("%s: no file %q", tool, path), NotRetryable: true}
+	case toolkit.EscapesRoot(err):
 		return invalid("%s: %q leaves the files root through a link; links must be relative and stay inside the root", tool, path)
 	case errors.Is(err, syscall.ENOTDIR):
 		return invalid("%s: a part of %q is a file, not a directory", tool, path)
@@ -203,9 +203,9 @@ func fileError(tool, path string, err error) error {
 }
 
 func invalid(format string, args ...any) error {
-	return &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf(format, args...), NotRetryable: true}
+	return &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf(format, args...), NotRetryable: true}
 }
 
 func tooLarge(path string, max int64) error {
-	return &runtime.Error{Code: "too-large", Message: fmt.Sprintf("file.read: %q is larger than %d bytes", path, max), NotRetryable: true}
+	return &toolkit.Error{Code: "too-large", Message: fmt.Sprintf("file.read: %q is larger than %d bytes", path, max), NotRetryable: true}
 }

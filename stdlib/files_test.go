@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	obrt "github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // fileRoot makes a files root inside a directory of its own and returns
@@ -37,10 +37,10 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-func callErr(t *testing.T, reg *obrt.Registry, tool string, args map[string]any) *obrt.Error {
+func callErr(t *testing.T, reg *toolkit.Registry, tool string, args map[string]any) *toolkit.Error {
 	t.Helper()
 	_, err := reg.Call(context.Background(), tool, args)
-	re, ok := err.(*obrt.Error)
+	re, ok := err.(*toolkit.Error)
 	if !ok {
 		t.Fatalf("%s %v: got %v, want a refusal", tool, args, err)
 	}
@@ -74,7 +74,7 @@ func TestFileWriteRefusesRootPaths(t *testing.T) {
 				delete(args, "content")
 			}
 			re := callErr(t, reg, tool, args)
-			if re.Code != obrt.CodeInvalidArguments || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
+			if re.Code != toolkit.CodeInvalidArguments || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
 				t.Errorf("%s %q: got %+v; want invalid-arguments with %q", tool, tc.path, re, tc.message)
 			}
 		}
@@ -165,11 +165,11 @@ func TestFileLinks(t *testing.T) {
 	}
 	for _, p := range []string{"abs/a.txt", "out/b.txt", "up/b.txt", "out/x/y.txt"} {
 		re := callErr(t, reg, "file.read", map[string]any{"path": p})
-		if re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, "leaves the files root through a link") {
+		if re.Code != toolkit.CodeInvalidArguments || !strings.Contains(re.Message, "leaves the files root through a link") {
 			t.Errorf("read %s: %+v", p, re)
 		}
 		re = callErr(t, reg, "file.write", map[string]any{"path": p, "content": "x"})
-		if re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, "leaves the files root through a link") {
+		if re.Code != toolkit.CodeInvalidArguments || !strings.Contains(re.Message, "leaves the files root through a link") {
 			t.Errorf("write %s: %+v", p, re)
 		}
 	}
@@ -211,7 +211,7 @@ func TestFileWriteIdempotent(t *testing.T) {
 	if _, err := reg.Call(context.Background(), "file.write", map[string]any{"path": long, "content": "x"}); err != nil {
 		t.Errorf("a long name: %v", err)
 	}
-	if re := callErr(t, reg, "file.write", map[string]any{"path": "deep/er/note.txt/x", "content": "x"}); re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, "is a file, not a directory") {
+	if re := callErr(t, reg, "file.write", map[string]any{"path": "deep/er/note.txt/x", "content": "x"}); re.Code != toolkit.CodeInvalidArguments || !strings.Contains(re.Message, "is a file, not a directory") {
 		t.Errorf("a file as a directory: %+v", re)
 	}
 }

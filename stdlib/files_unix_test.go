@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	obrt "github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestFileReadSpecial: a named pipe in the root is refused without
@@ -32,7 +32,7 @@ func TestFileReadSpecial(t *testing.T) {
 		{"d", `"d" is a directory`},
 	} {
 		re := callErr(t, reg, "file.read", map[string]any{"path": tc.path})
-		if re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, tc.message) {
+		if re.Code != toolkit.CodeInvalidArguments || !strings.Contains(re.Message, tc.message) {
 			t.Errorf("read %s: %+v; want invalid-arguments with %q", tc.path, re, tc.message)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"text/template/parse"
 	"unicode/utf8"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // maxFormatWork bounds the work of one text.format call, counted in
@@ -66,7 +66,7 @@ type formatter struct {
 func (f formatter) call(ctx context.Context, args map[string]any) (any, error) {
 	text := args["template"].(string)
 	if n := controlActions(text); n > maxControlActions {
-		return nil, &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		return nil, &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 			Message: fmt.Sprintf("text.format: the template has more than %d {{if}}, {{range}}, {{with}} and {{else}} actions; write a shorter template", maxControlActions)}
 	}
 	b := &budget{ctx: ctx, maxWork: f.work, maxBytes: f.max}
@@ -86,7 +86,7 @@ func (f formatter) call(ctx context.Context, args map[string]any) (any, error) {
 	case b.err != nil:
 		return nil, b.err
 	case out.over:
-		return nil, &runtime.Error{Code: runtime.CodeLimitExceeded, Message: fmt.Sprintf("text.format: the text is longer than %d bytes; write less, or range over fewer elements", f.max), NotRetryable: true}
+		return nil, &toolkit.Error{Code: toolkit.CodeLimitExceeded, Message: fmt.Sprintf("text.format: the text is longer than %d bytes; write less, or range over fewer elements", f.max), NotRetryable: true}
 	case err != nil:
 		return nil, invalid("text.format: %s", rw.unhook(err.Error()))
 	}
@@ -110,7 +110,7 @@ func (b *budget) charge(work int64, what string) error {
 	}
 	b.work += work
 	if b.work > b.maxWork || work < 0 {
-		b.err = &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		b.err = &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 			Message: fmt.Sprintf("text.format: the template would do more than %d steps of work, stopped at %s; range over fewer elements or nest fewer ranges", b.maxWork, what)}
 		return b.err
 	}
@@ -128,7 +128,7 @@ func (b *budget) fits(fn string, bound int64) error {
 		return b.err
 	}
 	if bound > b.maxBytes-b.bytes {
-		b.err = &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		b.err = &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 			Message: fmt.Sprintf("text.format: %s could make more text than the %d bytes the template may make in all; make shorter strings", fn, b.maxBytes)}
 		return b.err
 	}

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	obrt "github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
-func format(t *testing.T, reg *obrt.Registry, tmpl string, values map[string]any) (any, error) {
+func format(t *testing.T, reg *toolkit.Registry, tmpl string, values map[string]any) (any, error) {
 	t.Helper()
 	return reg.Call(context.Background(), "text.format", map[string]any{"template": tmpl, "values": values})
 }
@@ -37,41 +37,41 @@ func TestFormatAttacks(t *testing.T) {
 		code, message  string
 	}{
 		{"nested ranges writing", `{{range .l}}{{range $.l}}{{range $.l}}xxxxxxxx{{end}}{{end}}{{end}}`, map[string]any{"l": list(1000)},
-			obrt.CodeLimitExceeded, ""}, // the text's bound or the work's, whichever comes first
+			toolkit.CodeLimitExceeded, ""}, // the text's bound or the work's, whichever comes first
 		{"range over a large number", `{{range 1000000000}}{{end}}`, nil,
-			obrt.CodeLimitExceeded, "more than 10000000 steps of work, stopped at a range over 1000000000"},
+			toolkit.CodeLimitExceeded, "more than 10000000 steps of work, stopped at a range over 1000000000"},
 		{"range over a large number in the values", `{{range .n}}{{end}}`, map[string]any{"n": int64(1) << 40},
-			obrt.CodeLimitExceeded, "stopped at a range over 1099511627776"},
+			toolkit.CodeLimitExceeded, "stopped at a range over 1099511627776"},
 		{"range over many keys", `{{range .l}}{{range $.m}}{{end}}{{end}}`, map[string]any{"l": list(1000), "m": map[string]any{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10, "k": 11, "l": 12, "m": 13, "n": 14, "o": 15, "p": 16, "q": 17, "r": 18, "s": 19, "t": 20, "u": 21, "v": 22, "w": 23, "x": 24, "y": 25, "z": 26}},
 			"", ""}, // 26,000 elements: allowed
 		{"output over the limit", `{{range .l}}{{$.s}}{{end}}`, map[string]any{"l": list(10), "s": long},
-			obrt.CodeLimitExceeded, "the text is longer than 1048576 bytes"},
+			toolkit.CodeLimitExceeded, "the text is longer than 1048576 bytes"},
 		{"a string that doubles", doubling, nil,
-			obrt.CodeLimitExceeded, "print could make more text than the 1048576 bytes"},
+			toolkit.CodeLimitExceeded, "print could make more text than the 1048576 bytes"},
 		{"printf padding", `{{printf "` + strings.Repeat("%1000000d", 100) + `"}}`, nil,
-			obrt.CodeLimitExceeded, "printf could make more text"},
+			toolkit.CodeLimitExceeded, "printf could make more text"},
 		{"printf padding from an argument", `{{printf "%*d%*d" 1000000 1 1000000 1}}`, nil,
-			obrt.CodeLimitExceeded, "printf could make more text"},
+			toolkit.CodeLimitExceeded, "printf could make more text"},
 		{"printf repeating an argument", `{{printf "%[1]s%[1]s%[1]s" .s}}`, map[string]any{"s": long},
-			obrt.CodeLimitExceeded, "printf could make more text"},
+			toolkit.CodeLimitExceeded, "printf could make more text"},
 		{"printf quoting", `{{printf "%q" .s}}{{printf "%q" .s}}`, map[string]any{"s": long},
-			obrt.CodeLimitExceeded, "printf could make more text"},
+			toolkit.CodeLimitExceeded, "printf could make more text"},
 		{"html escaping", `{{html .s}}{{html .s}}{{html .s}}`, map[string]any{"s": strings.Repeat(`"`, 1<<17)},
-			obrt.CodeLimitExceeded, "html could make more text"},
+			toolkit.CodeLimitExceeded, "html could make more text"},
 		{"blocks nested deep", strings.Repeat("{{if 1}}", 300_000) + strings.Repeat("{{end}}", 300_000), nil,
-			obrt.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
+			toolkit.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
 		{"an else-if chain", "{{if 0}}" + strings.Repeat("{{- \n else if 0}}", 20_000) + "{{end}}", nil,
-			obrt.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
+			toolkit.CodeLimitExceeded, "more than 10000 {{if}}, {{range}}, {{with}} and {{else}} actions"},
 		{"define and template", `{{define "r"}}{{template "r" .}}{{end}}{{template "r" .}}`, nil,
-			obrt.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
+			toolkit.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
 		{"the template itself", `{{template "format" .}}`, nil,
-			obrt.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
+			toolkit.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
 		{"block", `{{block "b" .}}{{template "b" .}}{{end}}`, nil,
-			obrt.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
+			toolkit.CodeInvalidArguments, "{{define}}, {{block}} and {{template}} are not offered"},
 		{"define unused", `{{define "x"}}x{{end}}y`, nil,
-			obrt.CodeInvalidArguments, "are not offered"},
+			toolkit.CodeInvalidArguments, "are not offered"},
 		{"a hook by name", `{{range .l | _obeliskRange0}}{{end}}`, map[string]any{"l": list(1)},
-			obrt.CodeInvalidArguments, `function "_obeliskRange0" not defined`},
+			toolkit.CodeInvalidArguments, `function "_obeliskRange0" not defined`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := format(t, reg, tc.template, tc.values)
@@ -81,7 +81,7 @@ func TestFormatAttacks(t *testing.T) {
 				}
 				return
 			}
-			var re *obrt.Error
+			var re *toolkit.Error
 			if !errors.As(err, &re) || re.Code != tc.code || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
 				t.Fatalf("got %v; want %s with %q", err, tc.code, tc.message)
 			}
@@ -110,8 +110,8 @@ func TestFormatWork(t *testing.T) {
 		{`{{range .l}}{{index $.m $.a}}{{end}}`, map[string]any{"l": list(10_000), "a": long, "m": map[string]any{long: "v"}}, "stopped at a comparison or an index"},
 	} {
 		_, err := f.call(context.Background(), map[string]any{"template": tc.template, "values": tc.values})
-		var re *obrt.Error
-		if !errors.As(err, &re) || re.Code != obrt.CodeLimitExceeded || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
+		var re *toolkit.Error
+		if !errors.As(err, &re) || re.Code != toolkit.CodeLimitExceeded || !re.NotRetryable || !strings.Contains(re.Message, tc.message) {
 			t.Errorf("%s: got %v; want limit-exceeded with %q", tc.template, err, tc.message)
 		}
 	}
@@ -171,8 +171,8 @@ func TestFormatFeatures(t *testing.T) {
 		{`{{index .items 5}}`, `at <index .items 5>: error calling index: index out of range: 5`},
 	} {
 		_, err := format(t, reg, tc.template, values)
-		var re *obrt.Error
-		if !errors.As(err, &re) || re.Code != obrt.CodeInvalidArguments || !strings.Contains(re.Message, tc.want) || strings.Contains(re.Message, "_obelisk") {
+		var re *toolkit.Error
+		if !errors.As(err, &re) || re.Code != toolkit.CodeInvalidArguments || !strings.Contains(re.Message, tc.want) || strings.Contains(re.Message, "_obelisk") {
 			t.Errorf("%s: got %v; want invalid-arguments with %q", tc.template, err, tc.want)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // The built-in HTTP tools reach only the hosts the operator allows
@@ -31,10 +31,10 @@ func NeedsNetwork(name string) bool {
 }
 
 // httpTool is http.get, which sends GET and no body, or http.request.
-func httpTool(opts Options, name string) runtime.Tool {
+func httpTool(opts Options, name string) toolkit.Tool {
 	getOnly := name == "http.get"
 	client := opts.Net.Client(permission.ClientOptions{Redirects: permission.AnyOrigin})
-	return runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+	return toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
 		method := http.MethodGet
 		if m, ok := args["method"].(string); ok && !getOnly {
 			method = strings.ToUpper(m)
@@ -43,7 +43,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 		if b, ok := args["body"]; ok && !getOnly {
 			enc, err := json.Marshal(b)
 			if err != nil {
-				return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: the body: %v", name, err), NotRetryable: true}
+				return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf("%s: the body: %v", name, err), NotRetryable: true}
 			}
 			body = bytes.NewReader(enc)
 		}
@@ -52,7 +52,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 			err = errors.New("it is not an http or https URL with a host")
 		}
 		if err != nil {
-			return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("%s: %v", name, err), NotRetryable: true}
+			return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf("%s: %v", name, err), NotRetryable: true}
 		}
 		if err := opts.Net.Allowed(req.URL); err != nil {
 			return nil, prefixed(name, err)
@@ -63,7 +63,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 		}
 		// The call's idempotency key, the same for its retries and across
 		// resumes of the run, lets a server act on it once.
-		if key := runtime.IdempotencyKey(ctx); key != "" {
+		if key := toolkit.IdempotencyKey(ctx); key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
 		if hs, ok := args["headers"].(map[string]any); ok {
@@ -76,7 +76,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			var re *runtime.Error
+			var re *toolkit.Error
 			if errors.As(err, &re) {
 				return nil, prefixed(name+": "+where, re)
 			}
@@ -92,7 +92,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 			return nil, fmt.Errorf("reading the response of %s: %w", where, err)
 		}
 		if int64(len(raw)) > opts.MaxBodyBytes {
-			return nil, &runtime.Error{Code: "too-large", Message: fmt.Sprintf("the response of %s is larger than %d bytes", where, opts.MaxBodyBytes), NotRetryable: true}
+			return nil, &toolkit.Error{Code: "too-large", Message: fmt.Sprintf("the response of %s is larger than %d bytes", where, opts.MaxBodyBytes), NotRetryable: true}
 		}
 		headers := map[string]any{}
 		for k := range resp.Header {
@@ -100,7 +100,7 @@ func httpTool(opts Options, name string) runtime.Tool {
 		}
 		var out any = string(raw)
 		if strings.Contains(resp.Header.Get("Content-Type"), "json") {
-			if v, err := runtime.DecodeJSON(raw); err == nil {
+			if v, err := toolkit.DecodeJSON(raw); err == nil {
 				out = v
 			}
 		}
@@ -113,11 +113,11 @@ func httpTool(opts Options, name string) runtime.Tool {
 
 // prefixed returns a permission error with its message prefixed.
 func prefixed(prefix string, err error) error {
-	var re *runtime.Error
+	var re *toolkit.Error
 	if !errors.As(err, &re) {
 		return fmt.Errorf("%s: %w", prefix, err)
 	}
-	return &runtime.Error{Code: re.Code, Message: prefix + ": " + re.Message, NotRetryable: re.NotRetryable}
+	return &toolkit.Error{Code: re.Code, Message: prefix + ": " + re.Message, NotRetryable: re.NotRetryable}
 }
 
 // shown is a URL for messages: without its user information.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // server is a loopback test server that records the path and headers of
@@ -55,7 +55,7 @@ func grants(t *testing.T, opts permission.NetOptions) *permission.Net {
 
 func wantDenied(t *testing.T, err error, want string) {
 	t.Helper()
-	if code(err) != runtime.CodePermissionDenied || !strings.Contains(err.Error(), want) {
+	if code(err) != toolkit.CodePermissionDenied || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v; want permission-denied saying %q", err, want)
 	}
 }
@@ -95,7 +95,7 @@ func TestHTTP(t *testing.T) {
 	if _, err := reg.Call(context.Background(), "http.get", map[string]any{"url": srv.URL + "/big"}); code(err) != "too-large" {
 		t.Errorf("big body: %v", err)
 	}
-	if _, err := reg.Call(context.Background(), "http.get", map[string]any{"url": "file:///etc/passwd"}); code(err) != runtime.CodeInvalidArguments {
+	if _, err := reg.Call(context.Background(), "http.get", map[string]any{"url": "file:///etc/passwd"}); code(err) != toolkit.CodeInvalidArguments {
 		t.Errorf("a file URL: %v", err)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // Options configure the built-in tools.
@@ -32,38 +32,38 @@ type Options struct {
 }
 
 // Register adds the built-in tools to a registry.
-func Register(reg *runtime.Registry, opts Options) error {
+func Register(reg *toolkit.Registry, opts Options) error {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
 	yes := true
 	tools := []struct {
-		def  runtime.Definition
-		impl runtime.Tool
+		def  toolkit.Definition
+		impl toolkit.Tool
 	}{
 		{def("echo", "Returns its value unchanged.",
 			`{"type":"object","properties":{"value":{"description":"any value"}},"required":["value"]}`, ``,
-			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-			runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) { return args["value"], nil })},
+			toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
+			toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) { return args["value"], nil })},
 		{def("sleep", "Waits for a duration such as 500ms or 2s, then returns null.",
 			`{"type":"object","properties":{"duration":{"type":"string","description":"a Go duration: 300ms, 1.5s, 2m"}},"required":["duration"]}`, `{"type":"null"}`,
-			runtime.Annotations{ReadOnly: true}),
-			runtime.ToolFunc(sleep)},
+			toolkit.Annotations{ReadOnly: true}),
+			toolkit.ToolFunc(sleep)},
 		{def("json.select", "Selects a part of a JSON value with a path such as $.items[0].name or items[0].name.",
 			`{"type":"object","properties":{"value":{"description":"the value to select from"},"path":{"type":"string"}},"required":["value","path"]}`, ``,
-			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-			runtime.ToolFunc(selectTool)},
+			toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
+			toolkit.ToolFunc(selectTool)},
 		{def("text.format", "Fills a Go text/template with values: {{.name}} inserts a value, {{range .items}}…{{end}} repeats ({{define}} and {{template}} are not offered; the work and the text are bounded).",
 			`{"type":"object","properties":{"template":{"type":"string"},"values":{"type":"object"}},"required":["template"]}`, `{"type":"string"}`,
-			runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-			runtime.ToolFunc(formatter{max: opts.MaxBodyBytes, work: maxFormatWork}.call)},
+			toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
+			toolkit.ToolFunc(formatter{max: opts.MaxBodyBytes, work: maxFormatWork}.call)},
 		{def("http.get", "Fetches a URL with GET and returns its status, headers and body (JSON bodies decoded).",
 			`{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["url"]}`,
-			httpResultSchema, runtime.Annotations{ReadOnly: true, Latency: "300ms"}),
+			httpResultSchema, toolkit.Annotations{ReadOnly: true, Latency: "300ms"}),
 			httpTool(opts, "http.get")},
 		{def("http.request", "Sends an HTTP request (any method, optional JSON body, the call's Idempotency-Key header) and returns its status, headers and body.",
 			`{"type":"object","properties":{"method":{"type":"string","default":"GET"},"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"body":{"description":"sent as JSON"}},"required":["url"]}`,
-			httpResultSchema, runtime.Annotations{Destructive: &yes, Latency: "300ms"}),
+			httpResultSchema, toolkit.Annotations{Destructive: &yes, Latency: "300ms"}),
 			httpTool(opts, "http.request")},
 	}
 	if opts.FilesRoot != "" {
@@ -74,20 +74,20 @@ func Register(reg *runtime.Registry, opts Options) error {
 		files := &files{dir: root, max: opts.MaxBodyBytes}
 		tools = append(tools,
 			struct {
-				def  runtime.Definition
-				impl runtime.Tool
+				def  toolkit.Definition
+				impl toolkit.Tool
 			}{def("file.read", "Reads a text file under the files root.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"}},"required":["path"]}`, `{"type":"string"}`,
-				runtime.Annotations{ReadOnly: true, Latency: "1ms"}),
-				runtime.ToolFunc(files.read)},
+				toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
+				toolkit.ToolFunc(files.read)},
 			struct {
-				def  runtime.Definition
-				impl runtime.Tool
+				def  toolkit.Definition
+				impl toolkit.Tool
 			}{def("file.write", "Writes a text file under the files root, creating directories as needed and replacing the file whole; writing the same content twice has no further effect.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"},"content":{"type":"string"}},"required":["path","content"]}`,
 				`{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`,
-				runtime.Annotations{Idempotent: true, Latency: "1ms"}),
-				runtime.ToolFunc(files.write)},
+				toolkit.Annotations{Idempotent: true, Latency: "1ms"}),
+				toolkit.ToolFunc(files.write)},
 		)
 	}
 	for _, t := range tools {
@@ -98,8 +98,8 @@ func Register(reg *runtime.Registry, opts Options) error {
 	return nil
 }
 
-func def(name, desc, in, out string, ann runtime.Annotations) runtime.Definition {
-	d := runtime.Definition{Name: name, Description: desc, InputSchema: json.RawMessage(in), Annotations: ann}
+func def(name, desc, in, out string, ann toolkit.Annotations) toolkit.Definition {
+	d := toolkit.Definition{Name: name, Description: desc, InputSchema: json.RawMessage(in), Annotations: ann}
 	if out != "" {
 		d.OutputSchema = json.RawMessage(out)
 	}
@@ -109,7 +109,7 @@ func def(name, desc, in, out string, ann runtime.Annotations) runtime.Definition
 func sleep(ctx context.Context, args map[string]any) (any, error) {
 	d, err := time.ParseDuration(args["duration"].(string))
 	if err != nil || d < 0 {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("sleep: %q is not a duration such as 500ms", args["duration"]), NotRetryable: true}
+		return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf("sleep: %q is not a duration such as 500ms", args["duration"]), NotRetryable: true}
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -124,7 +124,7 @@ func sleep(ctx context.Context, args map[string]any) (any, error) {
 func selectTool(ctx context.Context, args map[string]any) (any, error) {
 	v, err := Select(args["value"], args["path"].(string))
 	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
+		return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: err.Error(), NotRetryable: true}
 	}
 	return v, nil
 }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
-func registry(t *testing.T, opts Options) *runtime.Registry {
+func registry(t *testing.T, opts Options) *toolkit.Registry {
 	t.Helper()
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	if err := Register(reg, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func registry(t *testing.T, opts Options) *runtime.Registry {
 }
 
 func code(err error) string {
-	var re *runtime.Error
+	var re *toolkit.Error
 	if errors.As(err, &re) {
 		return re.Code
 	}
@@ -38,7 +38,7 @@ func TestEchoAndValidation(t *testing.T) {
 		t.Errorf("echo: %v %v", v, err)
 	}
 	_, err = reg.Call(context.Background(), "echo", map[string]any{})
-	if code(err) != runtime.CodeInvalidArguments || !strings.Contains(err.Error(), "value") {
+	if code(err) != toolkit.CodeInvalidArguments || !strings.Contains(err.Error(), "value") {
 		t.Errorf("missing argument: %v", err)
 	}
 }
@@ -52,7 +52,7 @@ func TestSleep(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Errorf("sleep did not stop at the deadline: %v", err)
 	}
-	if _, err := reg.Call(context.Background(), "sleep", map[string]any{"duration": "soon"}); code(err) != runtime.CodeInvalidArguments {
+	if _, err := reg.Call(context.Background(), "sleep", map[string]any{"duration": "soon"}); code(err) != toolkit.CodeInvalidArguments {
 		t.Errorf("bad duration: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestFormat(t *testing.T) {
 		t.Errorf("%v %v", v, err)
 	}
 	_, err = reg.Call(context.Background(), "text.format", map[string]any{"template": "{{.missing}}", "values": map[string]any{}})
-	if code(err) != runtime.CodeInvalidArguments {
+	if code(err) != toolkit.CodeInvalidArguments {
 		t.Errorf("missing key: %v", err)
 	}
 }
@@ -118,10 +118,10 @@ func TestFilesConfined(t *testing.T) {
 		t.Errorf("read: %v %v", v, err)
 	}
 	for _, p := range []string{"../x", "/etc/passwd", "link/secret", "link/new/dir/file"} {
-		if _, err := reg.Call(ctx, "file.read", map[string]any{"path": p}); code(err) != runtime.CodeInvalidArguments {
+		if _, err := reg.Call(ctx, "file.read", map[string]any{"path": p}); code(err) != toolkit.CodeInvalidArguments {
 			t.Errorf("read %s: %v", p, err)
 		}
-		if _, err := reg.Call(ctx, "file.write", map[string]any{"path": p, "content": "x"}); code(err) != runtime.CodeInvalidArguments {
+		if _, err := reg.Call(ctx, "file.write", map[string]any{"path": p, "content": "x"}); code(err) != toolkit.CodeInvalidArguments {
 			t.Errorf("write %s: %v", p, err)
 		}
 	}

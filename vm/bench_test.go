@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -13,7 +13,7 @@ import (
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // benchProgram compiles a generated plan.
@@ -37,13 +37,13 @@ func benchProgram(b *testing.B, p *bench.Plan) *compiler.Program {
 // benchRegistry registers the work tool with the schemas of the plan's
 // tools file, so that every call is validated as `obelisk run` validates
 // it.
-func benchRegistry(b *testing.B, p *bench.Plan) *runtime.Registry {
-	var file struct{ Tools []runtime.Definition }
+func benchRegistry(b *testing.B, p *bench.Plan) *toolkit.Registry {
+	var file struct{ Tools []toolkit.Definition }
 	if err := json.Unmarshal(p.ToolsJSON(), &file); err != nil {
 		b.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
-	reg.MustRegister(file.Tools[0], runtime.ToolFunc(bench.Work))
+	reg := toolkit.NewRegistry()
+	reg.MustRegister(file.Tools[0], toolkit.ToolFunc(bench.Work))
 	return reg
 }
 
@@ -128,14 +128,14 @@ func BenchmarkRunVsMinimal(b *testing.B) {
 				ctx := context.Background()
 				var ours, floor, oursCPU, floorCPU []time.Duration
 				for b.Loop() {
-					goruntime.GC()
+					runtime.GC()
 					t0, c0 := time.Now(), cpuTime()
 					res, err := Run(ctx, prog, map[string]any{"seed": int64(0)}, opts)
 					ours, oursCPU = append(ours, time.Since(t0)), append(oursCPU, cpuTime()-c0)
 					if err != nil || res.Status != RunCompleted {
 						b.Fatalf("%v %v", err, res.Err)
 					}
-					goruntime.GC()
+					runtime.GC()
 					t0, c0 = time.Now(), cpuTime()
 					if _, err := bench.RunMinimal(ctx, calls); err != nil {
 						b.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // The context of a tool call is a callCtx: it carries the call's identity
@@ -30,7 +30,7 @@ type callCtx struct {
 	// info is the call's identity; its Key is made when a tool first
 	// asks for it (callInfo), of info's Run and Step, and "fallback"
 	// when set.
-	info     runtime.CallInfo
+	info     toolkit.CallInfo
 	fallback bool
 	deadline time.Time
 	timeout  time.Duration
@@ -84,17 +84,17 @@ func (c *callCtx) Err() error {
 	return nil
 }
 
-// Value returns the call's identity for runtime.CallInfoKey, else the
+// Value returns the call's identity for toolkit.CallInfoKey, else the
 // value of the group's context.
 func (c *callCtx) Value(key any) any {
-	if _, ok := key.(runtime.CallInfoKey); ok {
+	if _, ok := key.(toolkit.CallInfoKey); ok {
 		return c.callInfo()
 	}
 	return c.group.ctx.Value(key)
 }
 
 // callInfo returns the call's identity, with its idempotency key.
-func (c *callCtx) callInfo() runtime.CallInfo {
+func (c *callCtx) callInfo() toolkit.CallInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.info.Key == "" {

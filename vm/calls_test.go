@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestCallContext: the context a tool is called with carries the call's
@@ -24,14 +24,14 @@ wait() -> †state.w
   timeout 20ms
 `)
 	var probed context.Context
-	var info runtime.CallInfo
+	var info toolkit.CallInfo
 	var deadline time.Time
 	var hasDeadline bool
 	waitErr := make(chan error, 1)
 	tools := newFakeTools().
 		on("probe", func(ctx context.Context, _ map[string]any) (any, error) {
 			probed = ctx
-			info, _ = runtime.CallInfoFrom(ctx)
+			info, _ = toolkit.CallInfoFrom(ctx)
 			deadline, hasDeadline = ctx.Deadline()
 			if ctx.Err() != nil {
 				return nil, errors.New("the context ended before the call")
@@ -57,7 +57,7 @@ wait() -> †state.w
 		t.Fatal(err)
 	}
 	after := time.Now()
-	if diff := cmp.Diff(runtime.CallInfo{Run: "r1", Step: "probe", Tool: "probe", Attempt: 1, Key: "r1/probe", Timeout: time.Hour}, info); diff != "" {
+	if diff := cmp.Diff(toolkit.CallInfo{Run: "r1", Step: "probe", Tool: "probe", Attempt: 1, Key: "r1/probe", Timeout: time.Hour}, info); diff != "" {
 		t.Errorf("call info (-want +got):\n%s", diff)
 	}
 	if !hasDeadline || deadline.Before(before.Add(time.Hour)) || deadline.After(after.Add(time.Hour)) {
@@ -75,7 +75,7 @@ wait() -> †state.w
 		t.Errorf("wait saw %v, want the deadline exceeded", err)
 	}
 	w := res.Steps[1]
-	if w.Error == nil || w.Error.Code != runtime.CodeTimeout {
+	if w.Error == nil || w.Error.Code != toolkit.CodeTimeout {
 		t.Errorf("wait: %+v, want a timeout", w)
 	}
 }
@@ -123,7 +123,7 @@ short(x: †state.m) -> †state.s
 	if diff := cmp.Diff(want, statuses(res)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
-	if e := res.Steps[2].Error; e == nil || e.Code != runtime.CodeTimeout {
+	if e := res.Steps[2].Error; e == nil || e.Code != toolkit.CodeTimeout {
 		t.Errorf("short: %+v, want a timeout", res.Steps[2])
 	}
 }
@@ -149,7 +149,7 @@ func TestCallHangsCanceled(t *testing.T) {
 	if res.Status != RunCanceled || tools.count("after") != 0 {
 		t.Errorf("status %s, after calls %d", res.Status, tools.count("after"))
 	}
-	if e := res.Steps[0].Error; e == nil || e.Code != runtime.CodeCanceled {
+	if e := res.Steps[0].Error; e == nil || e.Code != toolkit.CodeCanceled {
 		t.Errorf("hang: %+v, want canceled", res.Steps[0])
 	}
 }

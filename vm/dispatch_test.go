@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -115,7 +115,7 @@ func TestRunParallelReads(t *testing.T) {
 	}
 	prog := compile(t, b.String())
 	tools := newFakeTools().on("add", func(ctx context.Context, args map[string]any) (any, error) {
-		goruntime.Gosched() // let the other steps go on meanwhile
+		runtime.Gosched() // let the other steps go on meanwhile
 		return args["a"].(int64) + args["b"].(int64), nil
 	})
 	o := opts(tools, nil)

@@ -184,7 +184,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 		// output.
 		prog, diags, _ := s.compile()
 		if prog != nil {
-			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, r.opts.CostLimit)
+			s.e, _ = newEngine(ctx, prog, s.input, nil, r.emit, r.clock, r.opts.MaxCost)
 		}
 		for _, d := range diags {
 			if d.Code == lang.EmptyPlan && !s.sawStep {
@@ -496,7 +496,7 @@ func (s *stream) compile() (*compiler.Program, lang.Diagnostics, error) {
 // admitted steps, and returns the steps now ready.
 func (s *stream) admit(prog *compiler.Program) []int {
 	if s.e == nil {
-		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, s.r.opts.CostLimit)
+		e, err := newEngine(s.ctx, prog, s.input, nil, s.r.emit, s.r.clock, s.r.opts.MaxCost)
 		if err != nil {
 			s.diags = append(s.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.TypeMismatch, File: s.file.Name, Message: err.Error()})
 			return nil

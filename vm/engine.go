@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // engine is the deterministic core of a run: it decides which steps are
@@ -94,7 +94,7 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	for name, slot := range plan.Slots {
 		if _, written := state[name]; slot.HasInitial && !written {
 			i := prog.SlotIndex[name]
-			e.sc.slots[i], e.sc.written[i] = runtime.CopyJSON(slot.Initial), true
+			e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
 		}
 	}
 	for name, v := range state {
@@ -148,7 +148,7 @@ func checkInput(plan *compiler.Plan, input map[string]any) (map[string]any, erro
 		v, ok := in[f.Name]
 		if !ok {
 			if d, has := plan.InputDefaults[f.Name]; has {
-				in[f.Name] = runtime.CopyJSON(d)
+				in[f.Name] = toolkit.CopyJSON(d)
 				continue
 			}
 			if !f.Optional {
@@ -209,7 +209,7 @@ func (e *engine) extend(prog *compiler.Program) []int {
 		if v, ok := written[name]; ok {
 			e.sc.slots[i], e.sc.written[i] = v, true
 		} else if slot := prog.Plan.Slots[name]; slot.HasInitial {
-			e.sc.slots[i], e.sc.written[i] = runtime.CopyJSON(slot.Initial), true
+			e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
 		}
 	}
 	for i := n0; i < len(prog.Steps); i++ {
@@ -399,7 +399,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 	// failed is the error of an expression that cannot be evaluated: its
 	// arguments are invalid, unless a limit stopped it.
 	failed := func(err error, format string, args ...any) *StepError {
-		return fail(errorCode(err, runtime.CodeInvalidArguments), format, args...)
+		return fail(errorCode(err, toolkit.CodeInvalidArguments), format, args...)
 	}
 	if s.Result != nil {
 		v, err := e.eval(ctx, s.Result, &e.sc)
@@ -451,16 +451,16 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		// elements take the list's type (an int among numbers is one).
 		cv, msg := conform(lv, s.Each.List.Type, "")
 		if msg != "" {
-			return nil, fail(runtime.CodeInvalidArguments, "the list of the for each: %s", msg)
+			return nil, fail(toolkit.CodeInvalidArguments, "the list of the for each: %s", msg)
 		}
 		lv = cv
 	}
 	list, ok := lv.([]any)
 	if !ok {
-		return nil, fail(runtime.CodeInvalidArguments, "the for each needs a list, and got %s", describe(lv))
+		return nil, fail(toolkit.CodeInvalidArguments, "the for each needs a list, and got %s", describe(lv))
 	}
 	if len(list) > s.Each.Max {
-		return nil, fail(runtime.CodeLimitExceeded, "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
+		return nil, fail(toolkit.CodeLimitExceeded, "the list has %d elements, more than the for each's max of %d", len(list), s.Each.Max)
 	}
 	for k, el := range list {
 		sc := e.sc
@@ -501,7 +501,7 @@ func (e *engine) args(ctx context.Context, args []*compiler.Arg, tool *compiler.
 	if tool != nil {
 		for _, p := range tool.Defaults() {
 			if _, given := out[p.Name]; !given {
-				out[p.Name] = runtime.CopyJSON(p.Default)
+				out[p.Name] = toolkit.CopyJSON(p.Default)
 			}
 		}
 	}
@@ -656,17 +656,17 @@ func (e *engine) conformResult(s *compiler.Step, chosen *compiler.Tool, v any) (
 		name = chosen.Name
 		cv, msg := conform(v, chosen.Result, "")
 		if msg != "" {
-			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, chosen.Result, msg), Tool: name, Step: s.ID}
+			return nil, &StepError{Code: toolkit.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, chosen.Result, msg), Tool: name, Step: s.ID}
 		}
 		v = cv
 	}
 	cv, msg := conform(v, outType, "")
 	if msg != "" {
-		return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, outType, msg), Tool: name, Step: s.ID}
+		return nil, &StepError{Code: toolkit.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not match its type %s: %s", name, outType, msg), Tool: name, Step: s.ID}
 	}
 	if s.SlotType != nil && s.SlotType != outType {
 		if cv, msg = conform(cv, s.SlotType, ""); msg != "" {
-			return nil, &StepError{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not fit †state.%s, of type %s: %s", name, s.Out, s.SlotType, msg), Tool: name, Step: s.ID}
+			return nil, &StepError{Code: toolkit.CodeInvalidOutput, Message: fmt.Sprintf("the result of %s does not fit †state.%s, of type %s: %s", name, s.Out, s.SlotType, msg), Tool: name, Step: s.ID}
 		}
 	}
 	return cv, nil
@@ -691,8 +691,8 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 	}
 	for _, x := range s.Expects {
 		v, err := e.eval(e.finishing(), x, &sc)
-		if errorCode(err, "") == runtime.CodeLimitExceeded {
-			return &StepError{Code: runtime.CodeLimitExceeded, Message: fmt.Sprintf("cannot evaluate the expectation %s: %v", x.Text, err), Tool: r.Tool, Step: s.ID}
+		if errorCode(err, "") == toolkit.CodeLimitExceeded {
+			return &StepError{Code: toolkit.CodeLimitExceeded, Message: fmt.Sprintf("cannot evaluate the expectation %s: %v", x.Text, err), Tool: r.Tool, Step: s.ID}
 		}
 		verdict, note := "pass", ""
 		if err == nil {
@@ -716,10 +716,10 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 				msg += " (" + note + ")"
 			}
 			if e.sim {
-				e.onProblem(e.prefix+s.ID, runtime.CodeExpectFailed, msg+" on the simulated values")
+				e.onProblem(e.prefix+s.ID, toolkit.CodeExpectFailed, msg+" on the simulated values")
 				continue
 			}
-			return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
+			return &StepError{Code: toolkit.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
 		}
 	}
 	if len(judged) > 0 {
@@ -733,7 +733,7 @@ func (e *engine) expect(s *compiler.Step, r *StepResult, value any, judged []Ver
 				if v.Note != "" {
 					msg += " (" + v.Note + ")"
 				}
-				return &StepError{Code: runtime.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
+				return &StepError{Code: toolkit.CodeExpectFailed, Message: msg, Tool: r.Tool, Step: s.ID}
 			}
 		}
 		return nil

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // Evaluator judges the result of a step against a success criterion
@@ -86,7 +86,7 @@ func (r *runner) evaluate(ctx context.Context, round int, s *compiler.Step, id s
 			case errors.Is(err, ErrWaiting):
 				return out, true, nil
 			case err != nil:
-				return nil, false, &StepError{Code: runtime.CodeRejected, Message: fmt.Sprintf("%s: %v", msg, err), Tool: tool, Step: s.ID, final: true}
+				return nil, false, &StepError{Code: toolkit.CodeRejected, Message: fmt.Sprintf("%s: %v", msg, err), Tool: tool, Step: s.ID, final: true}
 			case dec.Approved:
 				v.Verdict, v.Note = VerdictPass, joinNote("a person approved the result", dec.Note)
 			default:

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // Filler completes what a plan leaves to a model when a step runs: the
@@ -120,7 +120,7 @@ func textValues(refs []*compiler.RefPath, sc *scope) map[string]any {
 		if err != nil {
 			v = nil
 		}
-		out[r.String()] = runtime.CopyJSON(v)
+		out[r.String()] = toolkit.CopyJSON(v)
 	}
 	return out
 }
@@ -183,7 +183,7 @@ func checkChoice(t *compiler.Task, v any) (*compiler.Tool, map[string]any, strin
 	if msg != "" {
 		return nil, nil, fmt.Sprintf("the arguments of %s: %s", tool.Name, msg)
 	}
-	return tool, runtime.CopyJSON(cargs).(map[string]any), ""
+	return tool, toolkit.CopyJSON(cargs).(map[string]any), ""
 }
 
 // modelFiller is the stepFiller of a run: it asks the run's Filler, holds
@@ -279,7 +279,7 @@ func (f modelFiller) task(ctx context.Context, e *engine, s *compiler.Step, sc *
 			return nil, msg
 		}
 		tool, args = t, a
-		return map[string]any{ChoiceCandidate: t.Name, ChoiceArguments: runtime.CopyJSON(a)}, ""
+		return map[string]any{ChoiceCandidate: t.Name, ChoiceArguments: toolkit.CopyJSON(a)}, ""
 	})
 	if serr != nil {
 		return nil, nil, serr
@@ -307,13 +307,13 @@ func (f modelFiller) ask(ctx context.Context, req *FillRequest, fail func(code, 
 	}
 	for req.Attempt = 1; ; req.Attempt++ {
 		if n := f.r.asked.Add(1); n > int64(f.r.opts.MaxFills) {
-			return nil, fail(runtime.CodeLimitExceeded, "filling %s would ask a model more than %d times in this run, the most allowed: leave fewer values to a model, or raise the limit (--max-fills)", what, f.r.opts.MaxFills)
+			return nil, fail(toolkit.CodeLimitExceeded, "filling %s would ask a model more than %d times in this run, the most allowed: leave fewer values to a model, or raise the limit (--max-fills)", what, f.r.opts.MaxFills)
 		}
 		v, err := f.r.opts.Filler.Fill(ctx, *req)
 		if err != nil {
 			if ctx.Err() != nil {
 				why := stopped(ctx, "filling "+what)
-				return nil, fail(errorCode(why, runtime.CodeCanceled), "%v", why)
+				return nil, fail(errorCode(why, toolkit.CodeCanceled), "%v", why)
 			}
 			return nil, fail(CodeFillFailed, "the model could not fill %s: %v", what, err)
 		}

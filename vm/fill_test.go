@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestFillBoundedByStepTimeout: filling a hole is part of evaluating the
@@ -30,7 +30,7 @@ output †state.r
 		t.Fatal(err)
 	}
 	e := res.Steps[0].Error
-	if e == nil || e.Code != runtime.CodeTimeout || !strings.Contains(e.Message, "filling argument x of f took longer than the step's time limit") {
+	if e == nil || e.Code != toolkit.CodeTimeout || !strings.Contains(e.Message, "filling argument x of f took longer than the step's time limit") {
 		t.Fatalf("error %+v", e)
 	}
 	if tools.count("f") != 0 {
@@ -116,7 +116,7 @@ output †state.r
 		t.Fatal(err)
 	}
 	e := res.Steps[0].Error
-	if e == nil || e.Code != runtime.CodeLimitExceeded || !strings.Contains(e.Message, "would ask a model more than 3 times in this run") || asked != 3 || tools.count("f") != 0 {
+	if e == nil || e.Code != toolkit.CodeLimitExceeded || !strings.Contains(e.Message, "would ask a model more than 3 times in this run") || asked != 3 || tools.count("f") != 0 {
 		t.Fatalf("error %+v, asked %d, f called %d times", e, asked, tools.count("f"))
 	}
 }

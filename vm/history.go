@@ -8,7 +8,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // History is the record of the calls a run made: the one place that says
@@ -182,7 +182,7 @@ func (e *engine) earlier(q string) (any, *StepRef, bool) {
 	if a == nil || (a.turn == h.turn && a.round == e.round) {
 		return nil, nil, false
 	}
-	return runtime.CopyJSON(a.value), &StepRef{Turn: a.turn, Round: a.round, Step: a.step}, true
+	return toolkit.CopyJSON(a.value), &StepRef{Turn: a.turn, Round: a.round, Step: a.step}, true
 }
 
 // answer records a model's answer to a question, unless one is.
@@ -197,7 +197,7 @@ func (e *engine) answer(q, step string, v any) {
 		h.book.answers = map[string]*answered{}
 	}
 	if h.book.answers[q] == nil {
-		h.book.answers[q] = &answered{turn: h.turn, round: e.round, step: step, value: runtime.CopyJSON(v)}
+		h.book.answers[q] = &answered{turn: h.turn, round: e.round, step: step, value: toolkit.CopyJSON(v)}
 	}
 }
 
@@ -343,7 +343,7 @@ func (e *engine) remember(i int, id *callID) {
 // its tool to the end.
 func finished(code string) bool {
 	switch code {
-	case codeJournal, codeWaiting, string(lang.ChangedIrreversible), runtime.CodeCanceled:
+	case codeJournal, codeWaiting, string(lang.ChangedIrreversible), toolkit.CodeCanceled:
 		return false
 	}
 	return true

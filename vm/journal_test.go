@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // memJournal records what Run hands a journal, and what the observer saw
@@ -270,10 +270,10 @@ fb: put(x: 99) -> †state.fb
 	seen := map[int64]int{}
 	tools := newFakeTools().
 		on("put", func(ctx context.Context, args map[string]any) (any, error) {
-			info, _ := runtime.CallInfoFrom(ctx)
+			info, _ := toolkit.CallInfoFrom(ctx)
 			mu.Lock()
 			defer mu.Unlock()
-			keys = append(keys, fmt.Sprintf("%s #%d", runtime.IdempotencyKey(ctx), info.Attempt))
+			keys = append(keys, fmt.Sprintf("%s #%d", toolkit.IdempotencyKey(ctx), info.Attempt))
 			x := args["x"].(int64)
 			seen[x]++
 			if x == 99 || (x == 0 && seen[x] == 1) {
@@ -284,7 +284,7 @@ fb: put(x: 99) -> †state.fb
 		on("spare", func(ctx context.Context, args map[string]any) (any, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			keys = append(keys, runtime.IdempotencyKey(ctx))
+			keys = append(keys, toolkit.IdempotencyKey(ctx))
 			return int64(1), nil
 		})
 	o := opts(tools, nil)
@@ -463,7 +463,7 @@ func (j *groupJournal) Append(ev Event, step *StepResult) (uint64, error) {
 
 func (j *groupJournal) Sync(pos uint64) error {
 	for range 3 {
-		goruntime.Gosched()
+		runtime.Gosched()
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -519,7 +519,7 @@ func TestGroupJournalOrder(t *testing.T) {
 				problems = append(problems, fmt.Sprintf(format, args...))
 			}
 			check := func(ctx context.Context) {
-				info, _ := runtime.CallInfoFrom(ctx)
+				info, _ := toolkit.CallInfoFrom(ctx)
 				for _, p := range reads[info.Step] {
 					if !j.isCommitted("step-completed " + p) {
 						problem("%s started before the outcome of %s was committed", info.Step, p)
@@ -601,7 +601,7 @@ b: put(x: 2) -> †state.b
 	calls := map[string]time.Duration{}
 	seen := 0
 	tools := newFakeTools().on("put", func(ctx context.Context, args map[string]any) (any, error) {
-		info, _ := runtime.CallInfoFrom(ctx)
+		info, _ := toolkit.CallInfoFrom(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		calls[fmt.Sprintf("%s #%d", info.Step, info.Attempt)] = info.Timeout
@@ -617,7 +617,7 @@ b: put(x: 2) -> †state.b
 	o.StepTimeout = 30 * time.Second
 	var waits []string
 	o.Sleep = func(ctx context.Context, d time.Duration) error {
-		info, ok := runtime.CallInfoFrom(ctx)
+		info, ok := toolkit.CallInfoFrom(ctx)
 		if !ok {
 			t.Error("the wait's context carries no call identity")
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestMaxOutputBytes: a step whose result is over the size limit fails
@@ -37,7 +37,7 @@ func TestMaxOutputBytes(t *testing.T) {
 	}
 }
 
-// TestRuntimeCostLimit: an expression that costs more than CostLimit to
+// TestRuntimeCostLimit: an expression that costs more than MaxCost to
 // evaluate stops with an error of code limit-exceeded instead of running
 // on.
 func TestRuntimeCostLimit(t *testing.T) {
@@ -50,7 +50,7 @@ func TestRuntimeCostLimit(t *testing.T) {
 		return xs, nil
 	}).on("use", echoTool)
 	o := opts(tools, nil)
-	o.CostLimit = 500
+	o.MaxCost = 500
 	res, err := Run(context.Background(), prog, nil, o)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestRunTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var re *runtime.Error
+	var re *toolkit.Error
 	if res.Status != RunCanceled || !errors.As(res.Err, &re) || re.Code != "limit-exceeded" || !strings.Contains(re.Message, "time limit of 20ms") {
 		t.Errorf("the run: %s, %v", res.Status, res.Err)
 	}
@@ -191,7 +191,7 @@ func TestTimeoutStopsEvaluation(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tools := newFakeTools().on("use", echoTool)
 			o := opts(tools, nil)
-			o.CostLimit = 1 << 60
+			o.MaxCost = 1 << 60
 			o.StepTimeout, o.RunTimeout = c.step, c.run
 			res, err := Run(context.Background(), prog, nil, o)
 			if err != nil {

@@ -14,12 +14,12 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
-// Caller calls tools by name; *runtime.Registry is one. A result is
+// Caller calls tools by name; *toolkit.Registry is one. A result is
 // JSON-shaped (nil, bool, int64, float64, string, []any, map[string]any;
-// see runtime.Normalize), and the run conforms it to the step's type (see
+// see toolkit.Normalize), and the run conforms it to the step's type (see
 // compiler.Conform) before anything reads it.
 type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
@@ -112,7 +112,7 @@ type Options struct {
 	// included; 0 sets no bound. When it passes, the steps running are
 	// canceled (their errors, of code canceled, say why), no step starts,
 	// and the run ends with status canceled and an error (a
-	// *runtime.Error) of code limit-exceeded. A journaled run stopped so
+	// *toolkit.Error) of code limit-exceeded. A journaled run stopped so
 	// can be resumed; its canceled steps run again, and the resumption is
 	// bounded anew.
 	RunTimeout time.Duration
@@ -133,22 +133,22 @@ type Options struct {
 	Observer Observer
 	// Sleep waits between retries; tests inject a fake. It must return
 	// early with ctx's error when ctx is done. ctx carries the identity
-	// of the call the wait comes before (runtime.CallInfoFrom), so that a
+	// of the call the wait comes before (toolkit.CallInfoFrom), so that a
 	// hook can tell the waits of different calls apart.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand gives the jitter of retry backoffs; nil uses a random source.
 	Rand *rand.Rand
-	// CostLimit bounds the cost of evaluating one CEL expression, taking
+	// MaxCost bounds the cost of evaluating one CEL expression, taking
 	// its value out of CEL included (default 1,000,000; see
 	// compiler.Program.CEL); 0 takes the default. An expression over it
 	// fails its step with code limit-exceeded.
-	CostLimit uint64
+	MaxCost uint64
 	// MaxOutputBytes bounds the size of a step's result, measured as
 	// compact JSON (default 16 MiB); a larger result fails the step with
 	// limit-exceeded instead of filling the state.
 	MaxOutputBytes int
 	// RunID names the run in the idempotency key of each tool call (see
-	// runtime.CallInfo): a journaled run has its journal's ID. Empty gives
+	// toolkit.CallInfo): a journaled run has its journal's ID. Empty gives
 	// the run a new random ID (NewRunID), so that two runs of the same
 	// plan never send the same key: a server that acts once per key acts
 	// on each run's calls.
@@ -224,8 +224,8 @@ func (o *Options) defaults() {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	if o.CostLimit == 0 {
-		o.CostLimit = 1_000_000
+	if o.MaxCost == 0 {
+		o.MaxCost = 1_000_000
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = defaultMaxOutput
@@ -275,13 +275,13 @@ func Run(ctx context.Context, prog *compiler.Program, input map[string]any, opts
 }
 
 // limitTime bounds ctx by the run's time limit, if it has one: when the
-// limit passes, ctx ends with a *runtime.Error of code limit-exceeded as
+// limit passes, ctx ends with a *toolkit.Error of code limit-exceeded as
 // its cause (see stopped and runStopped).
 func (r *runner) limitTime(ctx context.Context) (context.Context, context.CancelFunc) {
 	if r.opts.RunTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	cause := &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+	cause := &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 		Message: fmt.Sprintf("the run took longer than its time limit of %s: give it more time (--run-timeout); a journaled run can be resumed", r.opts.RunTimeout)}
 	return context.WithTimeoutCause(ctx, r.opts.RunTimeout, cause)
 }
@@ -289,7 +289,7 @@ func (r *runner) limitTime(ctx context.Context) (context.Context, context.Cancel
 // runStopped is why a run whose context ended stopped: its time limit
 // (an error of code limit-exceeded), or a cancellation.
 func runStopped(ctx context.Context) error {
-	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
+	if re := (*toolkit.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == toolkit.CodeLimitExceeded {
 		return re
 	}
 	return fmt.Errorf("the run was canceled: %w", ctx.Err())
@@ -414,7 +414,7 @@ func (r *runner) run(ctx context.Context, prog *compiler.Program, input map[stri
 		maxReplans = 3
 	}
 	for round := 0; ; round++ {
-		e, err := newEngine(ctx, prog, input, state, r.emit, r.clock, r.opts.CostLimit)
+		e, err := newEngine(ctx, prog, input, state, r.emit, r.clock, r.opts.MaxCost)
 		if err != nil {
 			return nil, err
 		}
@@ -820,7 +820,7 @@ func (r *runner) restored(e *engine, i int) (outcome, bool) {
 	switch {
 	case sr.Status == StatusCompleted:
 		out.value = sr.Result
-	case sr.Status == StatusFailed && sr.Error != nil && sr.Error.Code != runtime.CodeCanceled && sr.Error.Code != codeJournal:
+	case sr.Status == StatusFailed && sr.Error != nil && sr.Error.Code != toolkit.CodeCanceled && sr.Error.Code != codeJournal:
 		se := *sr.Error
 		out.err = &se
 	default:
@@ -948,7 +948,7 @@ func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 		s := spec.step
 		switch {
 		case nonFinite:
-			out.value, out.err = nil, &StepError{Code: runtime.CodeInvalidOutput, Tool: s.ToolName(), Step: s.ID,
+			out.value, out.err = nil, &StepError{Code: toolkit.CodeInvalidOutput, Tool: s.ToolName(), Step: s.ID,
 				Message: fmt.Sprintf("the result of %s holds a number JSON cannot hold (NaN or an infinity): the tool must return finite numbers", s.ID)}
 		case over:
 			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.ToolName(), Step: s.ID,
@@ -1015,7 +1015,7 @@ func (r *runner) callPlain(spec *callSpec) (outcome, bool) {
 func (r *runner) callTool(tool string, call func() (any, error)) (v any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			v, err = nil, &runtime.Error{Code: runtime.CodePanic, Message: fmt.Sprintf("%s panicked: %v", tool, p) + "\n" + string(debug.Stack())}
+			v, err = nil, &toolkit.Error{Code: toolkit.CodePanic, Message: fmt.Sprintf("%s panicked: %v", tool, p) + "\n" + string(debug.Stack())}
 		}
 	}()
 	return call()
@@ -1045,15 +1045,15 @@ func (r *runner) runStep(g *callGroup, e *engine, spec *callSpec) outcome {
 			return outcome{waiting: true, start: start}
 		case err != nil && ctx.Err() != nil:
 			why := stopped(ctx, "the approval of "+s.ID)
-			return fail(errorCode(why, runtime.CodeCanceled), why.Error())
+			return fail(errorCode(why, toolkit.CodeCanceled), why.Error())
 		case err != nil:
-			return fail(runtime.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
+			return fail(toolkit.CodeRejected, fmt.Sprintf("approval of %s failed: %v", s.ID, err))
 		case !dec.Approved:
 			msg := fmt.Sprintf("a person rejected %s", s.ID)
 			if dec.Note != "" {
 				msg += ": " + dec.Note
 			}
-			return fail(runtime.CodeRejected, msg)
+			return fail(toolkit.CodeRejected, msg)
 		}
 	}
 	started := Event{Type: StepStarted, Step: id, Tool: tool}
@@ -1172,8 +1172,8 @@ func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, ar
 		if attempt > 0 {
 			delay := r.backoff(s.Backoff, attempt)
 			r.event(Event{Type: StepRetried, Step: id, Tool: tool.Name, Attempt: calls, Reason: fmt.Sprintf("%s; retrying in %s", strings.TrimSuffix(last.Message, "."), delay.Round(time.Millisecond))})
-			next := runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: calls + 1, Key: r.opts.RunID + "/" + id, Timeout: r.timeout(s)}
-			if err := r.opts.Sleep(runtime.WithCallInfo(ctx, next), delay); err != nil {
+			next := toolkit.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: calls + 1, Key: r.opts.RunID + "/" + id, Timeout: r.timeout(s)}
+			if err := r.opts.Sleep(toolkit.WithCallInfo(ctx, next), delay); err != nil {
 				break
 			}
 			retries++
@@ -1184,7 +1184,7 @@ func (r *runner) attempts(g *callGroup, e *engine, spec *callSpec, id string, ar
 			return v, calls, retries, nil
 		}
 		last = serr
-		if serr.Code == runtime.CodeCanceled || ctx.Err() != nil || notRetryable(serr) {
+		if serr.Code == toolkit.CodeCanceled || ctx.Err() != nil || notRetryable(serr) {
 			break
 		}
 	}
@@ -1214,7 +1214,7 @@ func notRetryable(e *StepError) bool {
 		return true
 	}
 	switch e.Code {
-	case runtime.CodeInvalidArguments, runtime.CodeUnknownTool, runtime.CodeRejected, runtime.CodeLimitExceeded, codeWaiting, codeJournal:
+	case toolkit.CodeInvalidArguments, toolkit.CodeUnknownTool, toolkit.CodeRejected, toolkit.CodeLimitExceeded, codeWaiting, codeJournal:
 		return true
 	}
 	return false
@@ -1279,7 +1279,7 @@ func (r *runner) call(g *callGroup, e *engine, spec *callSpec, tool *compiler.To
 // watches it once it is set up.
 func (r *runner) newCall(c *callCtx, g *callGroup, s *compiler.Step, tool *compiler.Tool, id string, attempt int) {
 	c.group, c.timeout, c.fallback = g, r.timeout(s), tool != s.Tool
-	c.info = runtime.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Timeout: c.timeout}
+	c.info = toolkit.CallInfo{Run: r.opts.RunID, Step: id, Tool: tool.Name, Attempt: attempt, Timeout: c.timeout}
 }
 
 // timeout is the time limit of each call of a step: the operator's
@@ -1294,22 +1294,22 @@ func (r *runner) timeout(s *compiler.Step) time.Duration {
 
 // toStepError turns a tool's error into the error value of its step.
 func toStepError(err error, ctx context.Context, tool, step string, timeout time.Duration) *StepError {
-	se := &StepError{Code: runtime.CodeToolError, Message: err.Error(), Tool: tool, Step: step}
-	var re, limit *runtime.Error
+	se := &StepError{Code: toolkit.CodeToolError, Message: err.Error(), Tool: tool, Step: step}
+	var re, limit *toolkit.Error
 	switch {
-	case errors.As(context.Cause(ctx), &limit) && limit.Code == runtime.CodeLimitExceeded:
+	case errors.As(context.Cause(ctx), &limit) && limit.Code == toolkit.CodeLimitExceeded:
 		// The run's time limit passed while the tool ran: the step is
 		// canceled (and run again if the run is resumed); the run's
 		// error says which limit.
-		se.Code, se.Message = runtime.CodeCanceled, fmt.Sprintf("%s was stopped: %s", tool, limit.Message)
+		se.Code, se.Message = toolkit.CodeCanceled, fmt.Sprintf("%s was stopped: %s", tool, limit.Message)
 	case errors.As(err, &re):
 		se.Code, se.Message, se.final = re.Code, re.Message, re.NotRetryable
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		se.Code, se.Message = runtime.CodeTimeout, fmt.Sprintf("%s did not return within %s", tool, timeout)
+		se.Code, se.Message = toolkit.CodeTimeout, fmt.Sprintf("%s did not return within %s", tool, timeout)
 	case errors.Is(err, context.Canceled):
-		se.Code, se.Message = runtime.CodeCanceled, fmt.Sprintf("%s was canceled", tool)
+		se.Code, se.Message = toolkit.CodeCanceled, fmt.Sprintf("%s was canceled", tool)
 	}
-	if se.Code == runtime.CodePanic {
+	if se.Code == toolkit.CodePanic {
 		// Keep the panic's first line in the message; the stack goes to
 		// the log through the event.
 		if i := indexByte(se.Message, '\n'); i > 0 {
@@ -1335,16 +1335,16 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 	if sub == nil {
 		return nil, fmt.Errorf("sub-plan %s was not compiled", tool.Name)
 	}
-	e, err := newEngine(ctx, sub, args, nil, r.emit, r.clock, r.opts.CostLimit)
+	e, err := newEngine(ctx, sub, args, nil, r.emit, r.clock, r.opts.MaxCost)
 	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: err.Error()}
+		return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: err.Error()}
 	}
 	e.fills = modelFiller{r: r}
 	e.prefix = id + "/"
 	e.setRound(spec.round)
 	r.drive(ctx, e)
 	if e.stop != nil {
-		return nil, &runtime.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
+		return nil, &toolkit.Error{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, e.stop)}
 	}
 	if e.waiting > 0 {
 		return nil, fmt.Errorf("sub-plan %s: %w", tool.Name, ErrWaiting)
@@ -1359,7 +1359,7 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 		// rather than that null is not of the result's type.
 		sc := e.sc
 		if _, serr := e.eval(e.finishing(), e.plan.Output, &sc); serr != nil {
-			return nil, &runtime.Error{Code: runtime.CodeInvalidOutput, Message: fmt.Sprintf("the output of sub-plan %s does not match its type %s: %s, since %v", tool.Name, tool.Result, msg, serr)}
+			return nil, &toolkit.Error{Code: toolkit.CodeInvalidOutput, Message: fmt.Sprintf("the output of sub-plan %s does not match its type %s: %s, since %v", tool.Name, tool.Result, msg, serr)}
 		}
 	}
 	return out, nil

@@ -15,7 +15,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // compile checks and compiles plan text; it fails the test on any error.
@@ -194,7 +194,7 @@ output {
 `)
 	tools := newFakeTools().
 		on("pay", func(ctx context.Context, args map[string]any) (any, error) {
-			return nil, &runtime.Error{Code: "card_declined", Message: "Your card was declined.", NotRetryable: true}
+			return nil, &toolkit.Error{Code: "card_declined", Message: "Your card was declined.", NotRetryable: true}
 		}).
 		on("confirm", echoTool).
 		on("report", func(ctx context.Context, args map[string]any) (any, error) {
@@ -367,7 +367,7 @@ use(x: †state.o) -> †state.uo
 			codes[s.ID] = s.Error.Code
 		}
 	}
-	if codes["hang"] != runtime.CodeTimeout || codes["boom"] != runtime.CodePanic {
+	if codes["hang"] != toolkit.CodeTimeout || codes["boom"] != toolkit.CodePanic {
 		t.Errorf("codes %v", codes)
 	}
 	want := map[string]string{"hang": "failed", "boom": "failed", "ok": "completed", "use#1": "skipped", "use#2": "completed"}
@@ -404,7 +404,7 @@ func TestRunExpect(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := res.Output.(map[string]any)
-	if e["code"] != runtime.CodeExpectFailed || !strings.Contains(e["message"].(string), "†state.r.n > 10") {
+	if e["code"] != toolkit.CodeExpectFailed || !strings.Contains(e["message"].(string), "†state.r.n > 10") {
 		t.Errorf("error value %v", e)
 	}
 	if _, ok := res.State["r"]; ok {
@@ -609,7 +609,7 @@ log(msg: †state.err.message) -> †state.logged
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools.count("pay") != 0 || res.State["err"].(map[string]any)["code"] != runtime.CodeRejected {
+	if tools.count("pay") != 0 || res.State["err"].(map[string]any)["code"] != toolkit.CodeRejected {
 		t.Errorf("pay calls %d, state %v", tools.count("pay"), res.State)
 	}
 	if len(a.requests) != 1 || a.requests[0].Step != "pay" || a.requests[0].Message != "Pay 5?" || a.requests[0].Args["amount"] != 5.0 {
@@ -790,7 +790,7 @@ func TestRunCanceled(t *testing.T) {
 	if res.Status != RunCanceled || tools.count("after") != 0 {
 		t.Errorf("status %s, after calls %d", res.Status, tools.count("after"))
 	}
-	if res.Steps[0].Error == nil || res.Steps[0].Error.Code != runtime.CodeCanceled {
+	if res.Steps[0].Error == nil || res.Steps[0].Error.Code != toolkit.CodeCanceled {
 		t.Errorf("wait: %+v", res.Steps[0])
 	}
 }

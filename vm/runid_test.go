@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestIdempotencyKeyPerRun: two runs of the same plan with no run ID (as
@@ -27,21 +27,21 @@ func TestIdempotencyKeyPerRun(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	reg := runtime.NewRegistry()
-	def := runtime.Definition{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
-		Annotations: runtime.Annotations{Idempotent: true}}
-	err := reg.Register(def, runtime.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+	reg := toolkit.NewRegistry()
+	def := toolkit.Definition{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
+		Annotations: toolkit.Annotations{Idempotent: true}}
+	err := reg.Register(def, toolkit.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/pay", strings.NewReader(`{"amount": 5}`))
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Idempotency-Key", runtime.IdempotencyKey(ctx))
+		req.Header.Set("Idempotency-Key", toolkit.IdempotencyKey(ctx))
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			return nil, err
 		}
 		resp.Body.Close()
-		if info, _ := runtime.CallInfoFrom(ctx); info.Attempt == 1 {
+		if info, _ := toolkit.CallInfoFrom(ctx); info.Attempt == 1 {
 			return nil, errors.New("the answer was lost") // retried with the same key
 		}
 		return "paid", nil

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // SimOptions configure Simulate.
@@ -21,16 +21,16 @@ type SimOptions struct {
 	Seed uint64
 	// Mocks answers the tools it has; the others return values invented
 	// from their output types.
-	Mocks *runtime.Mocks
+	Mocks *toolkit.Mocks
 	// Symbolic invents no values: what cannot be known before the run is
 	// carried as Unknown, and each condition that depends on it is taken
 	// both ways.
 	Symbolic bool
 	// Observer receives the run's events, in virtual time.
 	Observer Observer
-	// CostLimit bounds the cost of evaluating one CEL expression, as in
+	// MaxCost bounds the cost of evaluating one CEL expression, as in
 	// Options; 0 takes the default.
-	CostLimit uint64
+	MaxCost uint64
 }
 
 // SimResult is the outcome of a dry run.
@@ -180,7 +180,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 			s.opts.Observer(ev)
 		}
 	}
-	e, err := newEngine(ctx, prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, s.opts.CostLimit)
+	e, err := newEngine(ctx, prog, input, nil, emit, func() (time.Time, time.Duration) { return time.Now(), now }, s.opts.MaxCost)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -331,7 +331,7 @@ func (s *simulator) callTool(ctx context.Context, e *engine, st *compiler.Step, 
 		sub := e.prog.Sub[tool.Name]
 		se, d, err := s.run(ctx, sub, args, id+"/")
 		if err != nil {
-			return nil, 0, 1, &StepError{Code: runtime.CodeInvalidArguments, Message: err.Error(), Tool: tool.Name, Step: st.ID}
+			return nil, 0, 1, &StepError{Code: toolkit.CodeInvalidArguments, Message: err.Error(), Tool: tool.Name, Step: st.ID}
 		}
 		if se.stop != nil {
 			return nil, d, 1, &StepError{Code: "sub-plan-failed", Message: fmt.Sprintf("sub-plan %s failed: %v", tool.Name, se.stop), Tool: tool.Name, Step: st.ID}

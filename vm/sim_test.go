@@ -11,11 +11,11 @@ import (
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // exampleProgram compiles an example with its input and mocks.
-func exampleProgram(t *testing.T, path string) (*compiler.Program, map[string]any, *runtime.Mocks) {
+func exampleProgram(t *testing.T, path string) (*compiler.Program, map[string]any, *toolkit.Mocks) {
 	t.Helper()
 	text, err := os.ReadFile(path)
 	if err != nil {
@@ -39,7 +39,7 @@ func exampleProgram(t *testing.T, path string) (*compiler.Program, map[string]an
 	base := strings.TrimSuffix(strings.TrimSuffix(path, ".plan"), ".json")
 	var input map[string]any
 	if b, err := os.ReadFile(base + ".input.json"); err == nil {
-		v, err := runtime.DecodeJSON(b)
+		v, err := toolkit.DecodeJSON(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,9 +47,9 @@ func exampleProgram(t *testing.T, path string) (*compiler.Program, map[string]an
 	} else if f.InputValues != nil {
 		input = f.InputValues
 	}
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if b, err := os.ReadFile(base + ".mocks.json"); err == nil {
-		if mocks, err = runtime.ParseMocks(b); err != nil {
+		if mocks, err = toolkit.ParseMocks(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestSimulateProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Problems) != 1 || res.Problems[0].Code != runtime.CodeExpectFailed {
+	if len(res.Problems) != 1 || res.Problems[0].Code != toolkit.CodeExpectFailed {
 		t.Errorf("problems %+v", res.Problems)
 	}
 	// The simulated step still completes: its values are invented.

@@ -57,7 +57,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -219,7 +219,7 @@ func runPlan(seed uint64, flags dataFlags) *outcome {
 		o.failures = append(o.failures, failure{where: "compile", code: "compile", msg: err.Error()})
 		return o
 	}
-	mocks, err := runtime.ParseMocks([]byte(p.MocksFile()))
+	mocks, err := toolkit.ParseMocks([]byte(p.MocksFile()))
 	if err != nil {
 		o.failures = append(o.failures, failure{where: "mocks", code: "mocks", msg: err.Error()})
 		return o
@@ -231,7 +231,7 @@ func runPlan(seed uint64, flags dataFlags) *outcome {
 	}
 	input := f.InputValues
 	if !p.json {
-		v, err := runtime.DecodeJSON([]byte(p.InputJSON()))
+		v, err := toolkit.DecodeJSON([]byte(p.InputJSON()))
 		if err != nil {
 			o.failures = append(o.failures, failure{where: "input", code: "input", msg: err.Error()})
 			return o
@@ -242,7 +242,7 @@ func runPlan(seed uint64, flags dataFlags) *outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	opts := vm.Options{
-		Tools: runtime.Chain{Mocks: mocks, Registry: reg},
+		Tools: toolkit.Chain{Mocks: mocks, Registry: reg},
 		Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
 			return vm.Decision{Approved: true}, nil
 		}),
@@ -285,13 +285,13 @@ func runPlan(seed uint64, flags dataFlags) *outcome {
 
 // registry holds the operator's tools, which return results drawn from
 // the seed, the tool's name and the arguments.
-func (p *gplan) registry() (*runtime.Registry, error) {
-	reg := runtime.NewRegistry()
+func (p *gplan) registry() (*toolkit.Registry, error) {
+	reg := toolkit.NewRegistry()
 	for _, t := range p.tools {
 		if !t.operator {
 			continue
 		}
-		def := runtime.Definition{Name: t.name, InputSchema: []byte(jsonText(t.schema["inputSchema"]))}
+		def := toolkit.Definition{Name: t.name, InputSchema: []byte(jsonText(t.schema["inputSchema"]))}
 		if os, ok := t.schema["outputSchema"]; ok {
 			def.OutputSchema = []byte(jsonText(os))
 		}
@@ -309,17 +309,17 @@ func (p *gplan) registry() (*runtime.Registry, error) {
 	return reg, nil
 }
 
-func (p *gplan) toolFunc(t *gtool) runtime.ToolFunc {
+func (p *gplan) toolFunc(t *gtool) toolkit.ToolFunc {
 	var calls atomic.Int64
 	return func(ctx context.Context, args map[string]any) (any, error) {
 		n := calls.Add(1)
 		if t.fails || t.flaky && n == 1 {
-			return nil, &runtime.Error{Code: "injected", Message: "injected failure of " + t.name}
+			return nil, &toolkit.Error{Code: "injected", Message: "injected failure of " + t.name}
 		}
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d\x00%s\x00%s", p.seed, t.name, jsonText(args))
 		v := newGen(h.Sum64(), p.flags).value(t.result, false, 0)
-		return runtime.DecodeJSON([]byte(jsonText(v)))
+		return toolkit.DecodeJSON([]byte(jsonText(v)))
 	}
 }
 
@@ -428,7 +428,7 @@ func classify(p *gplan, f failure) (verdict, string) {
 	switch {
 	case strings.Contains(msg, "injected failure"):
 		return verdictLegit, "injected tool error"
-	case f.code == runtime.CodeCanceled:
+	case f.code == toolkit.CodeCanceled:
 		return verdictLegit, "canceled after another step failed"
 	case strings.HasPrefix(msg, "expectation does not hold: "):
 		// The expectation is false, or cannot be evaluated: then the

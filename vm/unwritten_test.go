@@ -8,7 +8,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // TestGuardOfAWaitedSlotRuns: a step guarded by has() of a slot it waits
@@ -24,7 +24,7 @@ greeting: greet(name: †state.user.name) -> †state.greeting
   when has(†state.user)
 output †state.greeting + "!"
 `
-	mocks, err := runtime.ParseMocks([]byte(`{"lookup": {"cases": [{"args": {"id": "a1"}, "result": {"name": "Ada"}}]},
+	mocks, err := toolkit.ParseMocks([]byte(`{"lookup": {"cases": [{"args": {"id": "a1"}, "result": {"name": "Ada"}}]},
   "greet": {"cases": [{"args": {"name": "Ada"}, "result": "Hello, Ada"}]}}`))
 	if err != nil {
 		t.Fatal(err)

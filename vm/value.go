@@ -25,7 +25,7 @@ import (
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // Unknown stands for a value that cannot be known before the run; a
@@ -143,7 +143,7 @@ func prefix(r *compiler.RefPath, k int) string {
 func (e *engine) eval(ctx context.Context, op *compiler.Operand, sc *scope) (any, error) {
 	switch op.Kind {
 	case compiler.OpConst:
-		return runtime.CopyJSON(op.Const), nil
+		return toolkit.CopyJSON(op.Const), nil
 	case compiler.OpRef:
 		return sc.lookup(op.Ref)
 	case compiler.OpList:
@@ -195,7 +195,7 @@ func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (
 	defer cancel()
 	limit := e.costLimit
 	if limit == 0 {
-		limit = compiler.DefaultCostLimit
+		limit = compiler.DefaultMaxCost
 	}
 	prg, err := e.prog.CEL(op, limit)
 	if err != nil {
@@ -233,7 +233,7 @@ func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (
 	var stop interpreter.EvalCancelledError
 	switch {
 	case errors.As(err, &stop) && stop.Cause == interpreter.CostLimitExceeded:
-		return nil, &codedError{code: runtime.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: it costs more than the limit of %d: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: it costs more than the limit of %d: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
 	case ctx.Err() != nil:
 		// Interrupted; the value, if any, may have absorbed the
 		// interruption (an error || true).
@@ -248,7 +248,7 @@ func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (
 	}
 	v, err := fromCEL(val, &left)
 	if errors.Is(err, errTooLarge) {
-		return nil, &codedError{code: runtime.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: its value costs more than the limit of %d to take out of CEL: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: its value costs more than the limit of %d to take out of CEL: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
 	}
 	return v, err
 }
@@ -288,13 +288,13 @@ func errorCode(err error, fallback string) string {
 // by its own time limit (timeout). A step canceled so is run again when
 // its run is resumed.
 func stopped(ctx context.Context, what string) error {
-	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
-		return &codedError{code: runtime.CodeCanceled, err: fmt.Errorf("%s was stopped: %s", what, re.Message)}
+	if re := (*toolkit.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == toolkit.CodeLimitExceeded {
+		return &codedError{code: toolkit.CodeCanceled, err: fmt.Errorf("%s was stopped: %s", what, re.Message)}
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &codedError{code: runtime.CodeTimeout, err: fmt.Errorf("%s took longer than the step's time limit", what)}
+		return &codedError{code: toolkit.CodeTimeout, err: fmt.Errorf("%s took longer than the step's time limit", what)}
 	}
-	return &codedError{code: runtime.CodeCanceled, err: fmt.Errorf("%s was canceled", what)}
+	return &codedError{code: toolkit.CodeCanceled, err: fmt.Errorf("%s was canceled", what)}
 }
 
 // errTooLarge is a value whose conversion went past its budget.

@@ -19,13 +19,13 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/cmdtool"
-	"github.com/obelisk-plan/obelisk/runtime/httptool"
-	"github.com/obelisk-plan/obelisk/runtime/mcp"
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
-	"github.com/obelisk-plan/obelisk/runtime/replay"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/cmdtool"
+	"github.com/obelisk-plan/obelisk/toolkit/httptool"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
+	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -136,7 +136,7 @@ func wantOutput(t *testing.T, got any) {
 
 func decode(t *testing.T, text string) any {
 	t.Helper()
-	v, err := runtime.DecodeJSON([]byte(text))
+	v, err := toolkit.DecodeJSON([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ echo(value: int(†state.a.v)) -> †state.d
 echo(value: string(†state.a.v)) -> †state.e
 output [†state.b, †state.c, †state.d, †state.e]
 `)
-	mocks, err := runtime.ParseMocks([]byte(`{"echo2": {"result": {"v": 3}}, "echo": {"result": 1}}`))
+	mocks, err := toolkit.ParseMocks([]byte(`{"echo2": {"result": {"v": 3}}, "echo": {"result": 1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +184,9 @@ func (f callerFunc) Call(ctx context.Context, name string, args map[string]any) 
 // mocks (a result, and a sequence that fails first), from a recording,
 // from an HTTP tool and from a command tool.
 func TestValuesFromTools(t *testing.T) {
-	anyDef := runtime.Definition{Name: "get", InputSchema: json.RawMessage(`{"type": "object"}`)}
-	shaped := runtime.NewRegistry()
-	shaped.MustRegister(anyDef, runtime.ToolFunc(func(context.Context, map[string]any) (any, error) {
+	anyDef := toolkit.Definition{Name: "get", InputSchema: json.RawMessage(`{"type": "object"}`)}
+	shaped := toolkit.NewRegistry()
+	shaped.MustRegister(anyDef, toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) {
 		return decode(t, reading), nil
 	}))
 	type o struct {
@@ -201,15 +201,15 @@ func TestValuesFromTools(t *testing.T) {
 		Q  *int      `json:"q"`
 	}
 	q := 7
-	structs := runtime.NewRegistry()
-	structs.MustRegister(anyDef, runtime.ToolFunc(func(context.Context, map[string]any) (any, error) {
+	structs := toolkit.NewRegistry()
+	structs.MustRegister(anyDef, toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) {
 		return goA{V: 3, N: 4, Xs: []float64{1, 2.5}, O: o{W: 2}, E: 1, Q: &q}, nil
 	}))
-	mocks, err := runtime.ParseMocks([]byte(`{"get": {"result": ` + reading + `}}`))
+	mocks, err := toolkit.ParseMocks([]byte(`{"get": {"result": ` + reading + `}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sequence, err := runtime.ParseMocks([]byte(`{"get": {"sequence": [{"error": {"code": "busy", "message": "try again"}}, {"result": ` + reading + `}]}}`))
+	sequence, err := toolkit.ParseMocks([]byte(`{"get": {"sequence": [{"error": {"code": "busy", "message": "try again"}}, {"result": ` + reading + `}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +234,14 @@ func TestValuesFromTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpReg := runtime.NewRegistry()
+	httpReg := toolkit.NewRegistry()
 	httpReg.MustRegister(anyDef, web)
 	block, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", "cat >/dev/null; echo '" + reading + "'"}})
 	cmd, err := cmdtool.New(anyDef, block, cmdtool.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmdReg := runtime.NewRegistry()
+	cmdReg := toolkit.NewRegistry()
 	cmdReg.MustRegister(anyDef, cmd)
 
 	for _, c := range []struct {
@@ -286,7 +286,7 @@ func TestValuesFromMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	for _, b := range mcp.Bind([]*mcp.Server{s}, nil) {
 		if b.Definition.Name == "add" {
 			reg.MustRegister(b.Definition, b)
@@ -475,7 +475,7 @@ func (p replanTo) Replan(context.Context, *vm.ReplanRequest) (*lang.File, error)
 // TestValuesInDryRun: a dry run with mocks reads the mocked integers as
 // the run does.
 func TestValuesInDryRun(t *testing.T) {
-	mocks, err := runtime.ParseMocks([]byte(`{"get": {"result": ` + reading + `}, "use": {"result": 1}}`))
+	mocks, err := toolkit.ParseMocks([]byte(`{"get": {"result": ` + reading + `}, "use": {"result": 1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestValuesMisfit(t *testing.T) {
 				t.Fatal(err)
 			}
 			get := res.Steps[0]
-			if get.Status != vm.StatusFailed || get.Error.Code != runtime.CodeInvalidOutput || !strings.Contains(strings.Replace(get.Error.Message, ": n:", ": at n:", 1), strings.TrimPrefix(c.want, "at ")) {
+			if get.Status != vm.StatusFailed || get.Error.Code != toolkit.CodeInvalidOutput || !strings.Contains(strings.Replace(get.Error.Message, ": n:", ": at n:", 1), strings.TrimPrefix(c.want, "at ")) {
 				t.Errorf("get: %s %+v", get.Status, get.Error)
 			}
 		})

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
 )
 
 // TestGenerateOnlyOfferedTools: without --builtins, a plan that calls the

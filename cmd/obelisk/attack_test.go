@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
 )
 
 // TestAttacks runs the attack suite in testdata/attack: plans written as
@@ -70,7 +70,7 @@ import (
 // In directives and files, $API is the operator's API (http://HOST:PORT,
 // $API_HOST its HOST:PORT), $EVIL the attacker's server ($EVIL_HOST),
 // $EVIL_PORT its port, $MCP_SERVER the command that starts the test MCP
-// servers of runtime/mcp/mcptest (add "calc"), $OUTSIDE a directory outside the case's that holds outside.txt and
+// servers of toolkit/mcp/mcptest (add "calc"), $OUTSIDE a directory outside the case's that holds outside.txt and
 // that nothing may touch, and $WORK the case's own directory. The secret
 // is in the environment variable ATTACK_TOKEN.
 func TestAttacks(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
 )
 
 // TestHelpOnStdout: help asked for (obelisk -h, obelisk help, obelisk

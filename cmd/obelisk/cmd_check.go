@@ -9,8 +9,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // checkFlags are the flags shared by the commands that check a plan.
@@ -106,7 +106,7 @@ const builtinToolsName = "<built-in tools>"
 // every plan may call (the file tools run only when the user gives
 // --files).
 func builtinToolsJSON() []byte {
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
 		return []byte(`{"tools": []}`)
 	}

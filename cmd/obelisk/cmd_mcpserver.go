@@ -23,8 +23,8 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/mcpserver"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -82,7 +82,7 @@ func mcpServerCommand() *command {
 				if status != exitOK {
 					return status
 				}
-				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
+				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, MaxCost: rf.limits.MaxCost}
 				if opts.settings, err = opts.tools.record(vmo, policy); err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -177,14 +177,14 @@ func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
 		return nil, exitUsage
 	}
 	ts := &toolSettings{MCP: rf.mcp, MCPParallel: rf.mcpParallel, AllowCommands: rf.allowCommands}
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if rf.mocks != "" {
 		b, err := os.ReadFile(rf.mocks)
 		if err != nil {
 			e.errorf("reading mocks: %v", err)
 			return nil, exitUsage
 		}
-		if mocks, err = runtime.ParseMocks(b); err != nil {
+		if mocks, err = toolkit.ParseMocks(b); err != nil {
 			e.errorf("%s: %v", rf.mocks, err)
 			return nil, exitUsage
 		}
@@ -214,15 +214,15 @@ func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
 			files[i].Text = string(callableBuiltins(reg, netOff))
 		}
 	}
-	return &serverSetup{files: files, caller: runtime.Chain{Mocks: mocks, Registry: reg}, preflight: preflight, tools: ts}, exitOK
+	return &serverSetup{files: files, caller: toolkit.Chain{Mocks: mocks, Registry: reg}, preflight: preflight, tools: ts}, exitOK
 }
 
 // callableBuiltins returns the definitions of the built-in tools reg holds
 // and the grants let run, as a tools file.
-func callableBuiltins(reg *runtime.Registry, netOff bool) []byte {
-	all := runtime.NewRegistry()
+func callableBuiltins(reg *toolkit.Registry, netOff bool) []byte {
+	all := toolkit.NewRegistry()
 	stdlib.Register(all, stdlib.Options{FilesRoot: "."})
-	var defs []runtime.Definition
+	var defs []toolkit.Definition
 	for _, d := range all.Definitions() {
 		if reg.Has(d.Name) && !(netOff && stdlib.NeedsNetwork(d.Name)) {
 			defs = append(defs, d)

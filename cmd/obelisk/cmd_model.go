@@ -16,10 +16,10 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 )
@@ -126,10 +126,10 @@ func readJSONObject(arg string) (map[string]any, error) {
 		}
 		raw = b
 	}
-	if err := runtime.CheckUniqueKeys(raw); err != nil {
+	if err := toolkit.CheckUniqueKeys(raw); err != nil {
 		return nil, err
 	}
-	v, err := runtime.DecodeJSON(raw)
+	v, err := toolkit.DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
@@ -393,7 +393,7 @@ func agentCommand() *command {
 
 // bindContextTools registers the tools whose definitions in a tools file
 // say how to call them (an http or command block).
-func bindContextTools(rf *runFlags, reg *runtime.Registry, decls []*lang.ToolDecl) error {
+func bindContextTools(rf *runFlags, reg *toolkit.Registry, decls []*lang.ToolDecl) error {
 	var tools []*compiler.Tool
 	for _, d := range decls {
 		if d.Binding != nil && !reg.Has(d.Name.Name) {

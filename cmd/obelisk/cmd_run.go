@@ -15,7 +15,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -51,7 +51,7 @@ func runCommand() *command {
 					return st
 				}
 				defer stop()
-				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, CostLimit: rf.limits.MaxCost}
+				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, MaxCost: rf.limits.MaxCost}
 				if *mode == "eager" || (*mode == "" && args[0] == "-") {
 					base := ""
 					if args[0] != "-" {
@@ -108,7 +108,7 @@ func runCommand() *command {
 				if store != nil {
 					defer store.Close()
 				}
-				return xf.execute(ctx, e, r, runtime.Chain{Mocks: p.mocks, Registry: p.reg}, nil, fill)
+				return xf.execute(ctx, e, r, toolkit.Chain{Mocks: p.mocks, Registry: p.reg}, nil, fill)
 			}
 		},
 	}
@@ -141,7 +141,7 @@ func report(e *env, res *vm.Result, runID string) int {
 		}
 	}
 	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled) {
-		if re := (*runtime.Error)(nil); errors.As(res.Err, &re) {
+		if re := (*toolkit.Error)(nil); errors.As(res.Err, &re) {
 			fmt.Fprintf(e.stderr, "  %v [%s]\n", res.Err, re.Code)
 		} else {
 			fmt.Fprintf(e.stderr, "  %v\n", res.Err)
@@ -288,7 +288,7 @@ func dryRunCommand() *command {
 				if p == nil {
 					return status
 				}
-				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic, CostLimit: rf.limits.MaxCost})
+				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic, MaxCost: rf.limits.MaxCost})
 				if err != nil {
 					fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
 					return exitInput

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 )
 
 // docs are the documents whose commands TestDocCommands runs.
@@ -64,7 +64,7 @@ var docExpect = []struct {
 // with the reason.
 var docNotRun = map[string]string{
 	"go test ./...": "the whole test suite, this test among it",
-	"go test ./runtime/llm/... ./vm/agent ./cmd/obelisk": "tests that hold this one",
+	"go test ./toolkit/llm/... ./vm/agent ./cmd/obelisk": "tests that hold this one",
 	"go test ./lang -update":                             "it rewrites the conformance suite's files",
 	"go test ./console -run Browser":                     "part of the whole test suite, which runs the browser tests",
 }
@@ -86,7 +86,7 @@ var docNotRun = map[string]string{
 // directory of its own, and runs are journaled in a state directory of the
 // test's. The commands that need a model provider (an OPENAI_API_KEY or
 // ANTHROPIC_API_KEY before them) reach fake servers on loopback
-// (runtime/llm/llmtest) that answer with a plan for the refund example.
+// (toolkit/llm/llmtest) that answer with a plan for the refund example.
 func TestDocCommands(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -66,11 +66,11 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		}
 	}
 	ts := &toolSettings{MCP: rf.mcp, AllowCommands: rf.allowCommands, Fill: fs}
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if rf.mocks != "" {
 		b, err := os.ReadFile(rf.mocks)
 		if err == nil {
-			mocks, err = runtime.ParseMocks(b)
+			mocks, err = toolkit.ParseMocks(b)
 		}
 		if err != nil {
 			e.errorf("mocks: %v", err)
@@ -106,7 +106,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	if store != nil {
 		defer store.Close()
 	}
-	return xf.execute(ctx, e, run, runtime.Chain{Mocks: mocks, Registry: reg}, r, fs)
+	return xf.execute(ctx, e, run, toolkit.Chain{Mocks: mocks, Registry: reg}, r, fs)
 }
 
 // boundDecls returns, as the checker's tools, the declarations of tools

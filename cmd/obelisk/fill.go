@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )

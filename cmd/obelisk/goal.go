@@ -14,8 +14,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
@@ -157,18 +157,18 @@ func offeredOnce(decls []*lang.ToolDecl) []*lang.ToolDecl {
 // goalTools builds the tools of a goal: the built-in tools, the MCP
 // servers' (rf's, started), the tools its tools files say how to call,
 // and the mocks. Every tool offered must have an implementation.
-func goalTools(rf *runFlags, c agent.Context, mocks string) (runtime.Chain, error) {
+func goalTools(rf *runFlags, c agent.Context, mocks string) (toolkit.Chain, error) {
 	reg, err := rf.registry()
 	if err == nil {
 		err = bindContextTools(rf, reg, c.Tools)
 	}
 	if err != nil {
-		return runtime.Chain{}, err
+		return toolkit.Chain{}, err
 	}
-	var mk *runtime.Mocks
+	var mk *toolkit.Mocks
 	if mocks != "" {
-		if mk, err = runtime.ParseMocks([]byte(mocks)); err != nil {
-			return runtime.Chain{}, fmt.Errorf("mocks: %w", err)
+		if mk, err = toolkit.ParseMocks([]byte(mocks)); err != nil {
+			return toolkit.Chain{}, fmt.Errorf("mocks: %w", err)
 		}
 	}
 	var missing []string
@@ -178,9 +178,9 @@ func goalTools(rf *runFlags, c agent.Context, mocks string) (runtime.Chain, erro
 		}
 	}
 	if len(missing) > 0 {
-		return runtime.Chain{}, fmt.Errorf("no implementation for %s: answer them in a mocks file (--mocks)", strings.Join(missing, ", "))
+		return toolkit.Chain{}, fmt.Errorf("no implementation for %s: answer them in a mocks file (--mocks)", strings.Join(missing, ", "))
 	}
-	return runtime.Chain{Mocks: mk, Registry: reg}, nil
+	return toolkit.Chain{Mocks: mk, Registry: reg}, nil
 }
 
 // goalExec is how a goal is pursued in this process: its models, the
@@ -196,7 +196,7 @@ type goalExec struct {
 
 // pursue pursues a goal's run and reports how it went: the result on
 // stdout, a line per turn and a summary on stderr.
-func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.Context, cfg compiler.Config, tools runtime.Chain) int {
+func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.Context, cfg compiler.Config, tools toolkit.Chain) int {
 	observers := []vm.Observer{vm.LogEvents(e.log.Named(e.cmd)), turnLines(e)}
 	if gx.events != "" {
 		f, err := os.Create(gx.events)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 
-	"github.com/obelisk-plan/obelisk/runtime/httptool"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
+	"github.com/obelisk-plan/obelisk/toolkit/httptool"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // grantFlags are the operator's grants of network and environment access

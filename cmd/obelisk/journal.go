@@ -20,8 +20,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/replay"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
@@ -233,7 +233,7 @@ func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (d
 		return durable.Settings{}, err
 	}
 	return durable.Settings{MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout,
-		MaxOutputBytes: opts.MaxOutputBytes, CostLimit: opts.CostLimit, Approval: policy, Caller: b}, nil
+		MaxOutputBytes: opts.MaxOutputBytes, MaxCost: opts.MaxCost, Approval: policy, Caller: b}, nil
 }
 
 // source returns what a checked plan was compiled from.
@@ -271,10 +271,10 @@ func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFla
 // say how to call, and the mocks. workDir is the directory the tools
 // files' names are relative to. It returns what keeps them from running
 // too (see preflight). The grants are rf's, from the command line.
-func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (runtime.Chain, []string, error) {
+func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (toolkit.Chain, []string, error) {
 	reg, err := rf.registry()
 	if err != nil {
-		return runtime.Chain{}, nil, err
+		return toolkit.Chain{}, nil, err
 	}
 	prog := plan.Program
 	var decls []*compiler.Tool
@@ -287,19 +287,19 @@ func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (
 	}
 	bound, diags := bindTools(decls, workDir, rf.grants.httpOptions())
 	if diags.HasErrors() {
-		return runtime.Chain{}, nil, diags
+		return toolkit.Chain{}, nil, diags
 	}
 	off, err := rf.registerBound(reg, bound)
 	if err != nil {
-		return runtime.Chain{}, nil, err
+		return toolkit.Chain{}, nil, err
 	}
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if s.Mocks != "" {
-		if mocks, err = runtime.ParseMocks([]byte(s.Mocks)); err != nil {
-			return runtime.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
+		if mocks, err = toolkit.ParseMocks([]byte(s.Mocks)); err != nil {
+			return toolkit.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
 		}
 	}
-	chain := runtime.Chain{Mocks: mocks, Registry: reg}
+	chain := toolkit.Chain{Mocks: mocks, Registry: reg}
 	if prog == nil {
 		return chain, nil, nil // which tools a stream calls is known only as it runs
 	}
@@ -337,7 +337,7 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 // --approve or --yes, --run-timeout), and reports how it went. The plan
 // of a streamed run is read from text as it arrives; nil reads it from
 // the journal, for a resumed run.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain runtime.Chain, text io.Reader, fs fillSettings) int {
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fillSettings) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}

@@ -14,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
 )
 
 // serverSession starts obelisk mcp-server with args, in a process of its

@@ -12,8 +12,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // runFlags are the flags of the commands that run or simulate a plan.
@@ -47,8 +47,8 @@ func (rf *runFlags) registerRunTools(fs *flag.FlagSet) {
 }
 
 // registry returns the built-in tools and the MCP servers' tools.
-func (rf *runFlags) registry() (*runtime.Registry, error) {
-	reg := runtime.NewRegistry()
+func (rf *runFlags) registry() (*toolkit.Registry, error) {
+	reg := toolkit.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files, Net: rf.grants.grants().net}); err != nil {
 		return nil, err
 	}
@@ -63,8 +63,8 @@ type prepared struct {
 	*checked
 	prog  *compiler.Program
 	input map[string]any
-	mocks *runtime.Mocks
-	reg   *runtime.Registry
+	mocks *toolkit.Mocks
+	reg   *toolkit.Registry
 	cfg   compiler.Config
 	// commandsOff is set when the plan's command tools may not run;
 	// netOff when the built-in network tools may reach no host.
@@ -121,7 +121,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 			return nil, exitUsage
 		}
 		p.mocksPath, p.mocksText = mocksPath, b
-		if p.mocks, err = runtime.ParseMocks(b); err != nil {
+		if p.mocks, err = toolkit.ParseMocks(b); err != nil {
 			e.errorf("%s: %v", mocksPath, err)
 			return nil, exitUsage
 		}
@@ -162,10 +162,10 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 	if raw == nil {
 		return c.file.InputValues, nil
 	}
-	if err := runtime.CheckUniqueKeys(raw); err != nil {
+	if err := toolkit.CheckUniqueKeys(raw); err != nil {
 		return nil, fmt.Errorf("the input: %w", err)
 	}
-	v, err := runtime.DecodeJSON(raw)
+	v, err := toolkit.DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("the input is not JSON: %w", err)
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/cmdtool"
-	"github.com/obelisk-plan/obelisk/runtime/httptool"
-	"github.com/obelisk-plan/obelisk/runtime/mcp"
 	"github.com/obelisk-plan/obelisk/stdlib"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/cmdtool"
+	"github.com/obelisk-plan/obelisk/toolkit/httptool"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp"
 )
 
 // Tools from outside the plan: MCP servers (--mcp), and tools files whose
@@ -81,7 +81,7 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 	for _, d := range builtinSignatures() {
 		builtin[d.Name.Name] = true
 	}
-	byServer := map[*mcp.Server][]runtime.Definition{}
+	byServer := map[*mcp.Server][]toolkit.Definition{}
 	for _, b := range mcp.Bind(ms.servers, func(name string) bool { return builtin[name] }) {
 		if !lang.IsToolName(b.Definition.Name) {
 			if b.Definition.Name == b.Tool { // said once, for the bare name
@@ -124,7 +124,7 @@ func (cf *checkFlags) parallel() (map[string]int, error) {
 }
 
 // registerMCP adds the MCP servers' tools to a registry.
-func (cf *checkFlags) registerMCP(reg *runtime.Registry) error {
+func (cf *checkFlags) registerMCP(reg *toolkit.Registry) error {
 	if cf.servers == nil {
 		return nil
 	}
@@ -189,9 +189,9 @@ func (cf *checkFlags) offeredMCPDecls() []*lang.ToolDecl {
 
 // boundTool is a tool a tools file says how to call.
 type boundTool struct {
-	def  runtime.Definition
+	def  toolkit.Definition
 	kind string // "http" or "command"
-	impl runtime.Tool
+	impl toolkit.Tool
 	file string
 }
 
@@ -214,7 +214,7 @@ func bindTools(tools []*compiler.Tool, base string, web httptool.Options) ([]*bo
 		if base != "" && !filepath.IsAbs(b.File) {
 			fileDir = filepath.Join(base, fileDir)
 		}
-		def := runtime.Definition{Name: t.Name, Description: t.Doc, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		def := toolkit.Definition{Name: t.Name, Description: t.Doc, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
 		bt := &boundTool{def: def, kind: b.Kind, file: b.File}
 		var err error
 		switch b.Kind {
@@ -249,12 +249,12 @@ func sortedTools(info *compiler.Info) []*compiler.Tool {
 // registerBound adds bound tools to a registry. Command tools run only
 // with --allow-commands; without it they are registered to fail with a
 // message that says so, and their names are returned.
-func (rf *runFlags) registerBound(reg *runtime.Registry, bound []*boundTool) (off []string, err error) {
+func (rf *runFlags) registerBound(reg *toolkit.Registry, bound []*boundTool) (off []string, err error) {
 	for _, bt := range bound {
 		impl := bt.impl
 		if bt.kind == "command" && !rf.allowCommands {
-			impl = runtime.ToolFunc(func(context.Context, map[string]any) (any, error) {
-				return nil, &runtime.Error{Code: runtime.CodeToolError, Message: commandsOff(bt), NotRetryable: true}
+			impl = toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) {
+				return nil, &toolkit.Error{Code: toolkit.CodeToolError, Message: commandsOff(bt), NotRetryable: true}
 			})
 			off = append(off, bt.def.Name)
 		}

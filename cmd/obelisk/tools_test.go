@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/obelisk-plan/obelisk/runtime/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
 )
 
 // envCommandTool makes the test binary a command tool: it reads its

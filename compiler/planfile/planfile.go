@@ -24,7 +24,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // File is a file read while compiling a plan.
@@ -383,7 +383,7 @@ func Read(b []byte) (*Planfile, error) {
 		Planfile
 		Input json.RawMessage `json:"input"`
 	}
-	if err := runtime.CheckUniqueKeys(b); err != nil {
+	if err := toolkit.CheckUniqueKeys(b); err != nil {
 		return nil, fmt.Errorf("not a planfile: %w", err)
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -394,7 +394,7 @@ func Read(b []byte) (*Planfile, error) {
 		return nil, fmt.Errorf("not a planfile of this version: format %q, want %q", pf.Format, Format)
 	}
 	if len(raw.Input) > 0 {
-		v, err := runtime.DecodeJSON(raw.Input)
+		v, err := toolkit.DecodeJSON(raw.Input)
 		if err != nil {
 			return nil, fmt.Errorf("the planfile's input: %w", err)
 		}

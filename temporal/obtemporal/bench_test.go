@@ -11,8 +11,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -33,12 +33,12 @@ func benchPlan(shape string, n int) string {
 	return b.String()
 }
 
-func incTools() *runtime.Registry {
-	reg := runtime.NewRegistry()
-	reg.MustRegister(runtime.Definition{Name: "inc", Annotations: runtime.Annotations{ReadOnly: true},
+func incTools() *toolkit.Registry {
+	reg := toolkit.NewRegistry()
+	reg.MustRegister(toolkit.Definition{Name: "inc", Annotations: toolkit.Annotations{ReadOnly: true},
 		InputSchema:  json.RawMessage(`{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}`),
 		OutputSchema: json.RawMessage(`{"type": "integer"}`),
-	}, runtime.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
+	}, toolkit.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
 		return args["x"].(int64) + 1, nil
 	}))
 	return reg

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -26,8 +26,8 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg, decls := builtins(t)
-			mocks := func() *runtime.Mocks {
-				m, err := runtime.ParseMocks(mocksText)
+			mocks := func() *toolkit.Mocks {
+				m, err := toolkit.ParseMocks(mocksText)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -38,7 +38,7 @@ func TestExamples(t *testing.T) {
 			prog := compileLocal(t, name+".plan", text, decls)
 			var in map[string]any
 			if len(input) > 0 {
-				v, err := runtime.DecodeJSON(input)
+				v, err := toolkit.DecodeJSON(input)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -47,7 +47,7 @@ func TestExamples(t *testing.T) {
 				in = prog.Info.File.InputValues
 			}
 			local, err := vm.Run(context.Background(), prog, in, vm.Options{
-				Tools: runtime.Chain{Mocks: mocks(), Registry: reg},
+				Tools: toolkit.Chain{Mocks: mocks(), Registry: reg},
 				Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
 					return vm.Decision{Approved: true}, nil
 				}),
@@ -62,7 +62,7 @@ func TestExamples(t *testing.T) {
 
 			// The same on Temporal.
 			queue := "examples-" + name
-			startWorker(t, c, queue, obtemporal.Config{Tools: runtime.Chain{Mocks: mocks(), Registry: reg}, Check: checkConfig(decls)})
+			startWorker(t, c, queue, obtemporal.Config{Tools: toolkit.Chain{Mocks: mocks(), Registry: reg}, Check: checkConfig(decls)})
 			id, err := obtemporal.StartRun(ctx, c, queue, "", obtemporal.Start{Plan: obtemporal.Plan{Name: name + ".plan", Text: text}, Input: input, ApproveAll: true}, 0)
 			if err != nil {
 				t.Fatal(err)

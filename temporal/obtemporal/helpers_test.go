@@ -15,9 +15,9 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/stdlib"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // newServer starts an in-process Temporal server (SQLite, loopback) for
@@ -38,9 +38,9 @@ func newServer(t testing.TB) (*temporaltest.TestServer, client.Client) {
 
 // builtins returns the built-in tools (no files, no network) and their
 // signatures.
-func builtins(t testing.TB) (*runtime.Registry, []*lang.ToolDecl) {
+func builtins(t testing.TB) (*toolkit.Registry, []*lang.ToolDecl) {
 	t.Helper()
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func readExample(t testing.TB, name string) (text string, input json.RawMessage)
 // equal.
 func canonical(t testing.TB, b []byte) string {
 	t.Helper()
-	v, err := runtime.DecodeJSON(b)
+	v, err := toolkit.DecodeJSON(b)
 	if err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}

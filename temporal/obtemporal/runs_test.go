@@ -19,8 +19,8 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -43,7 +43,7 @@ func (l *keyLog) add(ctx context.Context) {
 	if l.keys == nil {
 		l.keys = map[string]int{}
 	}
-	l.keys[runtime.IdempotencyKey(ctx)]++
+	l.keys[toolkit.IdempotencyKey(ctx)]++
 }
 
 // runPlan starts a plan on a queue and waits for its outcome.
@@ -163,7 +163,7 @@ output {
 	var mu sync.Mutex
 	calls := map[string][]int{}
 	tools := toolFunc(func(ctx context.Context, name string, args map[string]any) (any, error) {
-		info, _ := runtime.CallInfoFrom(ctx)
+		info, _ := toolkit.CallInfoFrom(ctx)
 		mu.Lock()
 		calls[info.Key] = append(calls[info.Key], info.Attempt)
 		n := len(calls[info.Key])
@@ -175,7 +175,7 @@ output {
 		case x == 1 && n < 3:
 			return nil, errors.New("busy")
 		case x == 2:
-			return nil, &runtime.Error{Code: "down", Message: "down for good"}
+			return nil, &toolkit.Error{Code: "down", Message: "down for good"}
 		}
 		return x, nil
 	})
@@ -218,7 +218,7 @@ output †state.summary
 		case "site":
 			return map[string]any{"url": "https://example.test"}, nil
 		case "scrape":
-			return nil, &runtime.Error{Code: "blocked", Message: "the site blocks scrapers", NotRetryable: true}
+			return nil, &toolkit.Error{Code: "blocked", Message: "the site blocks scrapers", NotRetryable: true}
 		case "api":
 			return "text of " + args["url"].(string), nil
 		case "summarize":
@@ -238,7 +238,7 @@ output †state.summary
 	cfg := obtemporal.Config{Tools: tools, Check: compiler.Config{Tools: decls}, Replanner: replanner}
 	startWorker(t, c, "replan", cfg)
 	local, err := vm.Run(context.Background(), compileLocal(t, "t", src, decls), nil, vm.Options{Tools: toolFunc(func(ctx context.Context, name string, args map[string]any) (any, error) {
-		return tools(runtime.WithCallInfo(ctx, runtime.CallInfo{Key: "local"}), name, args)
+		return tools(toolkit.WithCallInfo(ctx, toolkit.CallInfo{Key: "local"}), name, args)
 	}), Replanner: replanner})
 	if err != nil {
 		t.Fatal(err)
@@ -321,8 +321,8 @@ tool big(n: int) -> string pure
 			call       obtemporal.Call
 			code, says string
 		}{
-			{obtemporal.Call{Tool: "slow", Key: "r/x", Step: "x", Args: []byte(`{"x": 1}`), Timeout: time.Hour}, runtime.CodeTimeout, "did not return within 500ms"},
-			{obtemporal.Call{Tool: "big", Key: "r/y", Step: "y", Args: []byte(fmt.Sprintf(`{"n": %d}`, obtemporal.MaxResultBytes+10)), MaxOutputBytes: 100 << 20}, runtime.CodeLimitExceeded, "larger than the limit of 1048576 bytes"},
+			{obtemporal.Call{Tool: "slow", Key: "r/x", Step: "x", Args: []byte(`{"x": 1}`), Timeout: time.Hour}, toolkit.CodeTimeout, "did not return within 500ms"},
+			{obtemporal.Call{Tool: "big", Key: "r/y", Step: "y", Args: []byte(fmt.Sprintf(`{"n": %d}`, obtemporal.MaxResultBytes+10)), MaxOutputBytes: 100 << 20}, toolkit.CodeLimitExceeded, "larger than the limit of 1048576 bytes"},
 		} {
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "hostile"}, "rogue", tc.call)
 			if err != nil {
@@ -346,7 +346,7 @@ tool big(n: int) -> string pure
 	})
 	t.Run("timeout above the operator's", func(t *testing.T) {
 		_, out := runPlan(t, c, "hostile", tool+"slow(x: 1) -> †state.x\n  timeout 10m\n", "")
-		if out.Status == vm.RunCompleted || len(out.Failed) != 1 || out.Failed[0].Code != runtime.CodeTimeout || !strings.Contains(out.Failed[0].Message, "did not return within 500ms") {
+		if out.Status == vm.RunCompleted || len(out.Failed) != 1 || out.Failed[0].Code != toolkit.CodeTimeout || !strings.Contains(out.Failed[0].Message, "did not return within 500ms") {
 			t.Errorf("%s %q %+v", out.Status, out.Error, out.Failed)
 		}
 	})
@@ -354,7 +354,7 @@ tool big(n: int) -> string pure
 		// The worker asked for 100 MiB; the bound stays Temporal's.
 		n := obtemporal.MaxResultBytes + 10
 		_, out := runPlan(t, c, "hostile", tool+fmt.Sprintf("big(n: %d) -> †state.x\n", n), "")
-		if out.Status == vm.RunCompleted || len(out.Failed) != 1 || out.Failed[0].Code != runtime.CodeLimitExceeded || !strings.Contains(out.Failed[0].Message, "larger than the limit of 1048576 bytes") {
+		if out.Status == vm.RunCompleted || len(out.Failed) != 1 || out.Failed[0].Code != toolkit.CodeLimitExceeded || !strings.Contains(out.Failed[0].Message, "larger than the limit of 1048576 bytes") {
 			t.Errorf("%s %q %+v", out.Status, out.Error, out.Failed)
 		}
 	})
@@ -389,12 +389,12 @@ func TestApprovals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mocks, err := runtime.ParseMocks(mocksText)
+			mocks, err := toolkit.ParseMocks(mocksText)
 			if err != nil {
 				t.Fatal(err)
 			}
 			queue := "approvals-" + tc.name
-			startWorker(t, c, queue, obtemporal.Config{Tools: runtime.Chain{Mocks: mocks, Registry: reg}, Check: checkConfig(decls)})
+			startWorker(t, c, queue, obtemporal.Config{Tools: toolkit.Chain{Mocks: mocks, Registry: reg}, Check: checkConfig(decls)})
 			id, err := obtemporal.StartRun(ctx, c, queue, "", obtemporal.Start{Plan: obtemporal.Plan{Name: tc.name + ".plan", Text: text}, Input: input}, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -415,8 +415,8 @@ func TestApprovals(t *testing.T) {
 				t.Fatal(err)
 			}
 			prog := compileLocal(t, tc.name, text, decls)
-			in, _ := runtime.DecodeJSON(input)
-			local, err := vm.Run(ctx, prog, in.(map[string]any), vm.Options{Tools: runtime.Chain{Mocks: mustMocks(t, mocksText), Registry: reg},
+			in, _ := toolkit.DecodeJSON(input)
+			local, err := vm.Run(ctx, prog, in.(map[string]any), vm.Options{Tools: toolkit.Chain{Mocks: mustMocks(t, mocksText), Registry: reg},
 				Approver: vm.ApproverFunc(func(context.Context, vm.ApprovalRequest) (vm.Decision, error) {
 					return vm.Decision{Approved: tc.approve, Note: "not today"}, nil
 				})})
@@ -426,7 +426,7 @@ func TestApprovals(t *testing.T) {
 			if out.Status != local.Status || out.Summary.Failed != local.Failed {
 				t.Errorf("%s (%s), locally %s (%v)", out.Status, out.Error, local.Status, local.Err)
 			}
-			if !tc.approve && (len(out.Failed) != 1 || out.Failed[0].Code != runtime.CodeRejected || !strings.Contains(out.Failed[0].Message, "a person rejected refund: not today")) {
+			if !tc.approve && (len(out.Failed) != 1 || out.Failed[0].Code != toolkit.CodeRejected || !strings.Contains(out.Failed[0].Message, "a person rejected refund: not today")) {
 				t.Errorf("failed %+v", out.Failed)
 			}
 			st, err = obtemporal.Show(ctx, c, id)
@@ -437,9 +437,9 @@ func TestApprovals(t *testing.T) {
 	}
 }
 
-func mustMocks(t *testing.T, text []byte) *runtime.Mocks {
+func mustMocks(t *testing.T, text []byte) *toolkit.Mocks {
 	t.Helper()
-	m, err := runtime.ParseMocks(text)
+	m, err := toolkit.ParseMocks(text)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -24,7 +24,7 @@ import (
 // same tools, limits and check configuration, since each of them may run
 // any part of a run's workflow.
 type Config struct {
-	// Tools calls the tools (a *runtime.Registry, a runtime.Chain with
+	// Tools calls the tools (a *toolkit.Registry, a toolkit.Chain with
 	// mocks); Check holds their signatures, which a plan is checked
 	// against, the checker's limits and strictness. Check.Imports is not
 	// used: a plan's imports come with it.
@@ -44,8 +44,8 @@ type Config struct {
 	MaxOutputBytes int
 	// MaxParallel bounds the calls of a run running at once (default 8).
 	MaxParallel int
-	// CostLimit bounds the cost of one CEL expression (default 1,000,000).
-	CostLimit uint64
+	// MaxCost bounds the cost of one CEL expression (default 1,000,000).
+	MaxCost uint64
 	// Replanner makes new plans for `on failure replan`, in an
 	// activity; without one such a failure fails the run.
 	Replanner vm.Replanner
@@ -68,8 +68,8 @@ func (c *Config) defaults() {
 	if c.MaxParallel <= 0 {
 		c.MaxParallel = 8
 	}
-	if c.CostLimit == 0 {
-		c.CostLimit = 1_000_000
+	if c.MaxCost == 0 {
+		c.MaxCost = 1_000_000
 	}
 	if c.HeartbeatTimeout <= 0 {
 		c.HeartbeatTimeout = 10 * time.Second
@@ -137,15 +137,15 @@ func (a *activities) call(ctx context.Context, c Call) (*CallResult, error) {
 	}
 	var args map[string]any
 	if len(c.Args) > 0 {
-		v, err := runtime.DecodeJSON(c.Args)
+		v, err := toolkit.DecodeJSON(c.Args)
 		if err != nil {
-			return &CallResult{Err: &CallError{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("the arguments of %s: %v", c.Step, err), NotRetryable: true}}, nil
+			return &CallResult{Err: &CallError{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf("the arguments of %s: %v", c.Step, err), NotRetryable: true}}, nil
 		}
 		args, _ = v.(map[string]any)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tctx = runtime.WithCallInfo(tctx, runtime.CallInfo{Run: c.Run, Step: c.Step, Tool: c.Tool, Attempt: c.Attempt, Key: c.Key, Timeout: timeout})
+	tctx = toolkit.WithCallInfo(tctx, toolkit.CallInfo{Run: c.Run, Step: c.Step, Tool: c.Tool, Attempt: c.Attempt, Key: c.Key, Timeout: timeout})
 	// Heartbeats tell Temporal the worker is alive, so that a call
 	// whose worker is lost is started again on another soon.
 	stop := make(chan struct{})
@@ -169,23 +169,23 @@ func (a *activities) call(ctx context.Context, c Call) (*CallResult, error) {
 		if ctx.Err() != nil && tctx.Err() != nil && !errors.Is(tctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err() // the activity was canceled: the workflow is gone
 		}
-		ce := &CallError{Code: runtime.CodeToolError, Message: err.Error()}
-		var re *runtime.Error
+		ce := &CallError{Code: toolkit.CodeToolError, Message: err.Error()}
+		var re *toolkit.Error
 		switch {
 		case errors.As(err, &re):
 			ce.Code, ce.Message, ce.NotRetryable = re.Code, re.Message, re.NotRetryable
 		case errors.Is(tctx.Err(), context.DeadlineExceeded):
-			ce.Code, ce.Message = runtime.CodeTimeout, fmt.Sprintf("%s did not return within %s", c.Tool, timeout)
+			ce.Code, ce.Message = toolkit.CodeTimeout, fmt.Sprintf("%s did not return within %s", c.Tool, timeout)
 		}
 		return &CallResult{Err: ce}, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return &CallResult{Err: &CallError{Code: runtime.CodeInvalidOutput, NotRetryable: true,
+		return &CallResult{Err: &CallError{Code: toolkit.CodeInvalidOutput, NotRetryable: true,
 			Message: fmt.Sprintf("the result of %s cannot be written as JSON (%v): the tool must return JSON values", c.Step, err)}}, nil
 	}
 	if len(b) > maxOut {
-		return &CallResult{Err: &CallError{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		return &CallResult{Err: &CallError{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 			Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (%d): a run on Temporal keeps each result in its history; ask the tool for less, or keep large values outside the run (a file, a store) and pass their names", c.Step, maxOut, len(b))}}, nil
 	}
 	return &CallResult{Value: b}, nil
@@ -195,7 +195,7 @@ func (a *activities) call(ctx context.Context, c Call) (*CallResult, error) {
 func callTool(ctx context.Context, tools vm.Caller, name string, args map[string]any) (v any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			v, err = nil, &runtime.Error{Code: runtime.CodePanic, Message: fmt.Sprintf("%s panicked: %v", name, p)}
+			v, err = nil, &toolkit.Error{Code: toolkit.CodePanic, Message: fmt.Sprintf("%s panicked: %v", name, p)}
 		}
 	}()
 	return tools.Call(ctx, name, args)
@@ -213,7 +213,7 @@ func (a *activities) replan(ctx context.Context, rc ReplanCall) (string, error) 
 	}
 	var state map[string]any
 	if len(rc.State) > 0 {
-		v, err := runtime.DecodeJSON(rc.State)
+		v, err := toolkit.DecodeJSON(rc.State)
 		if err != nil {
 			return "", fmt.Errorf("the state: %w", err)
 		}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -82,7 +82,7 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 	r.prog, r.check = prog, checkConfig(cfg, s.Plan)
 	r.input = f.InputValues
 	if len(s.Input) > 0 {
-		v, err := runtime.DecodeJSON(s.Input)
+		v, err := toolkit.DecodeJSON(s.Input)
 		m, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return &Outcome{Status: vm.RunFailed, Error: "the input must be a JSON object"}, nil
@@ -172,7 +172,7 @@ func (r *run) pass() (*vm.Result, *pass) {
 		Check:          r.check,
 		Sleep:          p.sleep,
 		Rand:           rand.New(rand.NewPCG(seed, seed>>1)),
-		CostLimit:      r.cfg.CostLimit,
+		MaxCost:        r.cfg.MaxCost,
 		MaxOutputBytes: r.cfg.MaxOutputBytes,
 		RunID:          r.id,
 	}
@@ -219,17 +219,17 @@ func (p *pass) Call(ctx context.Context, name string, args map[string]any) (any,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	info, _ := runtime.CallInfoFrom(ctx)
+	info, _ := toolkit.CallInfoFrom(ctx)
 	k := callKey(int(p.round.Load()), info.Key, info.Attempt)
 	if res := p.r.results[k]; res != nil {
 		if res.Err != nil {
-			return nil, &runtime.Error{Code: res.Err.Code, Message: res.Err.Message, NotRetryable: res.Err.NotRetryable}
+			return nil, &toolkit.Error{Code: res.Err.Code, Message: res.Err.Message, NotRetryable: res.Err.NotRetryable}
 		}
-		return runtime.DecodeJSON(res.Value)
+		return toolkit.DecodeJSON(res.Value)
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeInvalidArguments, Message: fmt.Sprintf("the arguments of %s cannot be written as JSON: %v", info.Step, err), NotRetryable: true}
+		return nil, &toolkit.Error{Code: toolkit.CodeInvalidArguments, Message: fmt.Sprintf("the arguments of %s cannot be written as JSON: %v", info.Step, err), NotRetryable: true}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -240,7 +240,7 @@ func (p *pass) Call(ctx context.Context, name string, args map[string]any) (any,
 // sleep notes the wait before a retry, which the workflow makes with a
 // durable timer before it starts the call.
 func (p *pass) sleep(ctx context.Context, d time.Duration) error {
-	info, _ := runtime.CallInfoFrom(ctx)
+	info, _ := toolkit.CallInfoFrom(ctx)
 	k := callKey(int(p.round.Load()), info.Key, info.Attempt)
 	if p.r.results[k] == nil && !p.r.running[k] {
 		p.mu.Lock()
@@ -323,7 +323,7 @@ func (r *run) schedule(ctx workflow.Context, p *pass) {
 func (r *run) execute(ctx workflow.Context, c Call, delay time.Duration) *CallResult {
 	if delay > 0 {
 		if err := workflow.Sleep(ctx, delay); err != nil {
-			return &CallResult{Err: &CallError{Code: runtime.CodeCanceled, Message: fmt.Sprintf("%s was canceled", c.Tool)}}
+			return &CallResult{Err: &CallError{Code: toolkit.CodeCanceled, Message: fmt.Sprintf("%s was canceled", c.Tool)}}
 		}
 	}
 	timeout := r.cfg.StepTimeout
@@ -345,7 +345,7 @@ func (r *run) execute(ctx workflow.Context, c Call, delay time.Duration) *CallRe
 	})
 	var res CallResult
 	if err := workflow.ExecuteActivity(actx, CallActivity, c).Get(ctx, &res); err != nil {
-		return &CallResult{Err: &CallError{Code: runtime.CodeToolError,
+		return &CallResult{Err: &CallError{Code: toolkit.CodeToolError,
 			Message: fmt.Sprintf("%s: its activity failed on Temporal: %v", c.Tool, err)}}
 	}
 	return &res

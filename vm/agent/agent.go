@@ -31,8 +31,8 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -287,7 +287,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.RunTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.RunTimeout, &runtime.Error{Code: runtime.CodeLimitExceeded, NotRetryable: true,
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.RunTimeout, &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
 			Message: fmt.Sprintf("the goal took longer than its time limit of %s: give it more time (--run-timeout)", opts.RunTimeout)})
 		defer cancel()
 	}
@@ -297,7 +297,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // stopped is why a goal whose context ended stopped: its time limit, or a
 // cancellation.
 func stopped(ctx context.Context) error {
-	if re := (*runtime.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == runtime.CodeLimitExceeded {
+	if re := (*toolkit.Error)(nil); errors.As(context.Cause(ctx), &re) && re.Code == toolkit.CodeLimitExceeded {
 		return re
 	}
 	return fmt.Errorf("the goal was canceled: %w", ctx.Err())

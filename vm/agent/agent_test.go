@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -157,7 +157,7 @@ func TestEagerReplansAfterFailure(t *testing.T) {
 			j := &journal{}
 			ts := customerToolbox(j)
 			ts.fns["charge"] = func(map[string]any) (any, error) {
-				return nil, &runtime.Error{Code: "card_declined", Message: "the card was declined", NotRetryable: true}
+				return nil, &toolkit.Error{Code: "card_declined", Message: "the card was declined", NotRetryable: true}
 			}
 			ts.fns["invoice"] = func(args map[string]any) (any, error) { return map[string]any{"id": "INV-9"}, nil }
 			tools := customerTools + `
@@ -475,7 +475,7 @@ func TestRunTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var re *runtime.Error
+	var re *toolkit.Error
 	if res.Status != GoalCanceled || !errors.As(res.Err, &re) || re.Code != "limit-exceeded" || !strings.Contains(re.Message, "time limit of 50ms") {
 		t.Errorf("status %s (%v)", res.Status, res.Err)
 	}

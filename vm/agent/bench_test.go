@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 )
 
 // BenchmarkEagerTurn measures one goal of one eager turn against a fake

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 

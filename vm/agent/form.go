@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 )
 
 // answerForm is the form a model is asked to answer in: .plan text, or

@@ -8,7 +8,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 )
 
 // The planner's limits, as in seed 000: a plan has 3 to 10 steps, and a

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -59,7 +59,7 @@ func newOfferedTools(c *Context, next vm.Caller) offeredTools {
 // Call calls the tool if it was offered.
 func (o offeredTools) Call(ctx context.Context, name string, args map[string]any) (any, error) {
 	if !o.names[name] {
-		return nil, &runtime.Error{Code: runtime.CodeUnknownTool, NotRetryable: true,
+		return nil, &toolkit.Error{Code: toolkit.CodeUnknownTool, NotRetryable: true,
 			Message: fmt.Sprintf("tool %s was not offered: call only the tools of the [tools] context message", name)}
 	}
 	return o.next.Call(ctx, name, args)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 )
 
 const schemaTools = `
@@ -22,7 +22,7 @@ tool tag(labels: [string], meta: object, extra?: any) -> any idempotent
 `
 
 // planSchema returns the schema of the test tools' plans, compiled.
-func planSchema(t *testing.T) ([]byte, *runtime.Schema, Context, compiler.Config) {
+func planSchema(t *testing.T) ([]byte, *toolkit.Schema, Context, compiler.Config) {
 	t.Helper()
 	c, cfg := testContext(t, schemaTools, map[string]any{"id": "c-1"})
 	schema, err := PlanSchema(&c, cfg)
@@ -33,7 +33,7 @@ func planSchema(t *testing.T) ([]byte, *runtime.Schema, Context, compiler.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := runtime.NewSchema("plan", b)
+	s, err := toolkit.NewSchema("plan", b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,14 @@
 // choice of a task (`task "find a hotel" using [findHotel, bookHotel]`)
 // with the arguments of the candidate chosen. Each implements vm.Filler:
 //
-//   - Model asks a language model (runtime/llm), holding its answer to
+//   - Model asks a language model (toolkit/llm), holding its answer to
 //     the JSON Schema of what it fills with constrained output where the
 //     provider has it (OpenAI's strict Structured Outputs, Anthropic's
 //     tool use);
 //   - Script answers from a fills file, as a mocks file answers tools, so
 //     that a plan with holes and tasks runs offline;
 //   - Recorded and Replayed keep the answers in a recording of a run
-//     (runtime/replay) and give them back.
+//     (toolkit/replay) and give them back.
 //
 // None of them is trusted: the run holds every answer to the plan's types
 // and the tools' schemas, and asks again or fails the step when it does
@@ -29,8 +29,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -190,7 +190,7 @@ func answer(text string) (any, error) {
 	if i := strings.LastIndexAny(s, "}]"); i >= 0 {
 		s = s[:i+1]
 	}
-	v, err := runtime.DecodeJSON([]byte(s))
+	v, err := toolkit.DecodeJSON([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("the model's answer is not the JSON asked for: %v: %.200q", err, text)
 	}

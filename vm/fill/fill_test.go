@@ -14,11 +14,11 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime/llm"
-	"github.com/obelisk-plan/obelisk/runtime/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/runtime/llm/llmtest"
-	"github.com/obelisk-plan/obelisk/runtime/llm/openai"
-	"github.com/obelisk-plan/obelisk/runtime/replay"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
+	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
+	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )

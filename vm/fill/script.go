@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/replay"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -29,10 +29,10 @@ type Script struct {
 
 // ParseScript reads a fills file.
 func ParseScript(data []byte) (*Script, error) {
-	if err := runtime.CheckUniqueKeys(data); err != nil {
+	if err := toolkit.CheckUniqueKeys(data); err != nil {
 		return nil, fmt.Errorf("a fills file: %w", err)
 	}
-	v, err := runtime.DecodeJSON(data)
+	v, err := toolkit.DecodeJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("a fills file is JSON: %w", err)
 	}
@@ -68,11 +68,11 @@ func (s *Script) Fill(_ context.Context, req vm.FillRequest) (any, error) {
 // element of.
 func (s *Script) entry(step string) (any, bool) {
 	if e, ok := s.steps[step]; ok {
-		return runtime.CopyJSON(e), true
+		return toolkit.CopyJSON(e), true
 	}
 	if i := strings.LastIndexByte(step, '['); i > 0 && strings.HasSuffix(step, "]") {
 		if e, ok := s.steps[step[:i]]; ok {
-			return runtime.CopyJSON(e), true
+			return toolkit.CopyJSON(e), true
 		}
 	}
 	return nil, false

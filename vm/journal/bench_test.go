@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -84,19 +84,19 @@ func BenchmarkJournal(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var file struct{ Tools []runtime.Definition }
+			var file struct{ Tools []toolkit.Definition }
 			if err := json.Unmarshal(p.ToolsJSON(), &file); err != nil {
 				b.Fatal(err)
 			}
-			reg := runtime.NewRegistry()
-			reg.MustRegister(file.Tools[0], runtime.ToolFunc(bench.Work))
+			reg := toolkit.NewRegistry()
+			reg.MustRegister(file.Tools[0], toolkit.ToolFunc(bench.Work))
 			d := open(b, Options{})
 			commits := 0
 			d.committed = func([]record) { commits++ }
 			input := map[string]any{"seed": int64(0)}
 			run := func(o vm.Options) (wall, cpu time.Duration) {
 				o.Tools, o.MaxParallel, o.Observer = reg, 8, func(vm.Event) {}
-				goruntime.GC()
+				runtime.GC()
 				t0, c0 := time.Now(), cpuTime()
 				res, err := vm.Run(context.Background(), prog, input, o)
 				wall, cpu = time.Since(t0), cpuTime()-c0

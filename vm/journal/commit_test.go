@@ -10,7 +10,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -78,7 +78,7 @@ func TestGroupCommitOrder(t *testing.T) {
 				problems = append(problems, fmt.Sprintf(format, args...))
 			}
 			tl := toolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-				info, _ := runtime.CallInfoFrom(ctx)
+				info, _ := toolkit.CallInfoFrom(ctx)
 				for _, q := range prog.Pred[index[info.Step]] {
 					if pred := prog.Steps[q].ID; !c.committed("step-completed " + pred) {
 						problem("%s started before the outcome of %s, which it reads, was committed", info.Step, pred)
@@ -129,7 +129,7 @@ func TestStartWrittenDuringCall(t *testing.T) {
 	c := watchCommits(d)
 	src := &planfile.Source{Name: "chain.plan", Text: chain}
 	tl := toolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-		info, _ := runtime.CallInfoFrom(ctx)
+		info, _ := toolkit.CallInfoFrom(ctx)
 		want := "step-started " + info.Step
 		for !c.committed(want) {
 			select {

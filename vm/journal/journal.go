@@ -27,7 +27,7 @@
 // recorded outcome (Run.Restore) and runs the others, so a step that
 // started but did not finish runs again: a run calls each tool at least
 // once, and a tool makes its retries safe with the idempotency key of
-// runtime.CallInfo.
+// toolkit.CallInfo.
 package journal
 
 import (
@@ -45,7 +45,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -644,7 +644,7 @@ func (d *DB) load(id string) (*Stored, error) {
 	if err := json.Unmarshal(src, st.Source); err != nil {
 		return nil, fmt.Errorf("run %s: the recorded plan: %w", id, err)
 	}
-	v, err := runtime.DecodeJSON(in)
+	v, err := toolkit.DecodeJSON(in)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: the recorded input: %w", id, err)
 	}
@@ -800,7 +800,7 @@ func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	v, err := runtime.DecodeJSON(b)
+	v, err := toolkit.DecodeJSON(b)
 	if err != nil {
 		return nil, false
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -115,7 +115,7 @@ func (d *DB) Show(id string) (*Detail, error) {
 		return nil, err
 	}
 	if len(out) > 0 {
-		if det.Output, err = runtime.DecodeJSON(out); err != nil {
+		if det.Output, err = toolkit.DecodeJSON(out); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +191,7 @@ func (d *DB) stepRows(run string) ([]*Step, error) {
 			s.FinishedAt = time.Unix(0, finished).UTC()
 		}
 		if len(result) > 0 {
-			if s.Result, err = runtime.DecodeJSON(result); err != nil {
+			if s.Result, err = toolkit.DecodeJSON(result); err != nil {
 				return nil, fmt.Errorf("step %s: the recorded result: %w", s.ID, err)
 			}
 		}
@@ -231,7 +231,7 @@ func (d *DB) Events(run string) ([]vm.Event, error) {
 		if ev.Result != nil {
 			// Numbers as the interpreter has them: int64 or float64.
 			b, _ := json.Marshal(ev.Result)
-			ev.Result, _ = runtime.DecodeJSON(b)
+			ev.Result, _ = toolkit.DecodeJSON(b)
 		}
 		if ev.Args != nil {
 			// Every digit of an integer, as the interpreter had it.
@@ -239,7 +239,7 @@ func (d *DB) Events(run string) ([]vm.Event, error) {
 				Args json.RawMessage `json:"args"`
 			}
 			if json.Unmarshal(body, &raw) == nil {
-				if v, err := runtime.DecodeJSON(raw.Args); err == nil {
+				if v, err := toolkit.DecodeJSON(raw.Args); err == nil {
 					ev.Args, _ = v.(map[string]any)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
 // The records of this file are what a run receives or keeps besides its
@@ -37,7 +37,7 @@ func (r *Run) MockCalls() (map[string]int, error) {
 }
 
 // RecordMockCall records that calls calls of a mocked tool have been
-// answered (see runtime.Mocks.OnAnswer). Calls answered at once may be
+// answered (see toolkit.Mocks.OnAnswer). Calls answered at once may be
 // recorded out of order: the most is kept.
 func (r *Run) RecordMockCall(tool string, calls int) error {
 	return r.d.tx(false, func(tx *sql.Tx) error {
@@ -139,7 +139,7 @@ func (r *Run) Facts() ([]Fact, error) {
 		if err := rows.Scan(&f.Key, &v, &f.Step); err != nil {
 			return nil, err
 		}
-		if f.Value, err = runtime.DecodeJSON(v); err != nil {
+		if f.Value, err = toolkit.DecodeJSON(v); err != nil {
 			return nil, fmt.Errorf("the recorded fact %s: %w", f.Key, err)
 		}
 		out = append(out, f)

@@ -29,7 +29,7 @@ import (
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
+	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -52,7 +52,7 @@ type line struct {
 
 func main() {
 	parallel := flag.Int("parallel", 256, "the most steps running at once (vm.Options.MaxParallel)")
-	validate := flag.Bool("validate", true, "call the tool through a runtime.Registry, which validates arguments and results against the tool's JSON Schemas")
+	validate := flag.Bool("validate", true, "call the tool through a toolkit.Registry, which validates arguments and results against the tool's JSON Schemas")
 	warmup := flag.Int("warmup", 0, "runs before the measured one, in the same process")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -163,16 +163,16 @@ func firstErrors(diags lang.Diagnostics) error {
 }
 
 // registry registers the work tool with the schemas of the tools file.
-func registry(toolsJSON []byte) (*runtime.Registry, error) {
+func registry(toolsJSON []byte) (*toolkit.Registry, error) {
 	var file struct {
-		Tools []runtime.Definition `json:"tools"`
+		Tools []toolkit.Definition `json:"tools"`
 	}
 	if err := json.Unmarshal(toolsJSON, &file); err != nil {
 		return nil, err
 	}
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	for _, d := range file.Tools {
-		if err := reg.Register(d, runtime.ToolFunc(bench.Work)); err != nil {
+		if err := reg.Register(d, toolkit.ToolFunc(bench.Work)); err != nil {
 			return nil, err
 		}
 	}

@@ -13,13 +13,13 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/runtime"
-	"github.com/obelisk-plan/obelisk/runtime/cmdtool"
-	"github.com/obelisk-plan/obelisk/runtime/httptool"
-	"github.com/obelisk-plan/obelisk/runtime/mcp"
-	"github.com/obelisk-plan/obelisk/runtime/permission"
 	"github.com/obelisk-plan/obelisk/stdlib"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/cmdtool"
+	"github.com/obelisk-plan/obelisk/toolkit/httptool"
+	"github.com/obelisk-plan/obelisk/toolkit/mcp"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // toolFlags are the worker's tools and limits: the flags of obelisk run
@@ -75,7 +75,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 		return fail(fmt.Errorf("--max-output %d: give 1 to %d bytes; Temporal refuses larger payloads, so keep large values outside the run", tf.maxOutput, obtemporal.MaxResultBytes))
 	}
 	net, env := tf.grants.Policies()
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: tf.files, Net: net}); err != nil {
 		return fail(err)
 	}
@@ -105,7 +105,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 		servers = append(servers, s)
 	}
 	var decls []*lang.ToolDecl
-	var defs []runtime.Definition
+	var defs []toolkit.Definition
 	for _, b := range mcp.Bind(servers, func(name string) bool { return builtin[name] }) {
 		if !lang.IsToolName(b.Definition.Name) {
 			continue
@@ -138,8 +138,8 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 			if t.Binding == nil {
 				continue
 			}
-			def := runtime.Definition{Name: t.Name.Name, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
-			var impl runtime.Tool
+			def := toolkit.Definition{Name: t.Name.Name, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+			var impl toolkit.Tool
 			switch t.Binding.Kind {
 			case "http":
 				impl, err = httptool.New(def, t.Binding.JSON, web)
@@ -147,8 +147,8 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 				impl, err = cmdtool.New(def, t.Binding.JSON, cmdtool.Options{Dir: filepath.Dir(path)})
 				if err == nil && !tf.allowCommands {
 					msg := fmt.Sprintf("%s runs a program (its command block in %s); command tools are off: start the worker with --allow-commands to let them run", def.Name, path)
-					impl = runtime.ToolFunc(func(context.Context, map[string]any) (any, error) {
-						return nil, &runtime.Error{Code: runtime.CodeToolError, Message: msg, NotRetryable: true}
+					impl = toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) {
+						return nil, &toolkit.Error{Code: toolkit.CodeToolError, Message: msg, NotRetryable: true}
 					})
 				}
 			}
@@ -161,27 +161,27 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 		}
 	}
 	decls = append(decls, builtinDecls...)
-	var mocks *runtime.Mocks
+	var mocks *toolkit.Mocks
 	if tf.mocks != "" {
 		b, err := os.ReadFile(tf.mocks)
 		if err != nil {
 			return fail(fmt.Errorf("reading mocks: %w", err))
 		}
-		if mocks, err = runtime.ParseMocks(b); err != nil {
+		if mocks, err = toolkit.ParseMocks(b); err != nil {
 			return fail(fmt.Errorf("%s: %w", tf.mocks, err))
 		}
 		// The mocks' tools need signatures: a mocked tool a tools file
 		// does not declare is declared by the plan.
 	}
 	cfg := obtemporal.Config{
-		Tools:            runtime.Chain{Mocks: mocks, Registry: reg},
+		Tools:            toolkit.Chain{Mocks: mocks, Registry: reg},
 		Has:              func(name string) bool { return mocks.Has(name) || reg.Has(name) },
 		Check:            compiler.Config{Tools: decls, Strict: tf.strict, Limits: tf.limits},
 		StepTimeout:      tf.stepTimeout,
 		RunTimeout:       tf.runTimeout,
 		MaxOutputBytes:   tf.maxOutput,
 		MaxParallel:      tf.maxParallel,
-		CostLimit:        tf.limits.MaxCost,
+		MaxCost:          tf.limits.MaxCost,
 		HeartbeatTimeout: tf.heartbeat,
 	}
 	return cfg, stop, nil
@@ -189,7 +189,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 
 // builtinToolsJSON returns the definitions of the built-in tools.
 func builtinToolsJSON() []byte {
-	reg := runtime.NewRegistry()
+	reg := toolkit.NewRegistry()
 	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
 		return []byte(`{"tools": []}`)
 	}
