@@ -3,6 +3,7 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"sync"
@@ -393,4 +394,59 @@ func taskCandidates(t *Task, sep string) string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, sep)
+}
+
+// Programs yields the program under the name "", then each of its
+// sub-plans once, by name in order: the one walk over a compiled plan and
+// its sub-plans.
+func (p *Program) Programs() iter.Seq2[string, *Program] {
+	return func(yield func(string, *Program) bool) {
+		if !yield("", p) {
+			return
+		}
+		names := make([]string, 0, len(p.Sub))
+		for name, sub := range p.Sub {
+			if sub != p {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if !yield(name, p.Sub[name]) {
+				return
+			}
+		}
+	}
+}
+
+// CalledTools returns the tools the program and its sub-plans may call,
+// each once, in the order of their first call: the steps' tools, their
+// fallbacks and the candidates of their tasks. Sub-plans are not tools
+// and are left out, as are the tools of steps whose result is known (the
+// `result` option), which are never called.
+func (p *Program) CalledTools() []*Tool {
+	seen := map[string]bool{}
+	var out []*Tool
+	for _, prog := range p.Programs() {
+		for _, s := range prog.Steps {
+			if s.Result != nil {
+				continue
+			}
+			tools := []*Tool{s.Tool}
+			if s.Fallback != nil {
+				tools = append(tools, s.Fallback.Tool)
+			}
+			if s.Task != nil {
+				tools = append(tools, s.Task.Candidates...)
+			}
+			for _, t := range tools {
+				if t == nil || t.Plan != nil || seen[t.Name] {
+					continue
+				}
+				seen[t.Name] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package vm
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -383,27 +382,16 @@ func (e *engine) fillHoles(ctx context.Context, fills stepFiller, s *compiler.St
 // needs Options.Filler.
 func NeedsFiller(prog *compiler.Program) []string {
 	var out []string
-	seen := map[*compiler.Program]bool{}
-	var visit func(p *compiler.Program, prefix string)
-	visit = func(p *compiler.Program, prefix string) {
-		if seen[p] {
-			return
+	for name, p := range prog.Programs() {
+		prefix := ""
+		if name != "" {
+			prefix = name + ": "
 		}
-		seen[p] = true
 		for _, s := range p.Steps {
 			if s.Task != nil || len(s.Holes()) > 0 {
 				out = append(out, prefix+s.ID)
 			}
 		}
-		names := make([]string, 0, len(p.Sub))
-		for name := range p.Sub {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			visit(p.Sub[name], name+": ")
-		}
 	}
-	visit(prog, "")
 	return out
 }

@@ -375,14 +375,12 @@ func (s *simulator) fills(prog *compiler.Program) {
 			}
 		}
 	}
-	note(prog, "")
-	names := make([]string, 0, len(prog.Sub))
-	for name := range prog.Sub {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		note(prog.Sub[name], name+": ")
+	for name, p := range prog.Programs() {
+		prefix := ""
+		if name != "" {
+			prefix = name + ": "
+		}
+		note(p, prefix)
 	}
 }
 

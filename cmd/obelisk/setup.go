@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -214,50 +213,11 @@ func (p *prepared) explainMissing(e *env, missing []string) []string {
 // calledTools lists the tools the plan and its sub-plans call (not the
 // sub-plans), in the order of their first call.
 func (p *prepared) calledTools() []string {
-	seen := map[string]bool{}
-	visited := map[*compiler.Program]bool{}
 	var out []string
-	var visit func(prog *compiler.Program)
-	visit = func(prog *compiler.Program) {
-		if visited[prog] {
-			return // sub-plans share one map: each is visited once
-		}
-		visited[prog] = true
-		for _, s := range prog.Steps {
-			tools := []*compiler.Tool{s.Tool, fallbackTool(s)}
-			if s.Task != nil {
-				tools = append(tools, s.Task.Candidates...)
-			}
-			for _, t := range tools {
-				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
-					continue
-				}
-				seen[t.Name] = true
-				out = append(out, t.Name)
-			}
-		}
-		for _, name := range sortedSubs(prog.Sub) {
-			visit(prog.Sub[name])
-		}
+	for _, t := range p.prog.CalledTools() {
+		out = append(out, t.Name)
 	}
-	visit(p.prog)
 	return out
-}
-
-func sortedSubs(m map[string]*compiler.Program) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func fallbackTool(s *compiler.Step) *compiler.Tool {
-	if s.Fallback == nil {
-		return nil
-	}
-	return s.Fallback.Tool
 }
 
 func relOrSelf(path string) string {

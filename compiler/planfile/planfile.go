@@ -192,13 +192,7 @@ type Signature struct {
 func Signatures(prog *compiler.Program) []Signature {
 	seen := map[string]bool{}
 	var out []Signature
-	var visit func(p *compiler.Program)
-	visited := map[*compiler.Program]bool{}
-	visit = func(p *compiler.Program) {
-		if visited[p] {
-			return
-		}
-		visited[p] = true
+	for _, p := range prog.Programs() {
 		for _, s := range p.Steps {
 			tools := []*compiler.Tool{s.Tool}
 			if s.Fallback != nil {
@@ -215,16 +209,7 @@ func Signatures(prog *compiler.Program) []Signature {
 				out = append(out, Signature{Name: t.Name, Signature: signature(t)})
 			}
 		}
-		names := make([]string, 0, len(p.Sub))
-		for n := range p.Sub {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			visit(p.Sub[n])
-		}
 	}
-	visit(prog)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -524,39 +524,11 @@ func missingTools(cfg *Config, prog *compiler.Program) []string {
 	if cfg.Has == nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	visited := map[*compiler.Program]bool{}
 	var out []string
-	var visit func(p *compiler.Program)
-	visit = func(p *compiler.Program) {
-		if visited[p] {
-			return
-		}
-		visited[p] = true
-		for _, s := range p.Steps {
-			tools := []*compiler.Tool{s.Tool}
-			if s.Fallback != nil {
-				tools = append(tools, s.Fallback.Tool)
-			}
-			for _, t := range tools {
-				if t == nil || t.Plan != nil || s.Result != nil || seen[t.Name] {
-					continue
-				}
-				seen[t.Name] = true
-				if !cfg.Has(t.Name) {
-					out = append(out, t.Name)
-				}
-			}
-		}
-		subs := make([]string, 0, len(p.Sub))
-		for name := range p.Sub {
-			subs = append(subs, name)
-		}
-		slices.Sort(subs)
-		for _, name := range subs {
-			visit(p.Sub[name])
+	for _, t := range prog.CalledTools() {
+		if !cfg.Has(t.Name) {
+			out = append(out, t.Name)
 		}
 	}
-	visit(prog)
 	return out
 }
