@@ -19,8 +19,38 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 )
 
-// docs are the documents whose commands TestDocCommands runs.
-var docs = []string{"README.md", "spec/README.md", "examples/README.md"}
+// docs are the documents whose commands TestDocCommands runs, and whose
+// links TestDocLinks follows; every Markdown file under docs/ is one too
+// (docFiles).
+var docs = []string{"README.md", "SECURITY.md", "spec/README.md", "examples/README.md", "temporal/README.md"}
+
+// docsWithoutCommands are the documents that show no command, with why:
+// any other that shows none is one the test does not read as it should.
+var docsWithoutCommands = map[string]string{
+	"docs/ARCHITECTURE.md": "it draws the packages",
+}
+
+// docFiles returns the documents of docs and every Markdown file under
+// docs/, as paths from the repository's root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(more) == 0 {
+		t.Fatal("docs/ holds no Markdown file")
+	}
+	out := slices.Clone(docs)
+	for _, m := range more {
+		rel, err := filepath.Rel(root, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
+}
 
 // docExpect says what a command of the docs does other than exit 0 with
 // nothing in particular to check, as the docs say it. match is a regular
@@ -64,20 +94,23 @@ var docExpect = []struct {
 // with the reason.
 var docNotRun = map[string]string{
 	"go test ./...": "the whole test suite, this test among it",
-	"go test ./toolkit/llm/... ./vm/agent ./cmd/obelisk": "tests that hold this one",
-	"go test ./lang -update":                             "it rewrites the conformance suite's files",
-	"go test ./console -run Browser":                     "part of the whole test suite, which runs the browser tests",
+	"go test ./toolkit/llm/... ./vm/agent ./cmd/obelisk":       "tests that hold this one",
+	"go test ./lang -update":                                   "it rewrites the conformance suite's files",
+	"go test ./console -run Browser":                           "part of the whole test suite, which runs the browser tests",
+	"go test ./cmd/obelisk -run TestAttacks":                   "part of the whole test suite, this test's package",
+	"go build -o /tmp/obelisk-temporal ./cmd/obelisk-temporal": "the Temporal module's command, built and run by that module's own tests (cd temporal && go test ./...)",
 }
 
-// TestDocCommands runs every command shown in a code block of README.md,
-// spec/README.md and examples/README.md, in the order of each document,
-// from the repository's root, as a reader would: a command of the docs
-// must do what they say. A command is a line (with its continuation
-// lines) that starts, after NAME=VALUE assignments, with go, obelisk
-// and the name of a command, /tmp/obelisk, /tmp/toolserver or kill. It
-// exits 0 unless docExpect says otherwise, and docNotRun lists those not
-// run, with why. So a command added to a doc is tested without more ado,
-// and one the test cannot run fails it until it is listed.
+// TestDocCommands runs every command shown in a code block of the docs
+// (docFiles), in the order of each document, from the repository's root,
+// as a reader would: a command of the docs must do what they say. A
+// command is a line (with its continuation lines) that starts, after
+// NAME=VALUE assignments, with go, obelisk and the name of a command,
+// /tmp/obelisk, /tmp/toolserver or kill. It exits 0 unless docExpect
+// says otherwise, and docNotRun lists those not run, with why. So a
+// command added to a doc is tested without more ado, and one the test
+// cannot run fails it until it is listed. A go doc command must print
+// the documentation it names.
 //
 // The docs' /tmp/obelisk and go run ./cmd/obelisk are this test binary
 // run as obelisk; go build -o /tmp/toolserver builds the demo tool server
@@ -107,13 +140,17 @@ func TestDocCommands(t *testing.T) {
 	_, err = os.Stat(filepath.Join(root, ".obelisk"))
 	hadState := err == nil
 	matched := map[string]bool{}
-	for _, doc := range docs {
+	for _, doc := range docFiles(t, root) {
 		cmds, err := docCommands(filepath.Join(root, filepath.FromSlash(doc)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cmds) == 0 {
-			t.Errorf("%s shows no command: the test does not read it as it should", doc)
+		if _, ok := docsWithoutCommands[doc]; ok != (len(cmds) == 0) {
+			if ok {
+				t.Errorf("%s shows commands: take it out of docsWithoutCommands", doc)
+			} else {
+				t.Errorf("%s shows no command: the test does not read it as it should", doc)
+			}
 		}
 		t.Run(strings.ReplaceAll(doc, "/", "_"), func(t *testing.T) {
 			r := &docRunner{t: t, doc: doc, root: root, exe: exe, tmp: t.TempDir(), vars: map[string]string{},
@@ -329,6 +366,9 @@ func (r *docRunner) run(c docCommand, matched map[string]bool) {
 		args = words[3:]
 	case words[0] == "/tmp/obelisk" || words[0] == "obelisk":
 		args = words[1:]
+	case len(words) >= 3 && words[0] == "go" && words[1] == "doc":
+		r.goDoc(where, words[2:])
+		return
 	case slices.Equal(words, []string{"go", "build", "-o", "/tmp/obelisk", "./cmd/obelisk"}):
 		return // the test binary is the command
 	case slices.Equal(words, []string{"go", "build", "-o", "/tmp/toolserver", "./examples/toolserver"}):
@@ -448,6 +488,19 @@ func (r *docRunner) mkdir() string {
 		r.t.Fatal(err)
 	}
 	return d
+}
+
+// goDoc runs go doc as the docs show it: it must find what it names and
+// print its documentation.
+func (r *docRunner) goDoc(where string, args []string) {
+	cmd := exec.Command("go", append([]string{"doc"}, args...)...)
+	cmd.Dir = r.root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		r.t.Errorf("%s: %v, printing %q\n%s", where, err, out, stderr.String())
+	}
 }
 
 // buildToolServer builds the demo tool server, once.
