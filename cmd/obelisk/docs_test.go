@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
@@ -613,4 +614,221 @@ func wroteRefundPlan(t *testing.T, args []string, stdout string) {
 	if code, _, stderr := runHere(t, "", "check", out); code != exitOK {
 		t.Errorf("the plan written does not check: exit %d\n%s", code, stderr)
 	}
+}
+
+// TestDocLinks follows every relative link of the docs (docFiles and
+// BENCHMARKS.md): the file it names must exist, and its #fragment must be
+// a heading of the Markdown file it names, as GitHub makes anchors of
+// headings. So a chapter that moves, or a heading that changes, cannot
+// leave a link behind.
+func TestDocLinks(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]map[string]bool{} // by file, from the root
+	anchorsOf := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		anchors[file] = headingAnchors(string(b))
+		return anchors[file]
+	}
+	links := 0
+	for _, doc := range append(docFiles(t, root), "BENCHMARKS.md") {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range markdownLinks(string(b)) {
+			if strings.Contains(l.target, "://") || strings.HasPrefix(l.target, "mailto:") {
+				continue
+			}
+			links++
+			file, frag, _ := strings.Cut(l.target, "#")
+			target := doc
+			if file != "" {
+				target = filepath.ToSlash(filepath.Join(filepath.Dir(doc), file))
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(target))); err != nil {
+					t.Errorf("%s:%d: the link to %s names no file: %v", doc, l.line, l.target, err)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(target, ".md") && !anchorsOf(target)[frag] {
+				t.Errorf("%s:%d: the link to %s names no heading of %s", doc, l.line, l.target, target)
+			}
+		}
+	}
+	if links < 50 {
+		t.Errorf("the docs have %d relative links: the test does not read them as it should", links)
+	}
+}
+
+// docLink is a link of a Markdown file, outside code.
+type docLink struct {
+	line   int
+	target string
+}
+
+var linkTarget = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// markdownLinks returns the targets of the inline links of a Markdown
+// text, outside fenced code blocks and code spans.
+func markdownLinks(text string) []docLink {
+	var out []docLink
+	inFence := false
+	for i, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range linkTarget.FindAllStringSubmatch(withoutCodeSpans(l), -1) {
+			out = append(out, docLink{line: i + 1, target: m[1]})
+		}
+	}
+	return out
+}
+
+// withoutCodeSpans blanks the code spans of a line of Markdown.
+func withoutCodeSpans(l string) string {
+	parts := strings.Split(l, "`")
+	for i := 1; i < len(parts); i += 2 {
+		if i < len(parts)-1 {
+			parts[i] = ""
+		}
+	}
+	return strings.Join(parts, "`")
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown text: lower case, punctuation other than - and _ dropped,
+// spaces made -, and -1, -2, … after a repeated one.
+func headingAnchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var a strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				a.WriteRune(r)
+			}
+		}
+		anchor := a.String()
+		if n := seen[anchor]; n > 0 {
+			seen[anchor]++
+			anchor = fmt.Sprintf("%s-%d", anchor, n)
+		} else {
+			seen[anchor] = 1
+		}
+		out[anchor] = true
+	}
+	return out
+}
+
+// TestDocGoQuotes holds the Go code the docs show to the examples it
+// quotes: the lines of every go code block of README.md and docs/*.md
+// must be lines of one Example file (example_test.go, example_*_test.go),
+// one after the other (indentation aside), so the code the docs show is
+// compiled and run by go test, and changes with it.
+func TestDocGoQuotes(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string // each file's lines, trimmed, joined by \n
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if name := d.Name(); !d.IsDir() && (name == "example_test.go" || strings.HasPrefix(name, "example_") && strings.HasSuffix(name, "_test.go")) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			examples = append(examples, "\n"+strings.Join(trimmedLines(string(b)), "\n")+"\n")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quotes := 0
+	for _, doc := range docFiles(t, root) {
+		if doc != "README.md" && !strings.HasPrefix(doc, "docs/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range goBlocks(string(b)) {
+			quotes++
+			want := "\n" + strings.Join(trimmedLines(q.text), "\n") + "\n"
+			if !slices.ContainsFunc(examples, func(e string) bool { return strings.Contains(e, want) }) {
+				t.Errorf("%s:%d: the Go code is not quoted from an Example file:\n%s", doc, q.line, q.text)
+			}
+		}
+	}
+	if quotes == 0 {
+		t.Error("README.md shows no Go code: the test does not read it as it should")
+	}
+}
+
+// docBlock is a fenced code block of a Markdown file.
+type docBlock struct {
+	line int // of its first line of code
+	text string
+}
+
+// goBlocks returns the fenced code blocks of a Markdown text tagged go.
+func goBlocks(text string) []docBlock {
+	var out []docBlock
+	var cur []string
+	start, in := 0, false
+	for i, l := range strings.Split(text, "\n") {
+		switch trimmed := strings.TrimSpace(l); {
+		case !in && trimmed == "```go":
+			in, start, cur = true, i+2, nil
+		case in && trimmed == "```":
+			in = false
+			out = append(out, docBlock{line: start, text: strings.Join(cur, "\n")})
+		case in:
+			cur = append(cur, l)
+		}
+	}
+	return out
+}
+
+// trimmedLines returns the lines of a text that are not blank, without
+// their indentation.
+func trimmedLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
