@@ -149,7 +149,7 @@ type serverSetup struct {
 // tools files' (with their http and command blocks bound), the MCP
 // servers', and the mocks.
 func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
-	cfg, srcs, diags, err := rf.config(&source{name: "<mcp-server>"})
+	cfg, srcs, diags, err := rf.config(&planfile.Source{Name: "<mcp-server>"})
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
