@@ -337,9 +337,7 @@ func (s *Server) program(id, edit string) (*compiler.Program, error) {
 // compileEdit compiles a plan approved in place of a run's, as the run
 // does: checked with the tools its source was checked with.
 func compileEdit(src *planfile.Source, edit string) (*compiler.Program, error) {
-	ed := *src
-	ed.Name, ed.JSON, ed.Text = "edited.plan", false, edit
-	prog, diags, err := ed.Compile()
+	prog, diags, err := src.WithText("edited.plan", edit).Compile()
 	if diags.HasErrors() {
 		return nil, diags
 	}

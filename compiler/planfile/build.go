@@ -36,6 +36,16 @@ func (s *Source) Parse() (*lang.File, lang.Diagnostics) {
 	return lang.Parse(s.Name, []byte(s.Text))
 }
 
+// WithText returns a copy of the source holding another plan, in plan
+// text: a plan a person edited while approving, to be checked with what
+// the source's plan was checked with (its tools files, imports, hints and
+// options).
+func (s *Source) WithText(name, text string) *Source {
+	out := *s
+	out.Name, out.JSON, out.Text = name, false, text
+	return &out
+}
+
 // Compiled is a plan taken from its text towards a program, as far as it
 // went: each stage runs only when the ones before it found no error.
 type Compiled struct {

@@ -159,3 +159,20 @@ func toolNames(prog *compiler.Program) []string {
 	}
 	return out
 }
+
+// TestWithText: an edited plan is checked with what its source's plan was
+// checked with, in plan text whatever the form of the plan it replaces.
+func TestWithText(t *testing.T) {
+	src := &Source{Name: "p.json", JSON: true, Text: `[{"_tool": "f", "x": 1}]`, Strict: true,
+		Tools: []File{{Name: "tools.json", Text: buildTools}}}
+	ed := src.WithText("edited.plan", "f(x: 2) -> †state.y\n")
+	if ed.JSON || ed.Name != "edited.plan" || !ed.Strict || len(ed.Tools) != 1 || src.Text == ed.Text {
+		t.Fatalf("edited source %+v", ed)
+	}
+	if _, diags, err := ed.Compile(); err != nil {
+		t.Errorf("%v\n%s", err, diags)
+	}
+	if _, diags, err := src.WithText("edited.plan", "g(x: 2) -> †state.y\n").Compile(); err == nil || !diags.HasErrors() {
+		t.Error("an edited plan calling a tool its source does not know checked")
+	}
+}
