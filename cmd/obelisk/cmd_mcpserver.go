@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -228,8 +227,7 @@ func callableBuiltins(reg *toolkit.Registry, netOff bool) []byte {
 			defs = append(defs, d)
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"tools": defs})
-	return b
+	return toolkit.ToolsJSON(defs)
 }
 
 // checkListenAddr refuses an address that is not a loopback address,
