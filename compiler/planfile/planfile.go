@@ -9,6 +9,13 @@
 // the tools it calls and a content hash over the three: Stale compares
 // those signatures with the tools as they are now, and refuses a plan
 // whose tools have changed since it was made.
+//
+// It is also the one path from a plan's text to its program, for every
+// front end: IsJSON says which parser reads a text, Source.Parse parses
+// it, Build checks a parsed plan against a checker's configuration and
+// compiles it, and Source.Compile and Source.Load do all three. A tool's
+// definition reaches the checker the same way: written as a tools file
+// (ToolsFile), which a source records.
 package planfile
 
 import (

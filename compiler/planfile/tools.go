@@ -5,12 +5,6 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
-// A tool's definition takes one path between the registry that calls the
-// tool and the checker: written as a tools file (ToolsFile), which a
-// source records so that the plan is checked the same way again, read
-// from it by lang.ParseTools, and, for a tool a tools file says how to
-// call, made a definition again from its declaration (Definition).
-
 // ToolsFile makes a tools file named name of definitions (an MCP server's
 // tools, say): the file a source records in its Tools, and the
 // declarations the checker takes from it, with the diagnostics of what
