@@ -253,7 +253,7 @@ func (r *runner) compileEdit(text []byte) (*compiler.Program, error) {
 	f, diags := lang.Parse("edited.plan", text)
 	c, err := planfile.Build(f, diags, r.opts.Check, compiler.Options{})
 	switch {
-	case c.Info == nil && diags.HasErrors():
+	case diags.HasErrors(): // the parser's: Build stopped before the checker
 		return nil, fmt.Errorf("the edited plan does not parse:\n%s", diags)
 	case c.Diagnostics.HasErrors():
 		return nil, fmt.Errorf("the edited plan does not check:\n%s", errorsOnly(c.Diagnostics))
