@@ -337,18 +337,11 @@ func (s *Server) program(id, edit string) (*compiler.Program, error) {
 // compileEdit compiles a plan approved in place of a run's, as the run
 // does: checked with the tools its source was checked with.
 func compileEdit(src *planfile.Source, edit string) (*compiler.Program, error) {
-	cfg, diags := src.Config()
-	f, pd := lang.Parse("edited.plan", []byte(edit))
-	diags = append(diags, pd...)
+	prog, diags, err := src.WithText("edited.plan", edit).Compile()
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	info, cd := compiler.Check(f, cfg)
-	diags = append(diags, cd...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	return compiler.Compile(info, diags, compiler.Options{MaxParallel: src.MaxParallel})
+	return prog, err
 }
 
 // edited returns the plan a person approved in place of a run's, or "".

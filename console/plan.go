@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -97,22 +98,13 @@ func (s *Server) checkPlan(ctx context.Context, v *planView) int {
 		return http.StatusUnprocessableEntity
 	}
 	src := []byte(v.Text)
-	var f *lang.File
-	var diags lang.Diagnostics
-	if looksLikeJSON(src) {
-		if !strings.HasSuffix(v.Name, ".json") {
-			v.Name = strings.TrimSuffix(v.Name, ".plan") + ".json"
-		}
-		f, diags = lang.ParseJSON(v.Name, src)
-	} else {
-		f, diags = lang.Parse(v.Name, src)
+	isJSON := planfile.IsJSON("", src) // the text says, whatever its name
+	if isJSON && !strings.HasSuffix(v.Name, ".json") {
+		v.Name = strings.TrimSuffix(v.Name, ".plan") + ".json"
 	}
-	var info *compiler.Info
-	if !diags.HasErrors() {
-		var cd lang.Diagnostics
-		info, cd = compiler.Check(f, s.opts.Check)
-		diags = append(diags, cd...)
-	}
+	f, diags := (&planfile.Source{Name: v.Name, JSON: isJSON, Text: v.Text}).Parse()
+	c, err := planfile.Build(f, diags, s.opts.Check, compiler.Options{MaxParallel: s.opts.MaxParallel})
+	diags, info, prog := c.Diagnostics, c.Info, c.Program
 	diags.Sort()
 	v.Errors, v.Warnings = diags.Count(lang.SeverityError), diags.Count(lang.SeverityWarning)
 	if len(diags) > 0 {
@@ -123,7 +115,6 @@ func (s *Server) checkPlan(ctx context.Context, v *planView) int {
 	if diags.HasErrors() {
 		return http.StatusOK
 	}
-	prog, err := compiler.Compile(info, diags, compiler.Options{MaxParallel: s.opts.MaxParallel})
 	if err != nil {
 		v.Problem = err.Error()
 		return http.StatusOK
@@ -196,13 +187,6 @@ func estimates(prog *compiler.Program) []estimateRow {
 		rows = append(rows, estimateRow{"latency estimated, not declared, for", strings.Join(estimated, ", ")})
 	}
 	return rows
-}
-
-// looksLikeJSON reports whether text starts, after spaces, with '[' or
-// '{', which no plan in text does.
-func looksLikeJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n\ufeff")
-	return len(b) > 0 && (b[0] == '[' || b[0] == '{')
 }
 
 // decodeObject reads a JSON object strictly: a key given twice is an

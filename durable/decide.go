@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
@@ -88,17 +86,11 @@ func (s *Store) Decide(id string, ap *journal.Approval, dec Decision) error {
 		if err != nil {
 			return err
 		}
-		cfg, _ := st.Source.Config()
 		name := dec.PlanName
 		if name == "" {
 			name = "edited.plan"
 		}
-		f, diags := lang.Parse(name, dec.Plan)
-		if !diags.HasErrors() {
-			_, cd := compiler.Check(f, cfg)
-			diags = append(diags, cd...)
-		}
-		if diags.HasErrors() {
+		if _, diags, _ := st.Source.WithText(name, string(dec.Plan)).Compile(); diags.HasErrors() {
 			return fmt.Errorf("the edited plan does not check: %w", diags)
 		}
 		jd.Plan = dec.Plan

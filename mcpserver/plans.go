@@ -93,49 +93,24 @@ func (c *compiled) report(extra lang.Diagnostics) string {
 // A plan sent by a client imports nothing, and is checked strictly: an
 // irreversible call without an approval gate is an error.
 func (s *Server) compile(text string) *compiled {
-	isJSON := looksLikeJSON(text)
+	isJSON := planfile.IsJSON("", []byte(text))
 	name := "plan.plan"
 	if isJSON {
 		name = "plan.json"
 	}
 	src := &planfile.Source{Name: name, JSON: isJSON, Text: text, WorkDir: s.opts.WorkDir, Tools: s.opts.Tools, Strict: true, MaxParallel: s.opts.MaxParallel}
-	c := &compiled{src: src}
 	cfg, diags := src.Config()
 	cfg.Imports = nil // this checker reads no files
 	cfg.Limits = s.opts.Limits
 	cfg.NoFiller = serverCheck().NoFiller
-	c.cfg = cfg
-	if isJSON {
-		c.file, c.diags = lang.ParseJSON(name, []byte(text))
-	} else {
-		c.file, c.diags = lang.Parse(name, []byte(text))
-	}
-	c.diags = append(c.diags, diags...)
-	if c.diags.HasErrors() {
-		c.diags.Sort()
-		return c
-	}
-	info, cd := compiler.Check(c.file, cfg)
-	c.info = info
-	c.diags = append(c.diags, cd...)
+	f, pd := src.Parse()
+	b, err := planfile.Build(f, append(pd, diags...), cfg, compiler.Options{MaxParallel: s.opts.MaxParallel})
+	c := &compiled{src: src, cfg: cfg, file: b.File, info: b.Info, diags: b.Diagnostics, prog: b.Program}
 	c.diags.Sort()
-	if c.diags.HasErrors() {
-		return c
-	}
-	prog, err := compiler.Compile(info, c.diags, compiler.Options{MaxParallel: s.opts.MaxParallel})
-	if err != nil {
+	if err != nil && !c.diags.HasErrors() {
 		c.diags = append(c.diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.LimitExceeded, Message: err.Error()})
-		return c
 	}
-	c.prog = prog
 	return c
-}
-
-// looksLikeJSON reports whether text starts, after spaces, with [ or {,
-// which no plan text does.
-func looksLikeJSON(text string) bool {
-	t := strings.TrimLeft(text, " \t\r\n\ufeff")
-	return t != "" && (t[0] == '[' || t[0] == '{')
 }
 
 // input reads the input a call gives, or the one a JSON plan carries, and

@@ -152,9 +152,19 @@ func (r *Registry) Has(name string) bool {
 }
 
 // ToolsJSON returns the registry as an MCP tools/list result, the form the
-// checker reads tool signatures from.
+// checker reads tool signatures from (see the function ToolsJSON).
 func (r *Registry) ToolsJSON() []byte {
-	b, _ := json.Marshal(map[string]any{"tools": r.Definitions()})
+	return ToolsJSON(r.Definitions())
+}
+
+// ToolsJSON returns definitions as a tools file, an MCP tools/list result
+// ({"tools": […]}): the form the checker reads tool signatures from
+// (lang.ParseTools) and a plan's source records them in.
+func ToolsJSON(defs []Definition) []byte {
+	if defs == nil {
+		defs = []Definition{}
+	}
+	b, _ := json.Marshal(map[string]any{"tools": defs})
 	return b
 }
 

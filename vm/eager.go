@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
@@ -484,12 +485,11 @@ func (s *stream) compile() (*compiler.Program, lang.Diagnostics, error) {
 	for _, st := range s.steps {
 		f.Items = append(f.Items, st)
 	}
-	info, diags := compiler.Check(f, s.r.opts.Check)
-	if diags.HasErrors() {
-		return nil, diags, errors.New("the plan does not check")
+	c, err := planfile.Build(f, nil, s.r.opts.Check, compiler.Options{MaxParallel: s.r.opts.MaxParallel})
+	if c.Diagnostics.HasErrors() {
+		return nil, c.Diagnostics, errors.New("the plan does not check")
 	}
-	prog, err := compiler.Compile(info, diags, compiler.Options{MaxParallel: s.r.opts.MaxParallel})
-	return prog, diags, err
+	return c.Program, c.Diagnostics, err
 }
 
 // admit moves the engine to prog, the program compiled with the newly

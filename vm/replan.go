@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
@@ -207,11 +208,11 @@ func Continuation(prog *compiler.Program, next *lang.File, state map[string]any,
 			f.Items = append(f.Items, it)
 		}
 	}
-	info, diags := compiler.Check(f, cfg)
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("the new plan does not check:\n%s", errorsOnly(diags))
+	c, err := planfile.Build(f, nil, cfg, compiler.Options{})
+	if c.Diagnostics.HasErrors() {
+		return nil, fmt.Errorf("the new plan does not check:\n%s", errorsOnly(c.Diagnostics))
 	}
-	return compiler.Compile(info, diags, compiler.Options{})
+	return c.Program, err
 }
 
 func errorsOnly(diags lang.Diagnostics) lang.Diagnostics {
@@ -250,12 +251,12 @@ func stateDecl(plan *compiler.Plan, state map[string]any) *lang.StateDecl {
 // compileEdit checks and compiles a plan a person edited while approving.
 func (r *runner) compileEdit(text []byte) (*compiler.Program, error) {
 	f, diags := lang.Parse("edited.plan", text)
-	if diags.HasErrors() {
+	c, err := planfile.Build(f, diags, r.opts.Check, compiler.Options{})
+	switch {
+	case diags.HasErrors(): // the parser's: Build stopped before the checker
 		return nil, fmt.Errorf("the edited plan does not parse:\n%s", diags)
+	case c.Diagnostics.HasErrors():
+		return nil, fmt.Errorf("the edited plan does not check:\n%s", errorsOnly(c.Diagnostics))
 	}
-	info, cd := compiler.Check(f, r.opts.Check)
-	if cd.HasErrors() {
-		return nil, fmt.Errorf("the edited plan does not check:\n%s", errorsOnly(cd))
-	}
-	return compiler.Compile(info, cd, compiler.Options{})
+	return c.Program, err
 }

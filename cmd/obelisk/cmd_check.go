@@ -61,9 +61,9 @@ func (cf *checkFlags) registerLimits(fs *flag.FlagSet) {
 
 // config reads the tools files and builds the checker's configuration for
 // a plan read from src.
-func (cf *checkFlags) config(src *source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
+func (cf *checkFlags) config(src *planfile.Source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
 	cf.read = &readFiles{}
-	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.importDir()), Limits: cf.limits}
+	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.ImportRoot()), Limits: cf.limits}
 	srcs := lang.Sources{}
 	var diags lang.Diagnostics
 	for _, path := range cf.tools {
@@ -125,20 +125,24 @@ type readFiles struct {
 	hints map[string]compiler.Hint
 }
 
-// checked is a plan read, parsed and checked.
+// checked is a plan read, parsed, checked and, when it checks, compiled.
 type checked struct {
-	src   *source
+	src   *planfile.Source
 	file  *lang.File
 	info  *compiler.Info
 	diags lang.Diagnostics
 	srcs  lang.Sources
+	// prog is the program, or nil with err the compiler's error (or
+	// with errors in diags).
+	prog *compiler.Program
+	err  error
 	// bound are the tools a tools file says how to call.
 	bound []*boundTool
 }
 
-// load reads, parses and checks one plan. A parse error stops before the
-// checker, whose findings would follow from it.
-func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
+// load reads, parses, checks and compiles one plan with opts. A parse
+// error stops before the checker, whose findings would follow from it.
+func (cf *checkFlags) load(e *env, arg string, opts compiler.Options) (*checked, error) {
 	src, err := readSource(e, arg)
 	if err != nil {
 		return nil, err
@@ -147,21 +151,16 @@ func (cf *checkFlags) load(e *env, arg string) (*checked, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcs[src.name] = src.text
-	out := &checked{src: src, srcs: srcs}
-	f, pd := src.parse()
-	out.file = f
-	diags = append(diags, pd...)
-	if !pd.HasErrors() && !diags.HasErrors() {
-		info, cd := compiler.Check(f, cfg)
-		out.info = info
-		bound, bd := bindTools(sortedTools(info), "", cf.grants.httpOptions())
+	srcs[src.Name] = []byte(src.Text)
+	f, pd := src.Parse()
+	c, err := planfile.Build(f, append(diags, pd...), cfg, opts)
+	out := &checked{src: src, srcs: srcs, file: c.File, info: c.Info, diags: c.Diagnostics, prog: c.Program, err: err}
+	if c.Info != nil {
+		bound, bd := bindTools(sortedTools(c.Info), "", cf.grants.httpOptions())
 		out.bound = bound
-		diags = append(diags, cd...)
-		diags = append(diags, bd...)
+		out.diags = append(out.diags, bd...)
 	}
-	diags.Sort()
-	out.diags = diags
+	out.diags.Sort()
 	return out, nil
 }
 
@@ -190,7 +189,7 @@ func checkCommand() *command {
 				defer stop()
 				status := exitOK
 				for _, arg := range args {
-					c, err := cf.load(e, arg)
+					c, err := cf.load(e, arg, compiler.Options{})
 					if err != nil {
 						e.errorf("%v", err)
 						status = max(status, exitUsage)
@@ -201,7 +200,7 @@ func checkCommand() *command {
 					}
 					switch *format {
 					case "json":
-						lang.Report{File: c.src.name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: c.src.text, Max: e.maxDiagnostics}.WriteJSON(e.stdout)
+						lang.Report{File: c.src.Name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: []byte(c.src.Text), Max: e.maxDiagnostics}.WriteJSON(e.stdout)
 					default:
 						lang.WriteText(e.stderr, c.srcs, c.diags, e.textOptions())
 					}

@@ -12,7 +12,7 @@ import (
 // compileOne reads, checks and compiles a plan, printing its diagnostics
 // on stderr. It returns nil and the exit status when it cannot compile.
 func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*checked, *compiler.Program, int) {
-	c, err := cf.load(e, arg)
+	c, err := cf.load(e, arg, opts)
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, nil, exitUsage
@@ -23,12 +23,11 @@ func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*ch
 	if c.diags.HasErrors() {
 		return c, nil, exitInput
 	}
-	prog, err := compiler.Compile(c.info, c.diags, opts)
-	if err != nil {
-		e.errorf("%v", err)
+	if c.prog == nil {
+		e.errorf("%v", c.err)
 		return c, nil, exitInput
 	}
-	return c, prog, exitOK
+	return c, c.prog, exitOK
 }
 
 func compileCommand() *command {

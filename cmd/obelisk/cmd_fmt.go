@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -31,25 +30,25 @@ func fmtCommand() *command {
 						status = max(status, exitUsage)
 						continue
 					}
-					if *write && (src.json || src.path == "") {
-						return usageError(e, "fmt", "-w rewrites .plan files; to convert %s, redirect the output: obelisk fmt %s > NAME.plan", src.name, arg)
+					if *write && (src.JSON || planPath(src) == "") {
+						return usageError(e, "fmt", "-w rewrites .plan files; to convert %s, redirect the output: obelisk fmt %s > NAME.plan", src.Name, arg)
 					}
-					f, diags := src.parse()
+					f, diags := src.Parse()
 					if diags.HasErrors() {
-						printDiagnostics(e, lang.Sources{src.name: src.text}, diags)
+						printDiagnostics(e, lang.Sources{src.Name: []byte(src.Text)}, diags)
 						status = max(status, exitInput)
 						continue
 					}
 					out := lang.Format(f)
-					changed := !bytes.Equal(out, src.text)
+					changed := string(out) != src.Text
 					switch {
 					case *list:
 						if changed {
-							fmt.Fprintln(e.stdout, src.name)
+							fmt.Fprintln(e.stdout, src.Name)
 						}
 					case *write:
 						if changed {
-							if err := os.WriteFile(src.path, out, 0o644); err != nil {
+							if err := os.WriteFile(src.Name, out, 0o644); err != nil {
 								fmt.Fprintf(e.stderr, "obelisk fmt: %v\n", err)
 								status = max(status, exitUsage)
 							}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -149,7 +148,7 @@ type serverSetup struct {
 // tools files' (with their http and command blocks bound), the MCP
 // servers', and the mocks.
 func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
-	cfg, srcs, diags, err := rf.config(&source{name: "<mcp-server>"})
+	cfg, srcs, diags, err := rf.config(&planfile.Source{Name: "<mcp-server>"})
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
@@ -228,8 +227,7 @@ func callableBuiltins(reg *toolkit.Registry, netOff bool) []byte {
 			defs = append(defs, d)
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"tools": defs})
-	return b
+	return toolkit.ToolsJSON(defs)
 }
 
 // checkListenAddr refuses an address that is not a loopback address,

@@ -23,10 +23,10 @@ func parseCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				f, diags := src.parse()
+				f, diags := src.Parse()
 				e.stdout.Write(lang.EscapeControlJSON(lang.DumpJSON(f)))
 				if len(diags) > 0 {
-					printDiagnostics(e, lang.Sources{src.name: src.text}, diags)
+					printDiagnostics(e, lang.Sources{src.Name: []byte(src.Text)}, diags)
 				}
 				if diags.HasErrors() {
 					return exitInput

@@ -72,7 +72,7 @@ func runCommand() *command {
 					missing = p.explainMissing(e, missing)
 					if len(missing) > 0 {
 						fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
-							strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.name), ".plan"), ".json"))
+							strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.Name), ".plan"), ".json"))
 					}
 					return exitInput
 				}
@@ -326,7 +326,7 @@ func writeDryRun(w io.Writer, p *prepared, res *vm.SimResult, seed uint64, symbo
 	if p.mocks != nil {
 		how += ", mocked tools answered from the mocks file"
 	}
-	fmt.Fprintf(w, "dry run of %s (%s)\n\n", p.src.name, how)
+	fmt.Fprintf(w, "dry run of %s (%s)\n\n", p.src.Name, how)
 	fmt.Fprintf(w, "schedule (virtual time, up to %d steps at once):\n", maxParallel)
 	for _, wv := range res.Waves {
 		fmt.Fprintf(w, "  %8s  %s\n", round(wv.At), strings.Join(wv.Steps, ", "))

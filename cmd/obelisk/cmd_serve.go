@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/console"
 	"github.com/obelisk-plan/obelisk/lang"
 )
@@ -34,7 +35,7 @@ func serveCommand() *command {
 				if len(args) != 0 {
 					return usageError(e, "serve", "expected no arguments, got %d", len(args))
 				}
-				cfg, srcs, diags, err := cf.config(&source{name: "<console>"})
+				cfg, srcs, diags, err := cf.config(&planfile.Source{Name: "<console>"})
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage

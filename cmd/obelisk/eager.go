@@ -36,9 +36,9 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	src := &source{name: name, path: arg}
-	if arg == "-" {
-		src.path = ""
+	src := &planfile.Source{Name: name}
+	if arg != "-" {
+		src.Dir = filepath.Dir(arg)
 	}
 	cfg, srcs, diags, err := rf.config(src)
 	if err != nil {
@@ -93,9 +93,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	// The plan's source holds what its checking reads; its text is
 	// journaled as it arrives.
 	ps := &planfile.Source{Name: name, Tools: rf.read.tools, Hints: rf.read.hints, Strict: rf.strict, MaxParallel: rf.maxParallel}
-	if src.path != "" {
-		ps.Dir = filepath.Dir(src.path)
-	}
+	ps.Dir = src.Dir
 	if wd, err := os.Getwd(); err == nil {
 		ps.WorkDir = wd
 	}

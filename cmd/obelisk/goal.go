@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,7 +49,7 @@ type goalModels struct {
 // files (--tools), the MCP servers' tools and the built-in tools as its
 // tools files.
 func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Diagnostics, error) {
-	src := &source{}
+	src := &planfile.Source{}
 	if gf.context != "" {
 		s, err := readSource(e, gf.context)
 		if err != nil {
@@ -62,18 +61,15 @@ func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Di
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ps := &planfile.Source{Name: src.name, JSON: src.json, Text: string(src.text), Tools: gf.read.tools, Hints: gf.read.hints, Strict: gf.strict}
+	ps := &planfile.Source{Name: src.Name, JSON: src.JSON, Text: src.Text, Dir: src.Dir, Tools: gf.read.tools, Hints: gf.read.hints, Strict: gf.strict}
 	if ps.Name == "" {
 		ps.Name = "<goal>" // no context document
-	}
-	if src.path != "" {
-		ps.Dir = filepath.Dir(src.path)
 	}
 	if wd, err := os.Getwd(); err == nil {
 		ps.WorkDir = wd
 	}
 	if gf.context != "" {
-		srcs[src.name] = src.text
+		srcs[src.Name] = []byte(src.Text)
 	}
 	return ps, srcs, diags, nil
 }
@@ -89,13 +85,7 @@ func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map
 	cfg.Imports = compiler.ImportDir(ps.ImportRoot())
 	c.Hints = cfg.Hints
 	if ps.Text != "" {
-		var f *lang.File
-		var d lang.Diagnostics
-		if ps.JSON {
-			f, d = lang.ParseJSON(ps.Name, []byte(ps.Text))
-		} else {
-			f, d = lang.Parse(ps.Name, []byte(ps.Text))
-		}
+		f, d := ps.Parse()
 		diags = append(diags, d...)
 		c = agent.ContextOf(f)
 	}

@@ -238,10 +238,7 @@ func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (d
 
 // source returns what a checked plan was compiled from.
 func (rf *runFlags) source(c *checked) *planfile.Source {
-	src := &planfile.Source{Name: c.src.name, JSON: c.src.json, Text: string(c.src.text), Strict: rf.strict, MaxParallel: rf.maxParallel}
-	if c.src.path != "" {
-		src.Dir = filepath.Dir(c.src.path)
-	}
+	src := &planfile.Source{Name: c.src.Name, JSON: c.src.JSON, Text: c.src.Text, Dir: c.src.Dir, Strict: rf.strict, MaxParallel: rf.maxParallel}
 	if wd, err := os.Getwd(); err == nil {
 		src.WorkDir = wd
 	}

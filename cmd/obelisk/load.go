@@ -1,65 +1,41 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
-// source is a plan file as read from disk or standard input.
-type source struct {
-	name string // the path, or "<stdin>"
-	path string // the path, or "" for standard input
-	text []byte
-	json bool // the JSON form
-}
-
-// readSource reads a plan file; "-" reads standard input.
-func readSource(e *env, arg string) (*source, error) {
+// readSource reads a plan file; "-" reads standard input. The source's
+// Dir is the file's directory, "" for standard input (see planPath); its
+// form is the one planfile.IsJSON says.
+func readSource(e *env, arg string) (*planfile.Source, error) {
 	if arg == "-" {
 		b, err := io.ReadAll(e.stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", err)
 		}
-		return &source{name: "<stdin>", text: b, json: looksLikeJSON(b)}, nil
+		return &planfile.Source{Name: "<stdin>", Text: string(b), JSON: planfile.IsJSON("<stdin>", b)}, nil
 	}
 	b, err := os.ReadFile(arg)
 	if err != nil {
 		return nil, fmt.Errorf("reading plan: %w", err)
 	}
-	ext := strings.ToLower(filepath.Ext(arg))
-	isJSON := ext == ".json" || (ext != ".plan" && looksLikeJSON(b))
-	return &source{name: arg, path: arg, text: b, json: isJSON}, nil
+	return &planfile.Source{Name: arg, Dir: filepath.Dir(arg), Text: string(b), JSON: planfile.IsJSON(arg, b)}, nil
 }
 
-// importDir is the directory the plan's imports are read from: the plan
-// file's, or the current directory for standard input.
-func (s *source) importDir() string {
-	if s.path == "" {
-		return "."
+// planPath returns the path of the file a plan was read from, or "" for
+// a plan read from standard input.
+func planPath(src *planfile.Source) string {
+	if src.Dir == "" {
+		return ""
 	}
-	return filepath.Dir(s.path)
-}
-
-// looksLikeJSON reports whether text starts, after spaces, with '[' or '{',
-// which no .plan file does.
-func looksLikeJSON(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n\ufeff")
-	return len(b) > 0 && (b[0] == '[' || b[0] == '{')
-}
-
-// parse parses the source in its form.
-func (s *source) parse() (*lang.File, lang.Diagnostics) {
-	if s.json {
-		return lang.ParseJSON(s.name, s.text)
-	}
-	return lang.Parse(s.name, s.text)
+	return src.Name
 }
 
 // printDiagnostics writes diagnostics for people on stderr.

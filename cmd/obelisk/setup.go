@@ -98,7 +98,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	p.commandsOff = len(off) > 0
 	p.netOff = rf.grants.grants().net.Off()
 	p.cfg, _, _, _ = rf.config(c.src)
-	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
+	base := strings.TrimSuffix(strings.TrimSuffix(planPath(c.src), ".plan"), ".json")
 	if p.input, err = rf.readInput(c, base); err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
@@ -109,7 +109,7 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		return nil, exitInput
 	}
 	mocksBase := base
-	if c.src.path == "" {
+	if planPath(c.src) == "" {
 		mocksBase = ""
 	}
 	mocksPath := mocksFile(rf.mocks, rf.noMocks, mocksBase)
@@ -132,10 +132,10 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 // base returns the plan's path without its extension, for the files
 // beside it (NAME.fills.json); "" for a plan read from standard input.
 func (p *prepared) base() string {
-	if p.src.path == "" {
+	if planPath(p.src) == "" {
 		return ""
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(p.src.path, ".plan"), ".json")
+	return strings.TrimSuffix(strings.TrimSuffix(planPath(p.src), ".plan"), ".json")
 }
 
 // readInput reads --input, or NAME.input.json, or the input a JSON plan
@@ -151,7 +151,7 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 		raw = b
 	case rf.input != "":
 		raw = []byte(rf.input)
-	case c.src.path != "":
+	case planPath(c.src) != "":
 		if b, err := os.ReadFile(base + ".input.json"); err == nil {
 			raw = b
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -205,7 +205,7 @@ func (p *prepared) explainMissing(e *env, missing []string) []string {
 			continue
 		}
 		fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: its %s block is in %s, which the plan imports, and an imported file gives only signatures; give the file with --tools %s to call it, or answer it in a mocks file\n",
-			name, t.Decl.Binding.Kind, t.File, shellQuote(filepath.Join(p.src.importDir(), filepath.FromSlash(t.File))))
+			name, t.Decl.Binding.Kind, t.File, shellQuote(filepath.Join(p.src.ImportRoot(), filepath.FromSlash(t.File))))
 	}
 	return rest
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -93,9 +92,8 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 		byServer[b.Server] = append(byServer[b.Server], b.Definition)
 	}
 	for _, s := range ms.servers {
-		b, _ := json.Marshal(map[string]any{"tools": byServer[s]})
-		decls, diags := lang.ParseTools("<"+s.String()+">", b)
-		ms.files = append(ms.files, planfile.File{Name: "<" + s.String() + ">", Text: string(b)})
+		f, decls, diags := planfile.ToolsFile("<"+s.String()+">", byServer[s])
+		ms.files = append(ms.files, f)
 		if diags.HasErrors() {
 			stop()
 			fmt.Fprintf(e.stderr, "obelisk %s: %s lists tools Obelisk cannot read: %v\n", cmd, s, diags)
@@ -214,7 +212,7 @@ func bindTools(tools []*compiler.Tool, base string, web httptool.Options) ([]*bo
 		if base != "" && !filepath.IsAbs(b.File) {
 			fileDir = filepath.Join(base, fileDir)
 		}
-		def := toolkit.Definition{Name: t.Name, Description: t.Doc, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		def := planfile.Definition(d)
 		bt := &boundTool{def: def, kind: b.Kind, file: b.File}
 		var err error
 		switch b.Kind {

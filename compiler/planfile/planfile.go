@@ -9,6 +9,13 @@
 // the tools it calls and a content hash over the three: Stale compares
 // those signatures with the tools as they are now, and refuses a plan
 // whose tools have changed since it was made.
+//
+// It is also the one path from a plan's text to its program, for every
+// front end: IsJSON says which parser reads a text, Source.Parse parses
+// it, Build checks a parsed plan against a checker's configuration and
+// compiles it, and Source.Compile and Source.Load do all three. A tool's
+// definition reaches the checker the same way: written as a tools file
+// (ToolsFile), which a source records.
 package planfile
 
 import (
@@ -120,31 +127,14 @@ func Imports(info *compiler.Info) []File {
 	return out
 }
 
-// Compile parses, checks and compiles the source. It returns the
-// program, or the diagnostics that stop it.
+// Compile parses, checks and compiles the source, checked with the
+// configuration Config makes of it. It returns the program, or the
+// diagnostics that stop it.
 func (s *Source) Compile() (*compiler.Program, lang.Diagnostics, error) {
 	cfg, diags := s.Config()
-	var f *lang.File
-	var pd lang.Diagnostics
-	if s.JSON {
-		f, pd = lang.ParseJSON(s.Name, []byte(s.Text))
-	} else {
-		f, pd = lang.Parse(s.Name, []byte(s.Text))
-	}
-	diags = append(diags, pd...)
-	if diags.HasErrors() {
-		return nil, diags, fmt.Errorf("%s does not parse", s.Name)
-	}
-	info, cd := compiler.Check(f, cfg)
-	diags = append(diags, cd...)
-	if diags.HasErrors() {
-		return nil, diags, fmt.Errorf("%s does not check", s.Name)
-	}
-	prog, err := compiler.Compile(info, diags, compiler.Options{MaxParallel: s.MaxParallel})
-	if err != nil {
-		return nil, diags, err
-	}
-	return prog, diags, nil
+	f, pd := s.Parse()
+	c, err := Build(f, append(diags, pd...), cfg, compiler.Options{MaxParallel: s.MaxParallel})
+	return c.Program, c.Diagnostics, err
 }
 
 // Refresh returns a copy of the source whose tools files are read again

@@ -239,25 +239,12 @@ func checkConfig(cfg *Config, p Plan) compiler.Config {
 // compilePlan parses, checks and compiles a plan against the worker's
 // tools. The diagnostics are returned as text when it does not check.
 func compilePlan(cfg *Config, p Plan) (*compiler.Program, *lang.File, error) {
-	var f *lang.File
-	var diags lang.Diagnostics
-	if p.JSON {
-		f, diags = lang.ParseJSON(p.Name, []byte(p.Text))
-	} else {
-		f, diags = lang.Parse(p.Name, []byte(p.Text))
+	src := planfile.Source{Name: p.Name, JSON: p.JSON, Text: p.Text, MaxParallel: cfg.MaxParallel}
+	c, err := src.Load(checkConfig(cfg, p))
+	if c.Diagnostics.HasErrors() {
+		return nil, c.File, &diagError{name: p.Name, text: []byte(p.Text), diags: c.Diagnostics}
 	}
-	if !diags.HasErrors() {
-		info, cd := compiler.Check(f, checkConfig(cfg, p))
-		diags = append(diags, cd...)
-		if !diags.HasErrors() {
-			prog, err := compiler.Compile(info, diags, compiler.Options{MaxParallel: cfg.MaxParallel})
-			if err != nil {
-				return nil, f, err
-			}
-			return prog, f, nil
-		}
-	}
-	return nil, f, &diagError{name: p.Name, text: []byte(p.Text), diags: diags}
+	return c.Program, c.File, err
 }
 
 // diagError is a plan that does not check.

@@ -8,18 +8,13 @@ import (
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
-// looksLikeJSON reports whether an answer is in the JSON form.
-func looksLikeJSON(s string) bool {
-	s = strings.TrimLeft(s, " \t\r\n\ufeff")
-	return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")
-}
-
 // parseAnswer parses an answer as .plan text or as the JSON form.
 func parseAnswer(name, text string) (*lang.File, lang.Diagnostics, bool) {
-	if looksLikeJSON(text) {
+	if planfile.IsJSON("", []byte(text)) {
 		f, diags := lang.ParseJSON(name+".json", []byte(text))
 		return f, diags, true
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 )
 
@@ -81,7 +82,7 @@ func (f *answerForm) refused(err error) bool {
 // code blocks set aside when none of them is a plan.
 func (f *answerForm) read(text string) (string, missedBlocks) {
 	answer, missed := readAnswer(text)
-	if f.form == FormJSON && looksLikeJSON(answer) {
+	if f.form == FormJSON && planfile.IsJSON("", []byte(answer)) {
 		answer = dropNulls(answer, f.tools)
 	}
 	return answer, missed

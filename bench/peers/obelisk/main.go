@@ -28,6 +28,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -147,11 +148,11 @@ func build(name string, src []byte, tools []*lang.ToolDecl) (*compiler.Program, 
 	}
 	input, _ := lang.Parse("input", []byte("input {\n  seed: int\n}\n"))
 	f.Items = append(f.Items, input.Items...)
-	info, cd := compiler.Check(f, compiler.Config{Tools: tools})
-	if cd.HasErrors() {
-		return nil, firstErrors(cd)
+	c, err := planfile.Build(f, nil, compiler.Config{Tools: tools}, compiler.Options{})
+	if c.Diagnostics.HasErrors() {
+		return nil, firstErrors(c.Diagnostics)
 	}
-	return compiler.Compile(info, cd, compiler.Options{})
+	return c.Program, err
 }
 
 // firstErrors reports the first few diagnostics.

@@ -311,19 +311,13 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 	if err != nil {
 		return obtemporal.Plan{}, nil, fmt.Errorf("reading plan: %w", err)
 	}
-	p := obtemporal.Plan{Name: filepath.Base(path), Text: string(b), JSON: strings.HasSuffix(path, ".json")}
-	var f *lang.File
-	var diags lang.Diagnostics
-	if p.JSON {
-		f, diags = lang.ParseJSON(p.Name, b)
-	} else {
-		f, diags = lang.Parse(p.Name, b)
-	}
-	if !diags.HasErrors() {
-		// The files it imports go with it; the worker checks it.
-		info, _ := compiler.Check(f, compiler.Config{Imports: compiler.ImportDir(filepath.Dir(path))})
-		p.Imports = planfile.Imports(info)
-	}
+	p := obtemporal.Plan{Name: filepath.Base(path), Text: string(b), JSON: planfile.IsJSON(path, b)}
+	// The files it imports go with it; the worker checks it against its
+	// tools.
+	src := planfile.Source{Name: p.Name, JSON: p.JSON, Text: p.Text}
+	f, diags := src.Parse()
+	c, _ := planfile.Build(f, diags, compiler.Config{Imports: compiler.ImportDir(filepath.Dir(path))}, compiler.Options{})
+	p.Imports = planfile.Imports(c.Info)
 	var in []byte
 	switch {
 	case strings.HasPrefix(input, "@"):

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/stdlib"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
@@ -116,8 +116,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 		defs = append(defs, b.Definition)
 	}
 	if len(defs) > 0 {
-		b, _ := json.Marshal(map[string]any{"tools": defs})
-		d, diags := lang.ParseTools("<mcp servers>", b)
+		_, d, diags := planfile.ToolsFile("<mcp servers>", defs)
 		if diags.HasErrors() {
 			return fail(fmt.Errorf("the MCP servers list tools Obelisk cannot read: %v", diags))
 		}
@@ -138,7 +137,7 @@ func (tf *toolFlags) config(ctx context.Context) (obtemporal.Config, func(), err
 			if t.Binding == nil {
 				continue
 			}
-			def := toolkit.Definition{Name: t.Name.Name, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+			def := planfile.Definition(t)
 			var impl toolkit.Tool
 			switch t.Binding.Kind {
 			case "http":
