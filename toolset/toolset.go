@@ -123,8 +123,10 @@ const (
 	// CodeMCPSpec: an MCP server's spec cannot be read, or two servers
 	// have one name.
 	CodeMCPSpec Code = "mcp-spec"
-	// CodeMCPParallel: a bound of calls is not NAME=N, or names no server.
+	// CodeMCPParallel: a bound of calls is not NAME=N.
 	CodeMCPParallel Code = "mcp-parallel"
+	// CodeMCPUnknown: a bound of calls names no server.
+	CodeMCPUnknown Code = "mcp-unknown"
 	// CodeMCPStart: an MCP server cannot be started or listed.
 	CodeMCPStart Code = "mcp-start"
 	// CodeMCPTools: an MCP server lists tools Obelisk cannot read.
@@ -306,7 +308,7 @@ func (s *Set) startMCP(ctx context.Context) error {
 	for _, v := range s.cfg.MCPParallel {
 		name, _, _ := strings.Cut(v, "=")
 		if !names[name] {
-			return errorf(CodeMCPParallel, name, "%s: no server is named %s", name, name)
+			return errorf(CodeMCPUnknown, name, "%s: no server is named %s", name, name)
 		}
 	}
 	builtin := map[string]bool{}

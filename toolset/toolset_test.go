@@ -264,7 +264,7 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{Config{MCP: []string{"no spec"}}, CodeMCPSpec},
 		{Config{MCPParallel: []string{"calc"}}, CodeMCPParallel},
-		{Config{MCPParallel: []string{"calc=2"}}, CodeMCPParallel},
+		{Config{MCPParallel: []string{"calc=2"}}, CodeMCPUnknown},
 		{Config{Tools: []planfile.File{{Name: filepath.Join(t.TempDir(), "none.json")}}}, CodeToolsFile},
 		{Config{Mocks: "{"}, CodeMocks},
 		{Config{Grants: []string{"--allow-net=a b"}}, CodeGrants},
