@@ -133,7 +133,8 @@ const (
 	CodeMCPTools Code = "mcp-tools"
 	// CodeToolsFile: a tools file cannot be read.
 	CodeToolsFile Code = "tools-file"
-	// CodeMocks: the mocks file cannot be read or parsed.
+	// CodeMocks: the mocks file cannot be read or parsed (an error of
+	// Caller).
 	CodeMocks Code = "mocks"
 	// CodeGrants: the grants cannot be read.
 	CodeGrants Code = "grants"
@@ -164,11 +165,12 @@ type Set struct {
 	cfg  Config
 	opts Options
 	reg  *toolkit.Registry
-	// regErr is why a bound tool could not be registered: a name taken.
-	regErr error
-	mocks  *toolkit.Mocks
-	net    *permission.Net
-	env    *permission.Env
+	// regErr is why a bound tool could not be registered: a name taken;
+	// mocksErr why the mocks cannot be read.
+	regErr, mocksErr error
+	mocks            *toolkit.Mocks
+	net              *permission.Net
+	env              *permission.Env
 
 	servers  []*mcp.Server
 	bindings []mcp.Binding
@@ -203,9 +205,10 @@ type bound struct {
 	file string
 }
 
-// Open opens the tools cfg names. It returns an *Error when a file, a
-// server or a bound cannot be read or started; the tools files'
-// diagnostics (Diagnostics) do not stop it. The caller closes the set.
+// Open opens the tools cfg names. It returns an *Error when a tools file,
+// a server or a bound cannot be read or started; the tools files'
+// diagnostics (Diagnostics, BindDiagnostics) and the mocks (see Caller) do
+// not stop it. The caller closes the set.
 func Open(ctx context.Context, cfg Config, opts Options) (*Set, error) {
 	if opts.Log == nil {
 		opts.Log = hclog.NewNullLogger()
@@ -238,9 +241,7 @@ func (s *Set) open(ctx context.Context) error {
 	if err := s.readTools(); err != nil {
 		return err
 	}
-	if err := s.readMocks(); err != nil {
-		return err
-	}
+	s.mocksErr = s.readMocks()
 	s.files = append(s.files, s.cfg.Tools...)
 	s.files = append(s.files, s.mcpFiles()...)
 	s.files = append(s.files, planfile.File{Name: BuiltinsName, Text: string(builtins)})
@@ -468,9 +469,14 @@ func (s *Set) Config() Config {
 }
 
 // Caller returns the tools a run calls: the mocks in front of the
-// registry. It fails when a tools file's bound tool has the name of a
-// built-in tool or an MCP server's tool.
+// registry. It fails when the mocks cannot be read (an *Error, code
+// CodeMocks), or a tools file's bound tool has the name of a built-in tool
+// or an MCP server's tool: what keeps the tools from being called, not
+// their signatures from being known, which is why Open does not fail.
 func (s *Set) Caller() (toolkit.Chain, error) {
+	if s.mocksErr != nil {
+		return toolkit.Chain{}, s.mocksErr
+	}
 	if s.regErr != nil {
 		return toolkit.Chain{}, s.regErr
 	}

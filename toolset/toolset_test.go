@@ -266,7 +266,6 @@ func TestOpenErrors(t *testing.T) {
 		{Config{MCPParallel: []string{"calc"}}, CodeMCPParallel},
 		{Config{MCPParallel: []string{"calc=2"}}, CodeMCPUnknown},
 		{Config{Tools: []planfile.File{{Name: filepath.Join(t.TempDir(), "none.json")}}}, CodeToolsFile},
-		{Config{Mocks: "{"}, CodeMocks},
 		{Config{Grants: []string{"--allow-net=a b"}}, CodeGrants},
 	} {
 		_, err := Open(context.Background(), tc.cfg, Options{})
@@ -274,5 +273,15 @@ func TestOpenErrors(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != tc.code {
 			t.Errorf("%+v: %v, want code %s", tc.cfg, err, tc.code)
 		}
+	}
+	// Mocks that do not read keep the tools from being called, not their
+	// signatures from being known.
+	s := open(t, Config{Mocks: "{", MocksFile: "m.json"})
+	var e *Error
+	if _, err := s.Caller(); !errors.As(err, &e) || e.Code != CodeMocks || !strings.HasPrefix(err.Error(), "m.json: ") {
+		t.Errorf("bad mocks: %v", err)
+	}
+	if len(s.Decls()) == 0 {
+		t.Error("no signatures beside bad mocks")
 	}
 }

@@ -45,11 +45,6 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return exitInput
 	}
-	tools, err := rf.set.Caller()
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
 	var input map[string]any
 	if rf.input != "" {
 		c := &checked{src: src, file: &lang.File{}}
@@ -57,6 +52,11 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 			e.errorf("%v", err)
 			return exitUsage
 		}
+	}
+	tools, err := rf.set.Caller()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
 	}
 	ts := &toolSettings{Config: rf.set.Config(), Fill: fs}
 	set, err := ts.record(opts, policy)

@@ -71,15 +71,11 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	if prog == nil {
 		return nil, status
 	}
-	tools, err := rf.set.Caller()
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitUsage
-	}
-	p := &prepared{checked: c, prog: prog, tools: tools, mocks: tools.Mocks}
+	p := &prepared{checked: c, prog: prog}
 	p.source = rf.source(c)
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(c.src.path, ".plan"), ".json")
+	var err error
 	if p.input, err = rf.readInput(c, base); err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
@@ -89,6 +85,11 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		lang.WriteText(e.stderr, c.srcs, d, lang.TextOptions{})
 		return nil, exitInput
 	}
+	if p.tools, err = rf.set.Caller(); err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
+	}
+	p.mocks = p.tools.Mocks
 	if p.mocks != nil {
 		e.log.Info("answering tools from mocks", "file", rf.set.Config().MocksFile)
 	}
