@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,5 +284,30 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if len(s.Decls()) == 0 {
 		t.Error("no signatures beside bad mocks")
+	}
+}
+
+// TestFlags: the flags make the configuration they name, the files root
+// absolute and the grants as arguments.
+func TestFlags(t *testing.T) {
+	var f Flags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	f.Register(fs)
+	err := fs.Parse([]string{"--tools", "a.json", "--tools", "b.json", "--mcp", "calc=calc serve", "--mcp-parallel", "calc=2",
+		"--files", "data", "--allow-commands", "--allow-net=example.com", "--allow-env=TOKEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	want := Config{Tools: []planfile.File{{Name: "a.json"}, {Name: "b.json"}}, MCP: []string{"calc=calc serve"}, MCPParallel: []string{"calc=2"},
+		Files: filepath.Join(wd, "data"), AllowCommands: true, Grants: []string{"--allow-net=example.com", "--allow-env=TOKEN"}}
+	a, _ := json.Marshal(cfg)
+	b, _ := json.Marshal(want)
+	if string(a) != string(b) {
+		t.Errorf("config:\n got %s\nwant %s", a, b)
 	}
 }
