@@ -33,8 +33,7 @@ func planCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "plan", "expected one file, got %d", len(args))
 				}
-				rf.pickMocks(args[0])
-				stop, st := rf.connect(ctx, e, "plan")
+				stop, st := rf.connectPlan(ctx, e, "plan", args[0])
 				if stop == nil {
 					return st
 				}

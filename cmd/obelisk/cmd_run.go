@@ -49,11 +49,9 @@ func runCommand() *command {
 				}
 				eager := *mode == "eager" || (*mode == "" && args[0] == "-")
 				if eager {
-					rf.mocksFile = rf.mocks // a stream picks up no mocks beside it
-				} else {
-					rf.pickMocks(args[0])
+					rf.noMocks = true // a stream picks up no mocks beside it, only --mocks
 				}
-				stop, st := rf.connect(ctx, e, "run")
+				stop, st := rf.connectPlan(ctx, e, "run", args[0])
 				if stop == nil {
 					return st
 				}
@@ -276,8 +274,7 @@ func dryRunCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
 				}
-				rf.pickMocks(args[0])
-				stop, st := rf.connect(ctx, e, "dry-run")
+				stop, st := rf.connectPlan(ctx, e, "dry-run", args[0])
 				if stop == nil {
 					return st
 				}

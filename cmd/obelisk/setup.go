@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,14 +40,16 @@ func (rf *runFlags) registerRunTools(fs *flag.FlagSet) {
 	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
 }
 
-// pickMocks says which mocks file the tools answer from for the plan arg
-// names: --mocks, else NAME.mocks.json beside it unless --no-mocks.
-func (rf *runFlags) pickMocks(arg string) {
+// connectPlan opens the tools for the plan arg names (see connect), the
+// mocks among them: --mocks, else NAME.mocks.json beside the plan unless
+// --no-mocks.
+func (rf *runFlags) connectPlan(ctx context.Context, e *env, cmd, arg string) (func(), int) {
 	base := ""
 	if arg != "-" {
 		base = strings.TrimSuffix(strings.TrimSuffix(arg, ".plan"), ".json")
 	}
 	rf.mocksFile = mocksFile(rf.mocks, rf.noMocks, base)
+	return rf.connect(ctx, e, cmd)
 }
 
 // prepared is a plan ready to run or simulate.
@@ -62,10 +65,9 @@ type prepared struct {
 	source *planfile.Source
 }
 
-// prepare reads, checks and compiles a plan, with the operator's tools'
-// signatures available (connect opened them, the mocks pickMocks chose
-// among them), and reads its input. It prints diagnostics on stderr and
-// returns the exit status when it cannot go on.
+// prepare reads, checks and compiles a plan, with the signatures of the
+// tools connectPlan opened, and reads its input. It prints diagnostics on
+// stderr and returns the exit status when it cannot go on.
 func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	c, prog, status := rf.compileOne(e, arg, compiler.Options{MaxParallel: rf.maxParallel})
 	if prog == nil {
