@@ -109,7 +109,7 @@ func (s *Set) Preflight(prog *compiler.Program) []Problem {
 			continue
 		}
 		bt := bound[name]
-		if s.NetworkOff() && stdlib.NeedsNetwork(name) && bt == nil {
+		if s.net.Off() && stdlib.NeedsNetwork(name) && bt == nil {
 			out = append(out, Problem{Code: NetworkOff, Tool: name})
 			continue
 		}

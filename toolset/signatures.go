@@ -20,20 +20,9 @@ func (s *Set) Decls() []*lang.ToolDecl {
 	return append(out, s.builtinDecls...)
 }
 
-// FileDecls returns the signatures of the tools files' tools.
-func (s *Set) FileDecls() []*lang.ToolDecl { return slices.Clone(s.fileDecls) }
-
 // Builtins returns the signatures of the built-in tools, the file tools'
 // included whether or not they run.
 func (s *Set) Builtins() []*lang.ToolDecl { return slices.Clone(s.builtinDecls) }
-
-// MCPDecls returns the signatures of the MCP servers' tools, each by every
-// name a plan may call it by.
-func (s *Set) MCPDecls() []*lang.ToolDecl { return slices.Clone(s.mcpDecls) }
-
-// OfferedMCPDecls returns the signatures of the MCP servers' tools as a
-// model is offered them: each tool once (OfferedOnce).
-func (s *Set) OfferedMCPDecls() []*lang.ToolDecl { return OfferedOnce(s.mcpDecls) }
 
 // OfferedOnce leaves out the long name (SERVER.TOOL) of an MCP tool that
 // is also offered by its bare name, so that a model sees each tool once.
@@ -99,8 +88,8 @@ func (s *Set) MCPTools(server string) ([]string, bool) {
 // network's only when the grants let them reach a host.
 func (s *Set) CallableBuiltins() []byte {
 	var defs []toolkit.Definition
-	for _, d := range stdlib.Definitions() {
-		if s.reg.Has(d.Name) && !(s.NetworkOff() && stdlib.NeedsNetwork(d.Name)) {
+	for _, d := range s.builtinDefs {
+		if s.reg.Has(d.Name) && !(s.net.Off() && stdlib.NeedsNetwork(d.Name)) {
 			defs = append(defs, d)
 		}
 	}

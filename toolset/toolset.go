@@ -12,9 +12,9 @@
 // servers once. The Set it returns gives what the rest of the program
 // needs of the tools:
 //
-//   - the signatures the checker reads (Decls, Builtins, MCPDecls,
-//     OfferedMCPDecls, and Files, the tools files as a source records
-//     them);
+//   - the signatures the checker reads (Decls, Builtins, and Files, the
+//     tools files as a source records them; OfferedOnce, the MCP tools as
+//     a model is offered them);
 //   - the caller the engine calls (Caller: the mocks in front of the
 //     registry of built-in, MCP and bound tools);
 //   - a preflight of a compiled program (Preflight): what keeps the tools
@@ -177,6 +177,7 @@ type Set struct {
 	// fileDecls, mcpDecls and builtinDecls are the signatures of the
 	// tools files', the MCP servers' and the built-in tools.
 	fileDecls, mcpDecls, builtinDecls []*lang.ToolDecl
+	builtinDefs                       []toolkit.Definition
 	// files are the tools files, the MCP servers' tools and the built-in
 	// tools as a source records them.
 	files []planfile.File
@@ -232,7 +233,8 @@ func (s *Set) open(ctx context.Context) error {
 	if err := stdlib.Register(s.reg, stdlib.Options{FilesRoot: s.cfg.Files, Net: s.net}); err != nil {
 		return &Error{Code: CodeBuiltins, Err: err}
 	}
-	builtins, _ := json.Marshal(map[string]any{"tools": stdlib.Definitions()})
+	s.builtinDefs = stdlib.Definitions()
+	builtins, _ := json.Marshal(map[string]any{"tools": s.builtinDefs})
 	s.counts.parseBuiltins++
 	s.builtinDecls, _ = lang.ParseTools(BuiltinsName, builtins)
 	if err := s.startMCP(ctx); err != nil {
@@ -483,16 +485,9 @@ func (s *Set) Caller() (toolkit.Chain, error) {
 	return toolkit.Chain{Mocks: s.mocks, Registry: s.reg}, nil
 }
 
-// Mocks returns the mocks, or nil.
-func (s *Set) Mocks() *toolkit.Mocks { return s.mocks }
-
 // Has reports whether a tool has an implementation: the registry's or the
 // mocks'.
 func (s *Set) Has(name string) bool { return s.reg.Has(name) || s.mocks.Has(name) }
-
-// NetworkOff reports whether the built-in network tools may reach no
-// host.
-func (s *Set) NetworkOff() bool { return s.net.Off() }
 
 // Grants returns the grants as arguments (permission.Flags.Args form),
 // sorted within each grant, for a fingerprint of what the tools may reach.

@@ -89,7 +89,7 @@ func compile(t *testing.T, s *Set, text string) *compiler.Program {
 
 func TestOpen(t *testing.T) {
 	s := open(t, config(t))
-	if got := names(s.FileDecls()); !slices.Equal(got, []string{"weather", "score", "lookup"}) {
+	if got := names(s.fileDecls); !slices.Equal(got, []string{"weather", "score", "lookup"}) {
 		t.Errorf("the tools file's signatures: %v", got)
 	}
 	builtins := names(s.Builtins())
@@ -192,8 +192,8 @@ func TestConfigRoundTrip(t *testing.T) {
 	if a, b := names(s.Decls()), names(again.Decls()); !slices.Equal(a, b) {
 		t.Errorf("signatures after the round trip:\n%v\n%v", a, b)
 	}
-	if again.NetworkOff() || !again.Mocks().Has("lookup") {
-		t.Errorf("after the round trip: network off %v, mocks %v", again.NetworkOff(), again.Mocks())
+	if again.net.Off() || !again.mocks.Has("lookup") {
+		t.Errorf("after the round trip: network off %v, mocks %v", again.net.Off(), again.mocks)
 	}
 	rec, _ := json.Marshal(s.Config().Record())
 	if strings.Contains(string(rec), "tools") || strings.Contains(string(rec), "grants") || !strings.Contains(string(rec), `"mocks":`) {
@@ -236,7 +236,7 @@ func TestMCP(t *testing.T) {
 	if tools, ok := s.MCPTools("calc"); !ok || !slices.Contains(tools, "add") || !slices.Contains(tools, "calc.add") {
 		t.Errorf("calc's tools: %v %v", tools, ok)
 	}
-	if got := names(s.OfferedMCPDecls()); !slices.Contains(got, "add") || slices.Contains(got, "calc.add") {
+	if got := names(OfferedOnce(s.mcpDecls)); !slices.Contains(got, "add") || slices.Contains(got, "calc.add") || !slices.Contains(got, "charge") {
 		t.Errorf("offered: %v", got)
 	}
 	if f := s.MCPFiles(); len(f) != 1 || !strings.HasPrefix(f[0].Name, "<MCP server calc") {
