@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +34,44 @@ type Options struct {
 
 // Register adds the built-in tools to a registry.
 func Register(reg *toolkit.Registry, opts Options) error {
+	tools, err := builtins(opts)
+	if err != nil {
+		return err
+	}
+	for _, t := range tools {
+		if err := reg.Register(t.def, t.impl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Definitions returns the definitions of every built-in tool, the file
+// tools' included, sorted by name: the signatures a plan is checked
+// against, whether or not the file tools run.
+func Definitions() []toolkit.Definition {
+	tools, _ := builtins(Options{FilesRoot: string(filepath.Separator)})
+	out := make([]toolkit.Definition, len(tools))
+	for i, t := range tools {
+		out[i] = t.def
+	}
+	slices.SortFunc(out, func(a, b toolkit.Definition) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// builtin is a built-in tool.
+type builtin struct {
+	def  toolkit.Definition
+	impl toolkit.Tool
+}
+
+// builtins returns the built-in tools the options make.
+func builtins(opts Options) ([]builtin, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
 	yes := true
-	tools := []struct {
-		def  toolkit.Definition
-		impl toolkit.Tool
-	}{
+	tools := []builtin{
 		{def("echo", "Returns its value unchanged.",
 			`{"type":"object","properties":{"value":{"description":"any value"}},"required":["value"]}`, ``,
 			toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
@@ -69,33 +100,22 @@ func Register(reg *toolkit.Registry, opts Options) error {
 	if opts.FilesRoot != "" {
 		root, err := filepath.Abs(opts.FilesRoot)
 		if err != nil {
-			return fmt.Errorf("files root: %w", err)
+			return nil, fmt.Errorf("files root: %w", err)
 		}
 		files := &files{dir: root, max: opts.MaxBodyBytes}
 		tools = append(tools,
-			struct {
-				def  toolkit.Definition
-				impl toolkit.Tool
-			}{def("file.read", "Reads a text file under the files root.",
+			builtin{def("file.read", "Reads a text file under the files root.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"}},"required":["path"]}`, `{"type":"string"}`,
 				toolkit.Annotations{ReadOnly: true, Latency: "1ms"}),
 				toolkit.ToolFunc(files.read)},
-			struct {
-				def  toolkit.Definition
-				impl toolkit.Tool
-			}{def("file.write", "Writes a text file under the files root, creating directories as needed and replacing the file whole; writing the same content twice has no further effect.",
+			builtin{def("file.write", "Writes a text file under the files root, creating directories as needed and replacing the file whole; writing the same content twice has no further effect.",
 				`{"type":"object","properties":{"path":{"type":"string","description":"relative to the files root"},"content":{"type":"string"}},"required":["path","content"]}`,
 				`{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`,
 				toolkit.Annotations{Idempotent: true, Latency: "1ms"}),
 				toolkit.ToolFunc(files.write)},
 		)
 	}
-	for _, t := range tools {
-		if err := reg.Register(t.def, t.impl); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tools, nil
 }
 
 func def(name, desc, in, out string, ann toolkit.Annotations) toolkit.Definition {

@@ -132,3 +132,16 @@ func TestFilesConfined(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestDefinitions: the definitions of the built-in tools are those a
+// registry holds with a files root, the file tools' included, whatever
+// the options.
+func TestDefinitions(t *testing.T) {
+	reg := toolkit.NewRegistry()
+	if err := Register(reg, Options{FilesRoot: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reg.Definitions(), Definitions()); diff != "" {
+		t.Errorf("Definitions (-registered +given):\n%s", diff)
+	}
+}

@@ -3,6 +3,7 @@ module github.com/obelisk-plan/obelisk/temporal
 go 1.26.8
 
 require (
+	github.com/hashicorp/go-hclog v1.6.3
 	github.com/obelisk-plan/obelisk v0.0.0-00010101000000-000000000000
 	go.temporal.io/sdk v1.42.0
 	go.temporal.io/server v1.31.2
@@ -94,7 +95,6 @@ require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.2 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.2 // indirect
 	github.com/hailocab/go-hostpool v0.0.0-20160125115350-e80d13ce29ed // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/iancoleman/strcase v0.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

@@ -9,26 +9,22 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/stdlib"
-	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolset"
 )
 
 // checkFlags are the flags shared by the commands that check a plan.
 type checkFlags struct {
-	tools  stringList
+	// tf are the flags that name the operator's tools and their grants.
+	tf     toolset.Flags
 	strict bool
 	limits compiler.Limits
-	mcp    stringList
-	// mcpParallel bounds the calls in progress at once to a server
-	// (--mcp-parallel NAME=N).
-	mcpParallel stringList
-	// servers are the MCP servers connect started.
-	servers *mcpServers
+	// mocksFile is the mocks file the tools answer from, if any.
+	mocksFile string
+	// set holds the tools connect opened.
+	set *toolset.Set
 	// read holds the tools files config read: what a run records to
 	// build its program again.
 	read *readFiles
-	// grants are the network and environment the tools may use.
-	grants grantFlags
 	// hints is the operator's hints file.
 	hints string
 }
@@ -38,18 +34,11 @@ func (cf *checkFlags) register(fs *flag.FlagSet) {
 	cf.registerTools(fs)
 }
 
-// mcpParallelUsage is the help of --mcp-parallel.
-const mcpParallelUsage = "NAME=N: at most N calls at once to the MCP server NAME, reads and writes, the others waiting their turn " +
-	"(default: reads at once, and one write at a time: a call of a tool whose annotations do not say readOnlyHint waits for the server's other writes); may be repeated"
-
 // registerTools adds the flags that name the operator's tools and their
 // grants.
 func (cf *checkFlags) registerTools(fs *flag.FlagSet) {
-	fs.Var(&cf.tools, "tools", "a tools file (MCP tools/list or OpenAI functions JSON, where a tool may have an http or command block saying how it is called) whose tools the plan may call; may be repeated")
-	fs.Var(&cf.mcp, "mcp", "an MCP server whose tools the plan may call, as TOOL or NAME.TOOL: 'NAME=COMMAND [ARGS...]', started on stdio; may be repeated")
+	cf.tf.RegisterSignatures(fs)
 	fs.StringVar(&cf.hints, "hints", "", "a hints file: the routing hints a step may name (hint researcher), and what each routes a task to: {\"researcher\": {\"tools\": [...], \"mcp\": \"SERVER\", \"plan\": \"SUBPLAN\", \"aliases\": [...]}}")
-	fs.Var(&cf.mcpParallel, "mcp-parallel", mcpParallelUsage)
-	cf.grants.register(fs)
 }
 
 // registerLimits adds the flags of the limits for untrusted plans.
@@ -59,64 +48,22 @@ func (cf *checkFlags) registerLimits(fs *flag.FlagSet) {
 	fs.Uint64Var(&cf.limits.MaxCost, "max-cost", 1000000, "the most a CEL expression may cost to evaluate: estimated when the plan is checked, and counted when it runs")
 }
 
-// config reads the tools files and builds the checker's configuration for
-// a plan read from src.
+// config builds the checker's configuration for a plan read from src,
+// with the signatures of the tools connect opened.
 func (cf *checkFlags) config(src *planfile.Source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
-	cf.read = &readFiles{}
-	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.ImportRoot()), Limits: cf.limits}
-	srcs := lang.Sources{}
-	var diags lang.Diagnostics
-	for _, path := range cf.tools {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return cfg, srcs, nil, fmt.Errorf("reading tools file: %w", err)
-		}
-		srcs[path] = b
-		decls, d := lang.ParseTools(path, b)
-		diags = append(diags, d...)
-		cfg.Tools = append(cfg.Tools, decls...)
-		cf.read.tools = append(cf.read.tools, planfile.File{Name: path, Text: string(b)})
-	}
-	cfg.Tools = append(cfg.Tools, cf.mcpDecls()...)
-	if cf.servers != nil {
-		cf.read.tools = append(cf.read.tools, cf.servers.files...)
-	}
+	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.ImportRoot()), Limits: cf.limits, Tools: cf.set.Decls()}
+	cf.read = &readFiles{tools: cf.set.Files()}
 	if cf.hints != "" {
 		b, err := os.ReadFile(cf.hints)
 		if err != nil {
-			return cfg, srcs, nil, fmt.Errorf("reading hints: %w", err)
+			return cfg, nil, nil, fmt.Errorf("reading hints: %w", err)
 		}
 		if cfg.Hints, err = compiler.ParseHints(b, cf.serverTools); err != nil {
-			return cfg, srcs, nil, fmt.Errorf("%s: %w", cf.hints, err)
+			return cfg, nil, nil, fmt.Errorf("%s: %w", cf.hints, err)
 		}
 		cf.read.hints = cfg.Hints
 	}
-	builtins := builtinToolsJSON()
-	decls, _ := lang.ParseTools(builtinToolsName, builtins)
-	cfg.Tools = append(cfg.Tools, decls...)
-	cf.read.tools = append(cf.read.tools, planfile.File{Name: builtinToolsName, Text: string(builtins)})
-	return cfg, srcs, diags, nil
-}
-
-// builtinToolsName names the built-in tools' definitions among the tools
-// files a run records.
-const builtinToolsName = "<built-in tools>"
-
-// builtinToolsJSON returns the definitions of the built-in tools, which
-// every plan may call (the file tools run only when the user gives
-// --files).
-func builtinToolsJSON() []byte {
-	reg := toolkit.NewRegistry()
-	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: "."}); err != nil {
-		return []byte(`{"tools": []}`)
-	}
-	return reg.ToolsJSON()
-}
-
-// builtinSignatures are the signatures of the built-in tools.
-func builtinSignatures() []*lang.ToolDecl {
-	decls, _ := lang.ParseTools(builtinToolsName, builtinToolsJSON())
-	return decls
+	return cfg, cf.set.Sources(), cf.set.Diagnostics(), nil
 }
 
 // readFiles keeps the tools files and the hints a check reads.
@@ -136,8 +83,6 @@ type checked struct {
 	// with errors in diags).
 	prog *compiler.Program
 	err  error
-	// bound are the tools a tools file says how to call.
-	bound []*boundTool
 }
 
 // load reads, parses, checks and compiles one plan with opts. A parse
@@ -156,9 +101,7 @@ func (cf *checkFlags) load(e *env, arg string, opts compiler.Options) (*checked,
 	c, err := planfile.Build(f, append(diags, pd...), cfg, opts)
 	out := &checked{src: src, srcs: srcs, file: c.File, info: c.Info, diags: c.Diagnostics, prog: c.Program, err: err}
 	if c.Info != nil {
-		bound, bd := bindTools(sortedTools(c.Info), "", cf.grants.httpOptions())
-		out.bound = bound
-		out.diags = append(out.diags, bd...)
+		out.diags = append(out.diags, cf.set.BindDiagnostics()...)
 	}
 	out.diags.Sort()
 	return out, nil

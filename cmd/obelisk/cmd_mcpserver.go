@@ -22,8 +22,7 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/mcpserver"
-	"github.com/obelisk-plan/obelisk/stdlib"
-	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -72,6 +71,7 @@ func mcpServerCommand() *command {
 				if *runTimeout < 0 {
 					return usageError(e, "mcp-server", "--run-timeout must not be negative")
 				}
+				rf.mocksFile = rf.mocks
 				stop, st := rf.connect(ctx, e, "mcp-server")
 				if stop == nil {
 					return st
@@ -113,7 +113,7 @@ func mcpServerCommand() *command {
 					Wait:           *wait,
 					WorkDir:        wd,
 					Name:           *name,
-					Grants:         rf.grantsRecord(opts.settings.Caller),
+					Grants:         grantsRecord(rf.set, opts.settings.Caller),
 					Log:            e.log.Named("mcp-server"),
 				})
 				if err != nil {
@@ -144,11 +144,11 @@ type serverSetup struct {
 	settings  durable.Settings
 }
 
-// serverOptions builds the tools the flags give: the built-in tools, the
-// tools files' (with their http and command blocks bound), the MCP
-// servers', and the mocks.
+// serverOptions gives the server the tools the flags opened: the
+// built-in tools, the tools files' (with their http and command blocks
+// bound), the MCP servers', and the mocks.
 func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
-	cfg, srcs, diags, err := rf.config(&planfile.Source{Name: "<mcp-server>"})
+	_, srcs, diags, err := rf.config(&planfile.Source{Name: "<mcp-server>"})
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
@@ -157,77 +157,38 @@ func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return nil, exitUsage
 	}
-	reg, err := rf.registry()
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitUsage
-	}
 	// The operator's tools are every tool a plan can call: those with a
 	// binding are bound now, not per plan.
-	info, _ := compiler.Check(&lang.File{Name: "<mcp-server>"}, cfg)
-	bound, bd := bindTools(sortedTools(info), "", rf.grants.httpOptions())
-	if bd.HasErrors() {
+	if bd := rf.set.BindDiagnostics(); bd.HasErrors() {
 		lang.WriteText(e.stderr, srcs, bd, e.textOptions())
 		return nil, exitUsage
 	}
-	off, err := rf.registerBound(reg, bound)
+	caller, err := rf.set.Caller()
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
 	}
-	ts := &toolSettings{MCP: rf.mcp, MCPParallel: rf.mcpParallel, AllowCommands: rf.allowCommands}
-	var mocks *toolkit.Mocks
-	if rf.mocks != "" {
-		b, err := os.ReadFile(rf.mocks)
-		if err != nil {
-			e.errorf("reading mocks: %v", err)
-			return nil, exitUsage
-		}
-		if mocks, err = toolkit.ParseMocks(b); err != nil {
-			e.errorf("%s: %v", rf.mocks, err)
-			return nil, exitUsage
-		}
-		ts.Mocks, ts.MocksFile = string(b), rf.mocks
-	}
-	if rf.files != "" {
-		if ts.Files, err = filepath.Abs(rf.files); err != nil {
-			e.errorf("%v", err)
-			return nil, exitUsage
-		}
-	}
-	netOff := rf.grants.grants().net.Off()
 	preflight := func(prog *compiler.Program) []string {
-		p := &prepared{checked: &checked{bound: bound}, prog: prog, reg: reg, mocks: mocks, commandsOff: len(off) > 0, netOff: netOff}
 		var problems []string
-		for _, name := range p.missingTools() {
-			problems = append(problems, fmt.Sprintf("no implementation for %s: the server's tools cannot call it", name))
+		for _, p := range rf.set.Preflight(prog) {
+			if p.Unimplemented() {
+				problems = append(problems, fmt.Sprintf("no implementation for %s: the server's tools cannot call it", p.Tool))
+			} else {
+				problems = append(problems, toolAdvice(p))
+			}
 		}
-		return append(problems, p.preflight()...)
+		return problems
 	}
 	// The built-in tools a plan cannot call here (the file tools without
 	// --files, the network's without --allow-net) are left out of what
 	// the model reads and the checker knows.
 	files := slices.Clone(rf.read.tools)
 	for i, f := range files {
-		if f.Name == builtinToolsName {
-			files[i].Text = string(callableBuiltins(reg, netOff))
+		if f.Name == toolset.BuiltinsName {
+			files[i].Text = string(rf.set.CallableBuiltins())
 		}
 	}
-	return &serverSetup{files: files, caller: toolkit.Chain{Mocks: mocks, Registry: reg}, preflight: preflight, tools: ts}, exitOK
-}
-
-// callableBuiltins returns the definitions of the built-in tools reg holds
-// and the grants let run, as a tools file.
-func callableBuiltins(reg *toolkit.Registry, netOff bool) []byte {
-	all := toolkit.NewRegistry()
-	stdlib.Register(all, stdlib.Options{FilesRoot: "."})
-	var defs []toolkit.Definition
-	for _, d := range all.Definitions() {
-		if reg.Has(d.Name) && !(netOff && stdlib.NeedsNetwork(d.Name)) {
-			defs = append(defs, d)
-		}
-	}
-	return toolkit.ToolsJSON(defs)
+	return &serverSetup{files: files, caller: caller, preflight: preflight, tools: &toolSettings{Config: rf.set.Config()}}, exitOK
 }
 
 // checkListenAddr refuses an address that is not a loopback address,

@@ -108,7 +108,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 			return agent.Context{}, compiler.Config{}, exitUsage
 		}
 	}
-	c, cfg, cd := contextOf(ps, gf.tools, gf.builtins, input)
+	c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
 	if diags = append(diags, cd...); diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
@@ -278,9 +278,8 @@ func agentCommand() *command {
 			var mf modelFlags
 			mf.register(fs)
 			mode := fs.String("mode", agent.Eager, "eager: each step runs as soon as the model has written it; lazy: the whole plan is checked, then run")
-			mocks := fs.String("mocks", "", "a mocks file answering tool calls")
-			files := fs.String("files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
-			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
+			fs.StringVar(&gf.mocksFile, "mocks", "", "a mocks file answering tool calls")
+			gf.tf.RegisterRun(fs)
 			approve := fs.Bool("approve", false, "ask on the terminal at each approval gate and each step the evaluator cannot judge")
 			yes := fs.Bool("yes", false, "approve every approval gate and hitl verdict without asking")
 			evaluate := fs.Bool("evaluate", true, "have the evaluator model judge the criteria stated in words (expect \"…\") and extract facts")
@@ -328,28 +327,13 @@ func agentCommand() *command {
 						return exitUsage
 					}
 				}
-				c, cfg, cd := contextOf(ps, gf.tools, gf.builtins, input)
+				c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
 				if diags = append(diags, cd...); diags.HasErrors() {
 					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
-				gs := goalSettings{toolSettings: toolSettings{MCP: gf.mcp, AllowCommands: *allowCommands}, ToolFiles: gf.tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate}
-				if *mocks != "" {
-					b, err := os.ReadFile(*mocks)
-					if err != nil {
-						e.errorf("mocks: %v", err)
-						return exitUsage
-					}
-					gs.Mocks, gs.MocksFile = string(b), *mocks
-				}
-				if *files != "" {
-					if gs.Files, err = filepath.Abs(*files); err != nil {
-						e.errorf("%v", err)
-						return exitUsage
-					}
-				}
-				rf := &runFlags{checkFlags: gf.checkFlags, files: gs.Files, allowCommands: *allowCommands}
-				tools, err := goalTools(rf, c, gs.Mocks)
+				gs := goalSettings{toolSettings: toolSettings{Config: gf.set.Config().Record()}, ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate}
+				tools, err := goalTools(gf.set, c)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -389,23 +373,6 @@ func agentCommand() *command {
 			}
 		},
 	}
-}
-
-// bindContextTools registers the tools whose definitions in a tools file
-// say how to call them (an http or command block).
-func bindContextTools(rf *runFlags, reg *toolkit.Registry, decls []*lang.ToolDecl) error {
-	var tools []*compiler.Tool
-	for _, d := range decls {
-		if d.Binding != nil && !reg.Has(d.Name.Name) {
-			tools = append(tools, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
-		}
-	}
-	bound, diags := bindTools(tools, "", rf.grants.httpOptions())
-	if diags.HasErrors() {
-		return diags
-	}
-	_, err := rf.registerBound(reg, bound)
-	return err
 }
 
 // goalLimits reads MAX_GOAL_STEPS and MAX_REPLAN_ATTEMPTS when the flags

@@ -14,6 +14,8 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
+	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -31,7 +33,7 @@ func planCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "plan", "expected one file, got %d", len(args))
 				}
-				stop, st := rf.connect(ctx, e, "plan")
+				stop, st := rf.connectPlan(ctx, e, "plan", args[0])
 				if stop == nil {
 					return st
 				}
@@ -114,10 +116,10 @@ func applyCommand() *command {
 			var mcpSpecs stringList
 			fs.Var(&mcpSpecs, "mcp", "an MCP server the plan's tools come from, as given to obelisk plan: 'NAME=COMMAND [ARGS...]'; may be repeated")
 			var mcpParallel stringList
-			fs.Var(&mcpParallel, "mcp-parallel", mcpParallelUsage)
+			fs.Var(&mcpParallel, "mcp-parallel", toolset.MCPParallelUsage)
 			allowCommands := fs.Bool("allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
-			var gf grantFlags
-			gf.register(fs) // the grants are the command line's, not the planfile's
+			var gf permission.Flags
+			gf.Register(fs) // the grants are the command line's, not the planfile's
 			var ff fillFlags
 			ff.register(fs)
 			return func(ctx context.Context, args []string) int {
@@ -143,15 +145,23 @@ func applyCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				ts := &toolSettings{MCP: mcpSpecs, AllowCommands: *allowCommands, MCPParallel: mcpParallel, Fill: fill}
-				rf, stop, status := ts.connect(ctx, e, "apply")
-				if rf == nil {
+				ts := &toolSettings{Config: toolset.Config{MCP: mcpSpecs, MCPParallel: mcpParallel, AllowCommands: *allowCommands,
+					Tools: toolset.OperatorFiles(pf.Source.Tools), Grants: gf.Args()}, Fill: fill}
+				if *files != "" {
+					if ts.Files, err = filepath.Abs(*files); err != nil {
+						e.errorf("%v", err)
+						return exitUsage
+					}
+				}
+				ts.MocksFile = mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Path(pf.Source.Name), ".plan"), ".json"))
+				tset, stop, status := openTools(ctx, e, "apply", ts.Config, pf.Source.WorkDir)
+				if tset == nil {
 					return status
 				}
 				defer stop()
-				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(rf, pf.Source.Path(name)) })
+				now, err := pf.Source.Refresh(func(name string) ([]byte, error) { return readCurrent(tset, pf.Source.Path(name)) })
 				if err == nil {
-					err = unrecordedServers(&pf.Source, rf)
+					err = unrecordedServers(&pf.Source, tset)
 				}
 				if err == nil {
 					err = pf.Stale(now)
@@ -170,24 +180,7 @@ func applyCommand() *command {
 					e.errorf("%s: %v", args[0], err)
 					return exitInput
 				}
-				if *files != "" {
-					if ts.Files, err = filepath.Abs(*files); err != nil {
-						e.errorf("%v", err)
-						return exitUsage
-					}
-				}
-				mocksPath := mocksFile(*mocks, *noMocks, strings.TrimSuffix(strings.TrimSuffix(pf.Source.Path(pf.Source.Name), ".plan"), ".json"))
-				if mocksPath != "" {
-					b, err := os.ReadFile(mocksPath)
-					if err != nil {
-						e.errorf("reading mocks: %v", err)
-						return exitUsage
-					}
-					ts.Mocks, ts.MocksFile = string(b), mocksPath
-				}
-				rf.files = ts.Files
-				rf.grants = gf
-				tools, problems, err := ts.tools(rf, plan, pf.Source.WorkDir)
+				tools, problems, err := recordedTools(tset, plan)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -198,6 +191,7 @@ func applyCommand() *command {
 					}
 					return exitUsage
 				}
+				ts.Config = tset.Config()
 				set, err := ts.record(vm.Options{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0)}, policy)
 				if err != nil {
 					e.errorf("%v", err)
@@ -216,14 +210,11 @@ func applyCommand() *command {
 	}
 }
 
-// unrecordedServers refuses MCP servers rf started whose tools the
+// unrecordedServers refuses MCP servers set started whose tools the
 // source was not checked against: the run would call their tools, so the
 // plan must have been made with them.
-func unrecordedServers(src *planfile.Source, rf *runFlags) error {
-	if rf.servers == nil {
-		return nil
-	}
-	for _, f := range rf.servers.files {
+func unrecordedServers(src *planfile.Source, set *toolset.Set) error {
+	for _, f := range set.MCPFiles() {
 		if !slices.ContainsFunc(src.Tools, func(g planfile.File) bool { return g.Name == f.Name }) {
 			return fmt.Errorf("the plan was made without the %s: make it again with obelisk plan and the same --mcp", strings.Trim(f.Name, "<>"))
 		}
@@ -233,16 +224,11 @@ func unrecordedServers(src *planfile.Source, rf *runFlags) error {
 
 // readCurrent reads a tools file or an import as it is now: the built-in
 // tools are this program's, an MCP server's tools those it lists now.
-func readCurrent(rf *runFlags, name string) ([]byte, error) {
-	if name == builtinToolsName {
-		return builtinToolsJSON(), nil
-	}
+func readCurrent(set *toolset.Set, name string) ([]byte, error) {
 	if strings.HasPrefix(name, "<") {
-		if rf.servers != nil {
-			for _, f := range rf.servers.files {
-				if f.Name == name {
-					return []byte(f.Text), nil
-				}
+		for _, f := range set.Files() {
+			if f.Name == name {
+				return []byte(f.Text), nil
 			}
 		}
 		return nil, fmt.Errorf("the plan was made with the tools of the MCP server %s: give it with --mcp", strings.Trim(name, "<>"))

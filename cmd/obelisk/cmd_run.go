@@ -16,6 +16,7 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -46,13 +47,17 @@ func runCommand() *command {
 				if err != nil {
 					return usageError(e, "run", "%v", err)
 				}
-				stop, st := rf.connect(ctx, e, "run")
+				eager := *mode == "eager" || (*mode == "" && args[0] == "-")
+				if eager {
+					rf.noMocks = true // a stream picks up no mocks beside it, only --mocks
+				}
+				stop, st := rf.connectPlan(ctx, e, "run", args[0])
 				if stop == nil {
 					return st
 				}
 				defer stop()
 				opts := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0), MaxOutputBytes: *maxOutput, MaxCost: rf.limits.MaxCost}
-				if *mode == "eager" || (*mode == "" && args[0] == "-") {
+				if eager {
 					base := ""
 					if args[0] != "-" {
 						base = strings.TrimSuffix(strings.TrimSuffix(args[0], ".plan"), ".json")
@@ -68,19 +73,10 @@ func runCommand() *command {
 				if p == nil {
 					return status
 				}
-				if missing := p.missingTools(); len(missing) > 0 && xf.replay == "" {
-					missing = p.explainMissing(e, missing)
-					if len(missing) > 0 {
-						fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
-							strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.Name), ".plan"), ".json"))
+				if xf.replay == "" {
+					if status := rf.preflight(e, p); status != exitOK {
+						return status
 					}
-					return exitInput
-				}
-				if problems := p.preflight(); len(problems) > 0 && xf.replay == "" {
-					for _, pr := range problems {
-						fmt.Fprintf(e.stderr, "obelisk run: %s\n", pr)
-					}
-					return exitUsage
 				}
 				fill, err := ff.settings(p.base())
 				if err != nil {
@@ -92,8 +88,7 @@ func runCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				ts := p.toolSettings(&rf)
-				ts.Fill = fill
+				ts := toolSettings{Config: rf.set.Config(), Fill: fill}
 				set, err := ts.record(opts, policy)
 				if err != nil {
 					e.errorf("%v", err)
@@ -108,7 +103,7 @@ func runCommand() *command {
 				if store != nil {
 					defer store.Close()
 				}
-				return xf.execute(ctx, e, r, toolkit.Chain{Mocks: p.mocks, Registry: p.reg}, nil, fill)
+				return xf.execute(ctx, e, r, p.tools, nil, fill)
 			}
 		},
 	}
@@ -279,7 +274,7 @@ func dryRunCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "dry-run", "unknown format %q: use text or json", *format)
 				}
-				stop, st := rf.connect(ctx, e, "dry-run")
+				stop, st := rf.connectPlan(ctx, e, "dry-run", args[0])
 				if stop == nil {
 					return st
 				}
@@ -490,4 +485,41 @@ func (p *progress) stop() {
 		close(p.done)
 		p.stopped.Wait()
 	}
+}
+
+// preflight says what keeps the tools the plan calls from running, before
+// anything runs: the tools nothing implements (exit 1), then what the
+// grants or the settings keep from running (exit 2).
+func (rf *runFlags) preflight(e *env, p *prepared) int {
+	problems := rf.set.Preflight(p.prog)
+	var missing []string
+	unimplemented := false
+	for _, pr := range problems {
+		if !pr.Unimplemented() {
+			continue
+		}
+		unimplemented = true
+		switch pr.Code {
+		case toolset.FilesOff:
+			fmt.Fprintf(e.stderr, "obelisk run: %s\n", toolAdvice(pr))
+		case toolset.Imported:
+			fmt.Fprintf(e.stderr, "obelisk run: %s\n", importedAdvice(pr, p.src.ImportRoot()))
+		default:
+			missing = append(missing, pr.Tool)
+		}
+	}
+	if unimplemented {
+		if len(missing) > 0 {
+			fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
+				strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.Name), ".plan"), ".json"))
+		}
+		return exitInput
+	}
+	if advice := toolProblems(problems); len(advice) > 0 {
+		for _, a := range advice {
+			fmt.Fprintf(e.stderr, "obelisk run: %s\n", a)
+		}
+		return exitUsage
+	}
+	return exitOK
 }

@@ -27,7 +27,7 @@ func serveCommand() *command {
 			addr := fs.String("addr", defaultServeAddr, "the address to listen on; on one that is not loopback the console requires a token (--token, or one generated and printed)")
 			token := fs.String("token", "", "the token the console requires of every request (at least 16 characters); required, and generated when not given, on an address that is not loopback")
 			var cf checkFlags
-			fs.Var(&cf.tools, "tools", "a tools file whose tools the plans checked on the console's plan page may call; may be repeated")
+			fs.Var((*stringList)(&cf.tf.Tools), "tools", "a tools file whose tools the plans checked on the console's plan page may call; may be repeated")
 			fs.BoolVar(&cf.strict, "strict", false, "on the plan page, report an irreversible call without an approval gate as an error")
 			cf.registerLimits(fs)
 			maxParallel := fs.Int("max-parallel", 8, "the parallelism the plan page's estimates and dry runs assume")
@@ -35,6 +35,11 @@ func serveCommand() *command {
 				if len(args) != 0 {
 					return usageError(e, "serve", "expected no arguments, got %d", len(args))
 				}
+				stop, status := cf.connect(ctx, e, "serve")
+				if stop == nil {
+					return status
+				}
+				defer stop()
 				cfg, srcs, diags, err := cf.config(&planfile.Source{Name: "<console>"})
 				if err != nil {
 					e.errorf("%v", err)

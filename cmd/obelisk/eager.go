@@ -6,11 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/journal"
 )
@@ -31,11 +29,6 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 		defer f.Close()
 		r, name = f, arg
 	}
-	reg, err := rf.registry()
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
 	src := &planfile.Source{Name: name}
 	if arg != "-" {
 		src.Dir = filepath.Dir(arg)
@@ -47,15 +40,10 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	}
 	// Tools files given with --tools may bind tools; a streamed plan's
 	// imports are read as it arrives, too late to bind theirs.
-	bound, bd := bindTools(boundDecls(cfg.Tools), "", rf.grants.httpOptions())
-	diags = append(diags, bd...)
+	diags = append(diags, rf.set.BindDiagnostics()...)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return exitInput
-	}
-	if _, err := rf.registerBound(reg, bound); err != nil {
-		e.errorf("%v", err)
-		return exitUsage
 	}
 	var input map[string]any
 	if rf.input != "" {
@@ -65,25 +53,12 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 			return exitUsage
 		}
 	}
-	ts := &toolSettings{MCP: rf.mcp, AllowCommands: rf.allowCommands, Fill: fs}
-	var mocks *toolkit.Mocks
-	if rf.mocks != "" {
-		b, err := os.ReadFile(rf.mocks)
-		if err == nil {
-			mocks, err = toolkit.ParseMocks(b)
-		}
-		if err != nil {
-			e.errorf("mocks: %v", err)
-			return exitUsage
-		}
-		ts.Mocks, ts.MocksFile = string(b), rf.mocks
+	tools, err := rf.set.Caller()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
 	}
-	if rf.files != "" {
-		if ts.Files, err = filepath.Abs(rf.files); err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-	}
+	ts := &toolSettings{Config: rf.set.Config(), Fill: fs}
 	set, err := ts.record(opts, policy)
 	if err != nil {
 		e.errorf("%v", err)
@@ -104,17 +79,5 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	if store != nil {
 		defer store.Close()
 	}
-	return xf.execute(ctx, e, run, toolkit.Chain{Mocks: mocks, Registry: reg}, r, fs)
-}
-
-// boundDecls returns, as the checker's tools, the declarations of tools
-// files that say how a tool is called (an http or command block).
-func boundDecls(decls []*lang.ToolDecl) []*compiler.Tool {
-	var out []*compiler.Tool
-	for _, d := range decls {
-		if d.Binding != nil {
-			out = append(out, &compiler.Tool{Name: d.Name.Name, Doc: d.Doc(), Decl: d})
-		}
-	}
-	return out
+	return xf.execute(ctx, e, run, tools, r, fs)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
+	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
@@ -77,9 +79,9 @@ func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Di
 // contextOf builds a goal's context and the checker's configuration from
 // its source: the context document's tools, types, input, state and plan;
 // the tools of the tools files named toolFiles and of the MCP servers,
-// offered to the model; the built-in tools, offered too when builtins is
-// set or no other tool is; and input over the document's.
-func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map[string]any) (agent.Context, compiler.Config, lang.Diagnostics) {
+// offered to the model; the built-in tools (builtinDecls), offered too
+// when builtins is set or no other tool is; and input over the document's.
+func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map[string]any, builtinDecls []*lang.ToolDecl) (agent.Context, compiler.Config, lang.Diagnostics) {
 	var c agent.Context
 	cfg, diags := ps.Config()
 	cfg.Imports = compiler.ImportDir(ps.ImportRoot())
@@ -102,15 +104,15 @@ func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map
 	}
 	var mcpDecls []*lang.ToolDecl
 	for _, f := range ps.Tools {
-		if strings.HasPrefix(f.Name, "<") && f.Name != builtinToolsName { // an MCP server's
+		if strings.HasPrefix(f.Name, "<") && f.Name != toolset.BuiltinsName { // an MCP server's
 			decls, _ := lang.ParseTools(f.Name, []byte(f.Text))
 			mcpDecls = append(mcpDecls, decls...)
 		}
 	}
-	c.Tools = append(c.Tools, offeredOnce(mcpDecls)...)
+	c.Tools = append(c.Tools, toolset.OfferedOnce(mcpDecls)...)
 	cfg.Tools = append(cfg.Tools, c.Tools...)
 	if len(c.Tools) == 0 || builtins {
-		for _, d := range builtinSignatures() {
+		for _, d := range builtinDecls {
 			if !strings.HasPrefix(d.Name.Name, "file.") {
 				c.Tools = append(c.Tools, d)
 			}
@@ -127,50 +129,26 @@ func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map
 	return c, cfg, diags
 }
 
-// offeredOnce leaves out the long name (SERVER.TOOL) of an MCP tool that
-// is also offered by its bare name, so that the model sees each tool once.
-func offeredOnce(decls []*lang.ToolDecl) []*lang.ToolDecl {
-	names := make(map[string]bool, len(decls))
-	for _, d := range decls {
-		names[d.Name.Name] = true
+// goalTools returns the tools of a goal: the tools set holds, the mocks
+// in front. Every tool offered must have an implementation.
+func goalTools(set *toolset.Set, c agent.Context) (toolkit.Chain, error) {
+	if diags := set.BindDiagnostics(); diags.HasErrors() {
+		return toolkit.Chain{}, diags
 	}
-	out := decls[:0:0]
-	for _, d := range decls {
-		if _, bare, ok := strings.Cut(d.Name.Name, "."); ok && names[bare] {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-// goalTools builds the tools of a goal: the built-in tools, the MCP
-// servers' (rf's, started), the tools its tools files say how to call,
-// and the mocks. Every tool offered must have an implementation.
-func goalTools(rf *runFlags, c agent.Context, mocks string) (toolkit.Chain, error) {
-	reg, err := rf.registry()
-	if err == nil {
-		err = bindContextTools(rf, reg, c.Tools)
-	}
+	chain, err := set.Caller()
 	if err != nil {
 		return toolkit.Chain{}, err
 	}
-	var mk *toolkit.Mocks
-	if mocks != "" {
-		if mk, err = toolkit.ParseMocks([]byte(mocks)); err != nil {
-			return toolkit.Chain{}, fmt.Errorf("mocks: %w", err)
-		}
-	}
 	var missing []string
 	for _, t := range c.Tools {
-		if !reg.Has(t.Name.Name) && !mk.Has(t.Name.Name) {
+		if !set.Has(t.Name.Name) {
 			missing = append(missing, t.Name.Name)
 		}
 	}
 	if len(missing) > 0 {
 		return toolkit.Chain{}, fmt.Errorf("no implementation for %s: answer them in a mocks file (--mocks)", strings.Join(missing, ", "))
 	}
-	return toolkit.Chain{Mocks: mk, Registry: reg}, nil
+	return chain, nil
 }
 
 // goalExec is how a goal is pursued in this process: its models, the
@@ -249,7 +227,7 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 // tools again from what the run recorded, with the grants of the resume
 // command, and the models from the resume command's flags and
 // environment (the models the goal began with, unless they name others).
-func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf grantFlags, mf *modelFlags) int {
+func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf *permission.Flags, mf *modelFlags) int {
 	var gs goalSettings
 	if err := json.Unmarshal(r.Settings().Caller, &gs); err != nil {
 		err = fmt.Errorf("run %s: the recorded settings: %w", r.ID, err)
@@ -257,14 +235,13 @@ func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf g
 		e.errorf("%v", err)
 		return exitInput
 	}
-	rf, stop, status := gs.connect(ctx, e, "resume")
-	if rf == nil {
+	set, stop, status := gs.open(ctx, e, "resume", r.Plan().Source, gf)
+	if set == nil {
 		r.Leave(errors.New("its tools could not be started"))
 		return status
 	}
 	defer stop()
-	rf.grants = gf
-	c, cfg, diags := contextOf(r.Plan().Source, gs.ToolFiles, gs.Builtins, gs.Input)
+	c, cfg, diags := contextOf(r.Plan().Source, gs.ToolFiles, gs.Builtins, gs.Input, set.Builtins())
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, sourcesOf(r.Plan().Source), diags, e.textOptions())
 		err := fmt.Errorf("run %s: the recorded context does not parse", r.ID)
@@ -272,7 +249,7 @@ func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf g
 		e.errorf("%v", err)
 		return exitInput
 	}
-	tools, err := goalTools(rf, c, gs.Mocks)
+	tools, err := goalTools(set, c)
 	if err != nil {
 		r.Leave(err)
 		e.errorf("%v", err)

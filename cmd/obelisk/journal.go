@@ -10,18 +10,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 	"github.com/obelisk-plan/obelisk/toolkit/replay"
+	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
@@ -210,17 +210,13 @@ func mocksFile(given string, off bool, base string) string {
 	return ""
 }
 
-// toolSettings are what a journaled run records of its tools, to build
-// them again when it is resumed (durable.Settings.Caller): the mocks, the
-// directory of the file tools, the MCP servers, whether command tools
-// run. The grants are not among them: they are the resuming command's.
+// toolSettings are what a journaled run records of its tools, to open
+// them again when it is resumed (durable.Settings.Caller): the record of
+// its toolset.Config (the mocks, the directory of the file tools, the MCP
+// servers, whether command tools run), and what fills its holes and
+// tasks. The grants are not among them: they are the resuming command's.
 type toolSettings struct {
-	Mocks         string   `json:"mocks,omitempty"`
-	MocksFile     string   `json:"mocksFile,omitempty"`
-	Files         string   `json:"files,omitempty"`
-	MCP           []string `json:"mcp,omitempty"`
-	MCPParallel   []string `json:"mcpParallel,omitempty"`
-	AllowCommands bool     `json:"allowCommands,omitempty"`
+	toolset.Config
 	// Fill says what completes the plan's holes and tasks.
 	Fill fillSettings `json:"fill,omitzero"`
 }
@@ -228,7 +224,9 @@ type toolSettings struct {
 // record returns the settings a run records: its limits and approval
 // policy, and the tool settings.
 func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (durable.Settings, error) {
-	b, err := json.Marshal(s)
+	rec := *s
+	rec.Config = s.Config.Record()
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return durable.Settings{}, err
 	}
@@ -249,59 +247,29 @@ func (rf *runFlags) source(c *checked) *planfile.Source {
 	return src
 }
 
-// connect starts the MCP servers of the settings. It returns the flags
-// that hold them and the function that stops them, or nil and the exit
-// status.
-func (s *toolSettings) connect(ctx context.Context, e *env, cmd string) (*runFlags, func(), int) {
-	rf := &runFlags{files: s.Files, allowCommands: s.AllowCommands}
-	rf.mcp = stringList(s.MCP)
-	rf.mcpParallel = stringList(s.MCPParallel)
-	stop, status := rf.connect(ctx, e, cmd)
-	if stop == nil {
-		return nil, nil, status
-	}
-	return rf, stop, exitOK
+// open opens the tools of a recorded plan: those the settings record,
+// the tools files the plan's source holds (relative to its working
+// directory), and the grants of this command line. It returns the set and
+// the function that closes it, or nil and the exit status.
+func (s *toolSettings) open(ctx context.Context, e *env, cmd string, src *planfile.Source, grants *permission.Flags) (*toolset.Set, func(), int) {
+	cfg := s.Config
+	cfg.Tools = toolset.OperatorFiles(src.Tools)
+	cfg.Grants = grants.Args()
+	return openTools(ctx, e, cmd, cfg, src.WorkDir)
 }
 
-// tools builds the tools of a program from the settings: the built-in
-// tools, the MCP servers' (started by connect), the tools its tools files
-// say how to call, and the mocks. workDir is the directory the tools
-// files' names are relative to. It returns what keeps them from running
-// too (see preflight). The grants are rf's, from the command line.
-func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (toolkit.Chain, []string, error) {
-	reg, err := rf.registry()
-	if err != nil {
-		return toolkit.Chain{}, nil, err
-	}
-	prog := plan.Program
-	var decls []*compiler.Tool
-	if prog != nil {
-		decls = sortedTools(prog.Info)
-	} else {
-		// A streamed plan: the tools its tools files bind.
-		cfg, _ := plan.Source.Config()
-		decls = boundDecls(cfg.Tools)
-	}
-	bound, diags := bindTools(decls, workDir, rf.grants.httpOptions())
-	if diags.HasErrors() {
+// recordedTools returns the tools a recorded plan calls, and what keeps them
+// from running (see toolset.Set.Preflight).
+func recordedTools(set *toolset.Set, plan *durable.Plan) (toolkit.Chain, []string, error) {
+	if diags := set.BindDiagnostics(); diags.HasErrors() {
 		return toolkit.Chain{}, nil, diags
 	}
-	off, err := rf.registerBound(reg, bound)
+	chain, err := set.Caller()
 	if err != nil {
 		return toolkit.Chain{}, nil, err
 	}
-	var mocks *toolkit.Mocks
-	if s.Mocks != "" {
-		if mocks, err = toolkit.ParseMocks([]byte(s.Mocks)); err != nil {
-			return toolkit.Chain{}, nil, fmt.Errorf("%s: %w", s.MocksFile, err)
-		}
-	}
-	chain := toolkit.Chain{Mocks: mocks, Registry: reg}
-	if prog == nil {
-		return chain, nil, nil // which tools a stream calls is known only as it runs
-	}
-	p := &prepared{checked: &checked{bound: bound}, prog: prog, mocks: mocks, commandsOff: len(off) > 0, netOff: rf.grants.grants().net.Off()}
-	return chain, p.preflight(), nil
+	// A stream's program is known only as it runs: no preflight.
+	return chain, toolProblems(set.Preflight(plan.Program)), nil
 }
 
 // create records a new run of a plan in the journal, made by the command
@@ -450,8 +418,8 @@ func resumeCommand() *command {
 			var xf execFlags
 			xf.register(fs, false)
 			force := fs.Bool("force", false, "resume a run that the journal says another live process is running")
-			var gf grantFlags
-			gf.register(fs) // the grants are the command line's, not the journal's
+			var gf permission.Flags
+			gf.Register(fs) // the grants are the command line's, not the journal's
 			var mf modelFlags
 			mf.register(fs) // so are the models' address and key, for a goal's run
 			return func(ctx context.Context, args []string) int {
@@ -477,7 +445,7 @@ func resumeCommand() *command {
 					return exitInput
 				}
 				if r.Goal() != nil {
-					return resumeGoal(ctx, e, r, &xf, gf, &mf)
+					return resumeGoal(ctx, e, r, &xf, &gf, &mf)
 				}
 				var ts toolSettings
 				if err := json.Unmarshal(r.Settings().Caller, &ts); err != nil {
@@ -486,14 +454,13 @@ func resumeCommand() *command {
 					e.errorf("%v", err)
 					return exitInput
 				}
-				rf, stop, status := ts.connect(ctx, e, "resume")
-				if rf == nil {
+				set, stop, status := ts.open(ctx, e, "resume", r.Plan().Source, &gf)
+				if set == nil {
 					r.Leave(errors.New("its tools could not be started"))
 					return status
 				}
 				defer stop()
-				rf.grants = gf
-				tools, problems, err := ts.tools(rf, r.Plan(), r.Plan().Source.WorkDir)
+				tools, problems, err := recordedTools(set, r.Plan())
 				if err != nil {
 					err = fmt.Errorf("run %s: %w", id, err)
 					r.Fail(err)
@@ -910,15 +877,3 @@ func (t *table) row(cells ...string) {
 }
 
 func (t *table) flush() { t.tw.Flush() }
-
-// toolSettings returns what a run of the prepared plan records of its
-// tools.
-func (p *prepared) toolSettings(rf *runFlags) *toolSettings {
-	s := &toolSettings{Mocks: string(p.mocksText), MocksFile: p.mocksPath, MCP: rf.mcp, MCPParallel: rf.mcpParallel, AllowCommands: rf.allowCommands}
-	if rf.files != "" {
-		if abs, err := filepath.Abs(rf.files); err == nil {
-			s.Files = abs
-		}
-	}
-	return s
-}

@@ -17,6 +17,7 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/toolkit/mcp/mcptest"
+	"github.com/obelisk-plan/obelisk/toolset"
 )
 
 // The attacks of this file: a plan that tries to take an authority the
@@ -377,7 +378,12 @@ func TestPlanfileImports(t *testing.T) {
 // makes), agree with themselves.
 func TestOperatorDeclarationsAgree(t *testing.T) {
 	var text strings.Builder
-	decls := builtinSignatures()
+	set, err := toolset.Open(context.Background(), toolset.Config{}, toolset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	decls := set.Builtins()
 	tools, _ := lang.ParseTools("tools.json", []byte(toolsJSON+"\n"))
 	decls = append(decls, tools...)
 	for _, d := range decls {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/stdlib"
 	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
@@ -21,11 +21,7 @@ type runFlags struct {
 	input       string
 	mocks       string
 	noMocks     bool
-	files       string
 	maxParallel int
-	// allowCommands lets command tools (a "command" block in a tools
-	// file) run programs.
-	allowCommands bool
 }
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
@@ -40,21 +36,20 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 // registerRunTools adds the flags that let the tools run: the file tools'
 // directory, how many steps at once, command tools.
 func (rf *runFlags) registerRunTools(fs *flag.FlagSet) {
-	fs.StringVar(&rf.files, "files", "", "a directory the built-in file.read and file.write tools may use (they are off without it)")
+	rf.tf.RegisterRun(fs)
 	fs.IntVar(&rf.maxParallel, "max-parallel", 8, "how many steps may run at once")
-	fs.BoolVar(&rf.allowCommands, "allow-commands", false, "let command tools (a command block in a tools file) run their programs; they are off without it")
 }
 
-// registry returns the built-in tools and the MCP servers' tools.
-func (rf *runFlags) registry() (*toolkit.Registry, error) {
-	reg := toolkit.NewRegistry()
-	if err := stdlib.Register(reg, stdlib.Options{FilesRoot: rf.files, Net: rf.grants.grants().net}); err != nil {
-		return nil, err
+// connectPlan opens the tools for the plan arg names (see connect), the
+// mocks among them: --mocks, else NAME.mocks.json beside the plan unless
+// --no-mocks.
+func (rf *runFlags) connectPlan(ctx context.Context, e *env, cmd, arg string) (func(), int) {
+	base := ""
+	if arg != "-" {
+		base = strings.TrimSuffix(strings.TrimSuffix(arg, ".plan"), ".json")
 	}
-	if err := rf.registerMCP(reg); err != nil {
-		return nil, err
-	}
-	return reg, nil
+	rf.mocksFile = mocksFile(rf.mocks, rf.noMocks, base)
+	return rf.connect(ctx, e, cmd)
 }
 
 // prepared is a plan ready to run or simulate.
@@ -63,42 +58,26 @@ type prepared struct {
 	prog  *compiler.Program
 	input map[string]any
 	mocks *toolkit.Mocks
-	reg   *toolkit.Registry
+	// tools are the tools the plan calls.
+	tools toolkit.Chain
 	cfg   compiler.Config
-	// commandsOff is set when the plan's command tools may not run;
-	// netOff when the built-in network tools may reach no host.
-	commandsOff, netOff bool
-	// source is what the program was compiled from, to build it again;
-	// mocksText is the mocks file's text.
-	source    *planfile.Source
-	mocksPath string
-	mocksText []byte
+	// source is what the program was compiled from, to build it again.
+	source *planfile.Source
 }
 
-// prepare reads, checks and compiles a plan, with the built-in tools'
-// signatures available, and reads its input and mocks. It prints
-// diagnostics on stderr and returns the exit status when it cannot go on.
+// prepare reads, checks and compiles a plan, with the signatures of the
+// tools connectPlan opened, and reads its input. It prints diagnostics on
+// stderr and returns the exit status when it cannot go on.
 func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
-	reg, err := rf.registry()
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitUsage
-	}
 	c, prog, status := rf.compileOne(e, arg, compiler.Options{MaxParallel: rf.maxParallel})
 	if prog == nil {
 		return nil, status
 	}
-	p := &prepared{checked: c, prog: prog, reg: reg}
+	p := &prepared{checked: c, prog: prog}
 	p.source = rf.source(c)
-	off, err := rf.registerBound(reg, c.bound)
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitUsage
-	}
-	p.commandsOff = len(off) > 0
-	p.netOff = rf.grants.grants().net.Off()
 	p.cfg, _, _, _ = rf.config(c.src)
 	base := strings.TrimSuffix(strings.TrimSuffix(planPath(c.src), ".plan"), ".json")
+	var err error
 	if p.input, err = rf.readInput(c, base); err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
@@ -108,23 +87,13 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 		lang.WriteText(e.stderr, c.srcs, d, lang.TextOptions{})
 		return nil, exitInput
 	}
-	mocksBase := base
-	if planPath(c.src) == "" {
-		mocksBase = ""
+	if p.tools, err = rf.set.Caller(); err != nil {
+		e.errorf("%v", err)
+		return nil, exitUsage
 	}
-	mocksPath := mocksFile(rf.mocks, rf.noMocks, mocksBase)
-	if mocksPath != "" {
-		b, err := os.ReadFile(mocksPath)
-		if err != nil {
-			e.errorf("reading mocks: %v", err)
-			return nil, exitUsage
-		}
-		p.mocksPath, p.mocksText = mocksPath, b
-		if p.mocks, err = toolkit.ParseMocks(b); err != nil {
-			e.errorf("%s: %v", mocksPath, err)
-			return nil, exitUsage
-		}
-		e.log.Info("answering tools from mocks", "file", mocksPath)
+	p.mocks = p.tools.Mocks
+	if p.mocks != nil {
+		e.log.Info("answering tools from mocks", "file", rf.set.Config().MocksFile)
 	}
 	return p, exitOK
 }
@@ -173,51 +142,6 @@ func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
 		return nil, errors.New("the input must be a JSON object")
 	}
 	return m, nil
-}
-
-// missingTools lists the tools the plan calls that neither the registry
-// nor the mocks answer.
-func (p *prepared) missingTools() []string {
-	var out []string
-	for _, name := range p.calledTools() {
-		if !p.reg.Has(name) && !p.mocks.Has(name) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// explainMissing says why some tools in missing have no implementation:
-// a built-in file tool, which works only in a directory --files names, and
-// a tool whose declaration comes from an imported file with an http or
-// command block (only a tools file given with --tools is bound). It
-// returns the other tools.
-func (p *prepared) explainMissing(e *env, missing []string) []string {
-	var rest []string
-	for _, name := range missing {
-		if name == "file.read" || name == "file.write" {
-			fmt.Fprintf(e.stderr, "obelisk run: %s is off: the file tools work only in a directory the command line names: give --files DIR to let the plan read and write the files in DIR, or answer it in a mocks file\n", name)
-			continue
-		}
-		t := p.prog.Info.Tools[name]
-		if t == nil || t.File == "" || t.Plan != nil || t.Decl == nil || t.Decl.Binding == nil {
-			rest = append(rest, name)
-			continue
-		}
-		fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: its %s block is in %s, which the plan imports, and an imported file gives only signatures; give the file with --tools %s to call it, or answer it in a mocks file\n",
-			name, t.Decl.Binding.Kind, t.File, shellQuote(filepath.Join(p.src.ImportRoot(), filepath.FromSlash(t.File))))
-	}
-	return rest
-}
-
-// calledTools lists the tools the plan and its sub-plans call (not the
-// sub-plans), in the order of their first call.
-func (p *prepared) calledTools() []string {
-	var out []string
-	for _, t := range p.prog.CalledTools() {
-		out = append(out, t.Name)
-	}
-	return out
 }
 
 func relOrSelf(path string) string {

@@ -2,307 +2,107 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/compiler/planfile"
-	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/stdlib"
-	"github.com/obelisk-plan/obelisk/toolkit"
-	"github.com/obelisk-plan/obelisk/toolkit/cmdtool"
-	"github.com/obelisk-plan/obelisk/toolkit/httptool"
-	"github.com/obelisk-plan/obelisk/toolkit/mcp"
+	"github.com/obelisk-plan/obelisk/toolset"
 )
 
-// Tools from outside the plan: MCP servers (--mcp), and tools files whose
-// definitions say how a tool is called (an "http" or "command" block).
+// The operator's tools (toolset): the built-in tools, the tools files
+// (--tools) whose definitions may say how a tool is called (an "http" or
+// "command" block), the MCP servers (--mcp), the mocks and the grants.
 
-// mcpServers are the MCP servers a command started, and their tools under
-// the names plans call them by.
-type mcpServers struct {
-	servers  []*mcp.Server
-	bindings []mcp.Binding
-	decls    []*lang.ToolDecl // the tools' signatures, for the checker
-	// files are the servers' tools as tools files, which a run records.
-	files []planfile.File
-}
-
-// connect starts the servers --mcp names and lists their tools. It
-// returns the function that stops them, or nil and the exit status when
-// one cannot be started or listed.
+// connect opens the tools the flags name: it starts the MCP servers --mcp
+// names and lists their tools, reads the tools files and the mocks. It
+// returns the function that stops the servers, or nil and the exit status
+// when the tools cannot be opened.
 func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), int) {
-	ms := &mcpServers{}
-	stop := func() {
-		for _, s := range ms.servers {
-			if err := s.Close(); err != nil {
-				e.log.Warn("stopping an MCP server", "error", err)
-			}
-		}
-	}
-	parallel, err := cf.parallel()
+	cfg, err := cf.tf.Config()
 	if err != nil {
-		return nil, usageError(e, cmd, "--mcp-parallel %v", err)
+		e.errorf("%v", err)
+		return nil, exitUsage
 	}
-	names := map[string]bool{}
-	for _, spec := range cf.mcp {
-		name, argv, err := mcp.ParseSpec(spec)
-		if err == nil && names[name] {
-			err = fmt.Errorf("two servers are named %s", name)
-		}
-		if err != nil {
-			stop()
-			return nil, usageError(e, cmd, "--mcp %v", err)
-		}
-		names[name] = true
-		log := e.log.Named("mcp").With("server", name)
-		s, err := mcp.Start(ctx, name, argv, mcp.Options{Stderr: log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), MaxParallel: parallel[name], MaxWrites: parallel[name]})
-		if err != nil {
-			stop()
-			fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
-			return nil, exitUsage
-		}
-		log.Info("started", "tools", len(s.Tools()))
-		ms.servers = append(ms.servers, s)
+	cfg.MocksFile = cf.mocksFile
+	set, stop, status := openTools(ctx, e, cmd, cfg, "")
+	if set == nil {
+		return nil, status
 	}
-	for name := range parallel {
-		if !names[name] {
-			stop()
-			return nil, usageError(e, cmd, "--mcp-parallel %s: no server is named %s: name one of --mcp", name, name)
-		}
-	}
-	builtin := map[string]bool{}
-	for _, d := range builtinSignatures() {
-		builtin[d.Name.Name] = true
-	}
-	byServer := map[*mcp.Server][]toolkit.Definition{}
-	for _, b := range mcp.Bind(ms.servers, func(name string) bool { return builtin[name] }) {
-		if !lang.IsToolName(b.Definition.Name) {
-			if b.Definition.Name == b.Tool { // said once, for the bare name
-				e.log.Warn("skipping a tool whose name a plan cannot call (identifiers joined by . or -)", "server", b.Server.Name(), "tool", b.Tool)
-			}
-			continue
-		}
-		ms.bindings = append(ms.bindings, b)
-		byServer[b.Server] = append(byServer[b.Server], b.Definition)
-	}
-	for _, s := range ms.servers {
-		f, decls, diags := planfile.ToolsFile("<"+s.String()+">", byServer[s])
-		ms.files = append(ms.files, f)
-		if diags.HasErrors() {
-			stop()
-			fmt.Fprintf(e.stderr, "obelisk %s: %s lists tools Obelisk cannot read: %v\n", cmd, s, diags)
-			return nil, exitUsage
-		}
-		ms.decls = append(ms.decls, decls...)
-	}
-	cf.servers = ms
+	cf.set = set
 	return stop, exitOK
 }
 
-// parallel reads --mcp-parallel: the bound of calls at once, by server,
-// which bounds the writes too (a server it does not name has one write at
-// a time, the library's default).
-func (cf *checkFlags) parallel() (map[string]int, error) {
-	out := map[string]int{}
-	for _, v := range cf.mcpParallel {
-		name, n, ok := strings.Cut(v, "=")
-		k, err := strconv.Atoi(n)
-		if !ok || name == "" || err != nil || k < 1 {
-			return nil, fmt.Errorf("%q: give NAME=N, with N a whole number of calls, 1 or more", v)
+// openTools opens the tools of cfg; workDir is the directory the tools
+// files' names are relative to ("" for the current one). It returns the
+// set and the function that closes it, or nil and the exit status, having
+// said why.
+func openTools(ctx context.Context, e *env, cmd string, cfg toolset.Config, workDir string) (*toolset.Set, func(), int) {
+	set, err := toolset.Open(ctx, cfg, toolset.Options{Log: e.log, WorkDir: workDir, Explain: toolAdvice})
+	if err != nil {
+		var te *toolset.Error
+		if !errors.As(err, &te) {
+			e.errorf("%v", err)
+			return nil, nil, exitUsage
 		}
-		out[name] = k
+		switch te.Code {
+		case toolset.CodeMCPSpec:
+			return nil, nil, usageError(e, cmd, "--mcp %v", err)
+		case toolset.CodeMCPParallel:
+			return nil, nil, usageError(e, cmd, "--mcp-parallel %v", err)
+		case toolset.CodeMCPUnknown:
+			return nil, nil, usageError(e, cmd, "--mcp-parallel %v: name one of --mcp", err)
+		}
+		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+		return nil, nil, exitUsage
 	}
-	return out, nil
-}
-
-// registerMCP adds the MCP servers' tools to a registry.
-func (cf *checkFlags) registerMCP(reg *toolkit.Registry) error {
-	if cf.servers == nil {
-		return nil
-	}
-	for _, b := range cf.servers.bindings {
-		if err := reg.Register(b.Definition, b); err != nil {
-			return fmt.Errorf("%s: %w", b.Server, err)
+	stop := func() {
+		if err := set.Close(); err != nil {
+			e.log.Warn("stopping an MCP server", "error", err)
 		}
 	}
-	return nil
+	return set, stop, exitOK
 }
 
 // serverTools lists the tools of an MCP server, by the names a plan
 // calls them by, for a hint that routes to the server.
 func (cf *checkFlags) serverTools(server string) ([]string, error) {
-	var out []string
-	found := false
-	if cf.servers != nil {
-		for _, s := range cf.servers.servers {
-			found = found || s.Name() == server
-		}
-		for _, b := range cf.servers.bindings {
-			if b.Server.Name() == server {
-				out = append(out, b.Definition.Name)
-			}
-		}
-	}
+	out, found := cf.set.MCPTools(server)
 	if !found {
 		return nil, fmt.Errorf("it routes to MCP server %s, which no --mcp starts", server)
 	}
 	return out, nil
 }
 
-// mcpDecls returns the signatures of the MCP servers' tools.
-func (cf *checkFlags) mcpDecls() []*lang.ToolDecl {
-	if cf.servers == nil {
-		return nil
+// toolAdvice says what keeps a tool from running, and which flag or file
+// lets it run.
+func toolAdvice(p toolset.Problem) string {
+	switch p.Code {
+	case toolset.CommandsOff:
+		return fmt.Sprintf("%s runs a program (its command block in %s); command tools are off: run again with --allow-commands to let them run", p.Tool, p.File)
+	case toolset.NetworkOff:
+		return fmt.Sprintf("%s reaches the network, which is off: run again with --allow-net=HOST,… naming the hosts the plan may reach (bare --allow-net: any public host), or answer it in a mocks file", p.Tool)
+	case toolset.EnvUnset:
+		return fmt.Sprintf("%s needs the environment variable %s (its http block in %s): set it, or answer the tool in a mocks file", p.Tool, strings.Join(p.Env, ", "), p.File)
+	case toolset.FilesOff:
+		return fmt.Sprintf("%s is off: the file tools work only in a directory the command line names: give --files DIR to let the plan read and write the files in DIR, or answer it in a mocks file", p.Tool)
 	}
-	return cf.servers.decls
+	return p.Error()
 }
 
-// offeredMCPDecls returns the signatures of the MCP servers' tools as a
-// model is offered them: each tool once, by its bare name unless another
-// server or a built-in tool has that name, then as SERVER.TOOL.
-func (cf *checkFlags) offeredMCPDecls() []*lang.ToolDecl {
-	if cf.servers == nil {
-		return nil
-	}
-	bare := map[string]bool{} // server.tool, for the tools bound by their bare name
-	for _, b := range cf.servers.bindings {
-		if b.Definition.Name == b.Tool {
-			bare[b.Server.Name()+"."+b.Tool] = true
-		}
-	}
-	var out []*lang.ToolDecl
-	for _, d := range cf.servers.decls {
-		if !bare[d.Name.Name] {
-			out = append(out, d)
-		}
-	}
-	return out
+// importedAdvice says how to call a tool whose binding is in a file the
+// plan imports: dir is the directory the plan's imports are read from.
+func importedAdvice(p toolset.Problem, dir string) string {
+	return fmt.Sprintf("%s; give the file with --tools %s to call it, or answer it in a mocks file", p.Error(), shellQuote(filepath.Join(dir, filepath.FromSlash(p.File))))
 }
 
-// boundTool is a tool a tools file says how to call.
-type boundTool struct {
-	def  toolkit.Definition
-	kind string // "http" or "command"
-	impl toolkit.Tool
-	file string
-}
-
-// bindTools makes the tools whose operator's definitions (a --tools file)
-// have an "http" or "command" block. An imported file's blocks are never
-// bound: a plan cannot say how a tool is reached. base is the directory
-// the tools files' names are relative to ("" for the current one); web
-// holds the grants of HTTP tools. A block that is wrong is a diagnostic at
-// the block.
-func bindTools(tools []*compiler.Tool, base string, web httptool.Options) ([]*boundTool, lang.Diagnostics) {
-	var out []*boundTool
-	var diags lang.Diagnostics
-	for _, t := range tools {
-		d := t.Decl
-		if d == nil || d.Binding == nil || t.File != "" {
-			continue
-		}
-		b := d.Binding
-		fileDir := filepath.Dir(b.File)
-		if base != "" && !filepath.IsAbs(b.File) {
-			fileDir = filepath.Join(base, fileDir)
-		}
-		def := planfile.Definition(d)
-		bt := &boundTool{def: def, kind: b.Kind, file: b.File}
-		var err error
-		switch b.Kind {
-		case "http":
-			bt.impl, err = httptool.New(def, b.JSON, web)
-		case "command":
-			bt.impl, err = cmdtool.New(def, b.JSON, cmdtool.Options{Dir: fileDir})
-		}
-		if err != nil {
-			diags = append(diags, &lang.Diagnostic{Severity: lang.SeverityError, Code: lang.ImportError, File: b.File, Span: b.Span,
-				Message: fmt.Sprintf("the %s block of %s: %v", b.Kind, t.Name, err)})
-			continue
-		}
-		out = append(out, bt)
-	}
-	return out, diags
-}
-
-// sortedTools returns the tools of a checked plan, sorted by name.
-func sortedTools(info *compiler.Info) []*compiler.Tool {
-	if info == nil {
-		return nil
-	}
-	out := make([]*compiler.Tool, 0, len(info.Tools))
-	for _, t := range info.Tools {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// registerBound adds bound tools to a registry. Command tools run only
-// with --allow-commands; without it they are registered to fail with a
-// message that says so, and their names are returned.
-func (rf *runFlags) registerBound(reg *toolkit.Registry, bound []*boundTool) (off []string, err error) {
-	for _, bt := range bound {
-		impl := bt.impl
-		if bt.kind == "command" && !rf.allowCommands {
-			impl = toolkit.ToolFunc(func(context.Context, map[string]any) (any, error) {
-				return nil, &toolkit.Error{Code: toolkit.CodeToolError, Message: commandsOff(bt), NotRetryable: true}
-			})
-			off = append(off, bt.def.Name)
-		}
-		if err := reg.Register(bt.def, impl); err != nil {
-			return nil, fmt.Errorf("tool %s of %s: a built-in tool or an MCP server's tool has that name: rename one", bt.def.Name, bt.file)
-		}
-	}
-	return off, nil
-}
-
-func commandsOff(bt *boundTool) string {
-	return fmt.Sprintf("%s runs a program (its command block in %s); command tools are off: run again with --allow-commands to let them run", bt.def.Name, bt.file)
-}
-
-// preflight says what keeps the tools the plan calls from running, before
-// anything runs: a command tool while command tools are off, a built-in
-// network tool while the network is off, an HTTP tool whose environment
-// variables are not granted or not set or whose host is not allowed.
-// Tools the mocks answer are not called, so nothing keeps them.
-func (p *prepared) preflight() []string {
-	bound := map[string]*boundTool{}
-	for _, bt := range p.bound {
-		bound[bt.def.Name] = bt
-	}
+// toolProblems returns what keeps the tools from running, as advice,
+// leaving out the tools nothing implements.
+func toolProblems(problems []toolset.Problem) []string {
 	var out []string
-	for _, name := range p.calledTools() {
-		if p.mocks.Has(name) {
-			continue
-		}
-		if p.netOff && stdlib.NeedsNetwork(name) && bound[name] == nil {
-			out = append(out, fmt.Sprintf("%s reaches the network, which is off: run again with --allow-net=HOST,… naming the hosts the plan may reach (bare --allow-net: any public host), or answer it in a mocks file", name))
-			continue
-		}
-		bt := bound[name]
-		if bt == nil {
-			continue
-		}
-		switch impl := bt.impl.(type) {
-		case *cmdtool.Tool:
-			if p.commandsOff {
-				out = append(out, commandsOff(bt))
-			}
-		case *httptool.Tool:
-			if err := impl.CheckEnv(); err != nil {
-				out = append(out, fmt.Sprintf("%s reads the environment (its http block in %s): %v", bt.def.Name, bt.file, err))
-			} else if missing := impl.MissingEnv(); len(missing) > 0 {
-				out = append(out, fmt.Sprintf("%s needs the environment variable %s (its http block in %s): set it, or answer the tool in a mocks file", bt.def.Name, strings.Join(missing, ", "), bt.file))
-			} else if err := impl.CheckNet(); err != nil {
-				out = append(out, fmt.Sprintf("%s (its http block in %s): %v", bt.def.Name, bt.file, err))
-			}
+	for _, p := range problems {
+		if !p.Unimplemented() {
+			out = append(out, toolAdvice(p))
 		}
 	}
 	return out

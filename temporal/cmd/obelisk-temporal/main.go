@@ -223,7 +223,7 @@ func workerCommand() *command {
 				if len(args) != 0 {
 					return e.usageError("expected no arguments, got %d", len(args))
 				}
-				cfg, stop, err := tf.config(ctx)
+				cfg, stop, err := tf.config(ctx, e.stderr)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
