@@ -1,7 +1,6 @@
 package toolset
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -49,7 +48,7 @@ func (s *Set) Files() []planfile.File { return slices.Clone(s.files) }
 
 // MCPFiles returns the MCP servers' tools as tools files, one a server,
 // named <SERVER>.
-func (s *Set) MCPFiles() []planfile.File { return s.mcpFiles() }
+func (s *Set) MCPFiles() []planfile.File { return s.mcpFiles }
 
 // Sources returns the tools files' texts by name, for diagnostics.
 func (s *Set) Sources() lang.Sources {
@@ -93,6 +92,5 @@ func (s *Set) CallableBuiltins() []byte {
 			defs = append(defs, d)
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"tools": defs})
-	return b
+	return toolkit.ToolsJSON(defs)
 }

@@ -28,7 +28,6 @@ package toolset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -179,8 +178,8 @@ type Set struct {
 	fileDecls, mcpDecls, builtinDecls []*lang.ToolDecl
 	builtinDefs                       []toolkit.Definition
 	// files are the tools files, the MCP servers' tools and the built-in
-	// tools as a source records them.
-	files []planfile.File
+	// tools as a source records them; mcpFiles the MCP servers' alone.
+	files, mcpFiles []planfile.File
 	// readDiags are the tools files' diagnostics; bindDiags those of their
 	// http and command blocks.
 	readDiags, bindDiags lang.Diagnostics
@@ -234,9 +233,9 @@ func (s *Set) open(ctx context.Context) error {
 		return &Error{Code: CodeBuiltins, Err: err}
 	}
 	s.builtinDefs = stdlib.Definitions()
-	builtins, _ := json.Marshal(map[string]any{"tools": s.builtinDefs})
 	s.counts.parseBuiltins++
-	s.builtinDecls, _ = lang.ParseTools(BuiltinsName, builtins)
+	var builtins planfile.File
+	builtins, s.builtinDecls, _ = planfile.ToolsFile(BuiltinsName, s.builtinDefs)
 	if err := s.startMCP(ctx); err != nil {
 		return err
 	}
@@ -245,8 +244,8 @@ func (s *Set) open(ctx context.Context) error {
 	}
 	s.mocksErr = s.readMocks()
 	s.files = append(s.files, s.cfg.Tools...)
-	s.files = append(s.files, s.mcpFiles()...)
-	s.files = append(s.files, planfile.File{Name: BuiltinsName, Text: string(builtins)})
+	s.files = append(s.files, s.mcpFiles...)
+	s.files = append(s.files, builtins)
 	s.bind()
 	return nil
 }
@@ -330,20 +329,6 @@ func (s *Set) startMCP(ctx context.Context) error {
 			return errorf(CodeMCPTools, b.Server.Name(), "%s: %w", b.Server, err)
 		}
 	}
-	for _, f := range s.mcpFiles() {
-		decls, diags := lang.ParseTools(f.Name, []byte(f.Text))
-		if diags.HasErrors() {
-			return errorf(CodeMCPTools, strings.Trim(f.Name, "<>"), "%s lists tools Obelisk cannot read: %v", strings.Trim(f.Name, "<>"), diags)
-		}
-		s.mcpDecls = append(s.mcpDecls, decls...)
-	}
-	return nil
-}
-
-// mcpFiles returns the MCP servers' tools as tools files, one a server,
-// named <SERVER>.
-func (s *Set) mcpFiles() []planfile.File {
-	out := make([]planfile.File, 0, len(s.servers))
 	for _, srv := range s.servers {
 		var defs []toolkit.Definition
 		for _, b := range s.bindings {
@@ -351,10 +336,14 @@ func (s *Set) mcpFiles() []planfile.File {
 				defs = append(defs, b.Definition)
 			}
 		}
-		b, _ := json.Marshal(map[string]any{"tools": defs})
-		out = append(out, planfile.File{Name: "<" + srv.String() + ">", Text: string(b)})
+		f, decls, diags := planfile.ToolsFile("<"+srv.String()+">", defs)
+		if diags.HasErrors() {
+			return errorf(CodeMCPTools, srv.Name(), "%s lists tools Obelisk cannot read: %v", srv, diags)
+		}
+		s.mcpFiles = append(s.mcpFiles, f)
+		s.mcpDecls = append(s.mcpDecls, decls...)
 	}
-	return out
+	return nil
 }
 
 // readTools reads the tools files whose text the configuration does not
@@ -414,7 +403,7 @@ func (s *Set) bind() {
 		if s.opts.WorkDir != "" && !filepath.IsAbs(b.File) {
 			fileDir = filepath.Join(s.opts.WorkDir, fileDir)
 		}
-		def := toolkit.Definition{Name: d.Name.Name, Description: d.Doc(), InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		def := planfile.Definition(d)
 		bt := &bound{def: def, kind: b.Kind, file: b.File}
 		var err error
 		switch b.Kind {
