@@ -13,7 +13,6 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // runStatuses are the statuses a run may have, as the filter offers them.
@@ -177,7 +176,7 @@ type diffLine struct {
 
 // runView is the run page.
 type runView struct {
-	journal.Summary
+	durable.Summary
 	Duration  string
 	Input     string
 	Output    string
@@ -259,14 +258,14 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	if e := edited(det.Approvals); e != "" {
 		v.PlanText, v.Edited = e, true
 	}
-	byID := map[string]*journal.Step{}
+	byID := map[string]*durable.Step{}
 	for _, st := range det.Steps {
 		if st.Round == 0 {
 			byID[st.ID] = st
 		}
 	}
-	used := map[*journal.Step]bool{}
-	view := func(anchor string, st *journal.Step, tool *compiler.Tool) *stepView {
+	used := map[*durable.Step]bool{}
+	view := func(anchor string, st *durable.Step, tool *compiler.Tool) *stepView {
 		sv := &stepView{Anchor: anchor, Status: "pending"}
 		if tool != nil {
 			sv.Effect = tool.Effect.String()
@@ -401,7 +400,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 
 // approvalView describes an approval; prog, the run's program, gives the
 // effect of its tool (nil when it does not compile).
-func (s *Server) approvalView(a *journal.Approval, plan string, prog *compiler.Program) *approvalView {
+func (s *Server) approvalView(a *durable.Approval, plan string, prog *compiler.Program) *approvalView {
 	av := &approvalView{Run: a.Run, RunPlan: plan, Round: a.Round, Step: a.Step, What: durable.Describe(a), Tool: a.Tool, Message: a.Message,
 		Plan: a.Plan, Requested: a.Requested, Decided: a.Decided(), DecidedAt: a.DecidedAt, Approved: a.Approved, Note: a.Note, By: a.By,
 		Edited: a.Edit != "", Editable: a.Step == "" && a.Round == 0}
@@ -511,7 +510,7 @@ func continuation(prev *compiler.Program, det *durable.Detail, cfg compiler.Conf
 			state[name] = slot.Initial
 		}
 	}
-	done := map[string]*journal.Step{}
+	done := map[string]*durable.Step{}
 	for _, st := range det.Steps {
 		if st.Round == r-1 && st.Status == vm.StatusCompleted {
 			done[st.ID] = st

@@ -13,7 +13,6 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // tools returns the operator's tools, Go functions, and counts their
@@ -245,7 +244,7 @@ func ExampleStore_Decide() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Status, res.Output, "with", calls.Load(), "calls")
-	if _, err := store.Resume("greet-3", false); errors.As(err, new(*journal.FinishedError)) {
+	if _, err := store.Resume("greet-3", false); errors.As(err, new(*durable.FinishedError)) {
 		fmt.Println(err)
 	}
 	// Output:

@@ -31,7 +31,7 @@ type Settings struct {
 	// edited plans, the statements of a stream.
 	Limits compiler.Limits `json:"limits,omitzero"`
 	// Approval says what becomes of an approval nobody decides.
-	Approval journal.ApprovalPolicy `json:"approval"`
+	Approval ApprovalPolicy `json:"approval"`
 	// Stream is set by Create for a plan that arrives as a stream: its
 	// text is in the journal, not in its source.
 	Stream bool `json:"stream,omitempty"`
@@ -136,8 +136,8 @@ func Transient(p *Plan, set Settings) *Run {
 // Resume takes over a run that stopped (it waits for a decision, was
 // canceled, or its process died), making this process its owner, and
 // builds its program again from the journal. A run another live process
-// owns is refused with a *journal.BusyError unless force is set, and a run
-// that has ended with a *journal.FinishedError. A recorded plan that no
+// owns is refused with a *BusyError unless force is set, and a run
+// that has ended with a *FinishedError. A recorded plan that no
 // longer compiles fails the run, with a *CompileError.
 func (s *Store) Resume(id string, force bool) (*Run, error) {
 	jr, st, err := s.db.Resume(id, force)
@@ -335,7 +335,7 @@ func (r *Run) finish(res *vm.Result, err error) (*vm.Result, error) {
 
 // Pending returns the approvals the run waits for; none for a run without
 // a journal.
-func (r *Run) Pending() ([]*journal.Approval, error) {
+func (r *Run) Pending() ([]*Approval, error) {
 	if r.jr == nil {
 		return nil, nil
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // defaultStateDir is where runs are journaled unless OBELISK_STATE_DIR or
@@ -126,16 +125,16 @@ func (xf *execFlags) registerJournal(fs *flag.FlagSet) {
 	fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
 }
 
-func (xf *execFlags) policy() (journal.ApprovalPolicy, error) {
+func (xf *execFlags) policy() (durable.ApprovalPolicy, error) {
 	switch xf.approvalDefault {
 	case "reject", "approve":
 	default:
-		return journal.ApprovalPolicy{}, fmt.Errorf("unknown --approval-default %q: use reject or approve", xf.approvalDefault)
+		return durable.ApprovalPolicy{}, fmt.Errorf("unknown --approval-default %q: use reject or approve", xf.approvalDefault)
 	}
 	if xf.approvalTimeout < 0 {
-		return journal.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
+		return durable.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
 	}
-	return journal.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
+	return durable.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
 }
 
 // approver returns the interactive approver the flags ask for, or nil.
@@ -227,7 +226,7 @@ type toolSettings struct {
 
 // record returns the settings a run records: its limits and approval
 // policy, and the tool settings.
-func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (durable.Settings, error) {
+func (s *toolSettings) record(opts vm.Options, policy durable.ApprovalPolicy) (durable.Settings, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return durable.Settings{}, err
@@ -611,7 +610,7 @@ func approveCommand() *command {
 	}
 }
 
-func listPending(e *env, list []*journal.Approval) {
+func listPending(e *env, list []*durable.Approval) {
 	for _, p := range list {
 		step := p.Step
 		if step == "" {
@@ -637,7 +636,7 @@ func runsCommand() *command {
 				if *format != "text" && *format != "json" {
 					return usageError(e, "runs", "unknown format %q: use text or json", *format)
 				}
-				var runs []*journal.Summary
+				var runs []*durable.Summary
 				db, err := durable.OpenExisting(sf.dir, durable.Options{})
 				switch {
 				case errors.Is(err, durable.ErrNoJournal):
@@ -654,7 +653,7 @@ func runsCommand() *command {
 				}
 				if *format == "json" {
 					if runs == nil {
-						runs = []*journal.Summary{}
+						runs = []*durable.Summary{}
 					}
 					e.stdout.Write(append(jsonIndent(runs), '\n'))
 					return exitOK
