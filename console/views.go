@@ -83,19 +83,6 @@ func (s *Server) runsView(filter string, now time.Time) (*runsView, error) {
 	return v, nil
 }
 
-// roundDuration rounds a duration for people.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
-}
-
 // stepView is a step of a run, as its row and details show it.
 type stepView struct {
 	Anchor   string
@@ -393,7 +380,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	}
 	for k, ev := range events[v.Earlier:] {
 		v.Events = append(v.Events, eventView{Seq: v.Earlier + k + 1, Time: ev.Time, Elapsed: roundDuration(ev.Elapsed).String(),
-			Type: string(ev.Type), Step: ev.Step, Text: eventText(ev)})
+			Type: string(ev.Type), Step: ev.Step, Text: eventLine(ev)})
 	}
 	return v, nil
 }
@@ -451,33 +438,6 @@ func (s *Server) approvalView(a *durable.Approval, plan string, prog *compiler.P
 	return av
 }
 
-// eventText says what an event holds, in one line.
-func eventText(ev vm.Event) string {
-	var parts []string
-	if ev.Tool != "" {
-		parts = append(parts, "("+ev.Tool+")")
-	}
-	if ev.Attempt > 0 {
-		parts = append(parts, fmt.Sprintf("attempt %d", ev.Attempt))
-	}
-	if ev.Verdict != "" {
-		parts = append(parts, ev.Verdict)
-	}
-	if ev.Error != nil {
-		parts = append(parts, fmt.Sprintf("%s [%s]", ev.Error.Message, ev.Error.Code))
-	}
-	if ev.Reason != "" {
-		parts = append(parts, ev.Reason)
-	}
-	if ev.Message != "" {
-		parts = append(parts, ev.Message)
-	}
-	if ev.Duration > 0 {
-		parts = append(parts, "in "+roundDuration(ev.Duration).String())
-	}
-	return strings.Join(parts, " ")
-}
-
 // jsonText writes a value as indented JSON for people: HTML characters
 // as they are (the template escapes them), the characters that could
 // hide or reorder text escaped.
@@ -527,3 +487,13 @@ func continuation(prev *compiler.Program, det *durable.Detail, cfg compiler.Conf
 	}
 	return prog
 }
+
+// eventLine says what an event holds, in one line, but for its step, which
+// the event's row shows apart.
+func eventLine(ev vm.Event) string {
+	ev.Step = ""
+	return durable.EventText(ev)
+}
+
+// roundDuration rounds a duration for people (durable.RoundDuration).
+func roundDuration(d time.Duration) time.Duration { return durable.RoundDuration(d) }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
@@ -733,168 +731,27 @@ func showCommand() *command {
 					return exitOK
 				}
 				w := escapingWriter{e.stdout}
-				writeRun(w, det, sf.also())
+				if err := det.WriteText(w); err != nil {
+					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					return exitUsage
+				}
+				also := sf.also()
+				switch det.Status {
+				case vm.RunWaiting:
+					fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
+				case "running", vm.RunCanceled:
+					fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
+				}
 				if *events {
 					fmt.Fprintf(w, "\nevents:\n")
 					for _, ev := range evs {
-						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
+						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, durable.EventText(ev))
 					}
 				}
 				return exitOK
 			}
 		},
 	}
-}
-
-func eventText(ev vm.Event) string {
-	var parts []string
-	if ev.Step != "" {
-		parts = append(parts, ev.Step)
-	}
-	if ev.Tool != "" {
-		parts = append(parts, "("+ev.Tool+")")
-	}
-	if ev.Verdict != "" {
-		parts = append(parts, ev.Verdict)
-	}
-	if ev.Error != nil {
-		parts = append(parts, fmt.Sprintf("%s [%s]", ev.Error.Message, ev.Error.Code))
-	}
-	if ev.Reason != "" {
-		parts = append(parts, ev.Reason)
-	}
-	if ev.Message != "" {
-		parts = append(parts, ev.Message)
-	}
-	return strings.Join(parts, " ")
-}
-
-// originText says who made a run, for people.
-func originText(o *durable.Origin) string {
-	switch {
-	case o == nil:
-		return "not recorded (the run is older than the record of origins)"
-	case o.By == durable.ByCLI:
-		return "obelisk, the command line"
-	case o.By == durable.ByMCPServer:
-		grants := o.Grants
-		if len(grants) > 12 {
-			grants = grants[:12]
-		}
-		if o.Name == "" {
-			return fmt.Sprintf("obelisk mcp-server, with no --name (grants %s)", grants)
-		}
-		return fmt.Sprintf("obelisk mcp-server --name %s (grants %s)", shellQuote(o.Name), grants)
-	}
-	return o.By
-}
-
-// writeRun prints a run for people.
-func writeRun(w io.Writer, det *durable.Detail, also string) {
-	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
-	if det.Goal != nil {
-		fmt.Fprintf(w, "goal:      %s (%s mode)\n", det.Goal.Goal, cmp.Or(det.Goal.Mode, agent.Eager))
-		fmt.Fprintf(w, "context:   %s\n", det.Plan)
-	} else {
-		fmt.Fprintf(w, "plan:      %s\n", det.Plan)
-	}
-	if det.Hash != "" {
-		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
-	}
-	fmt.Fprintf(w, "made by:   %s\n", originText(det.Origin))
-	fmt.Fprintf(w, "created:   %s\n", det.Created.Local().Format(time.DateTime))
-	if !det.Finished.IsZero() {
-		fmt.Fprintf(w, "finished:  %s (%s after it was created)\n", det.Finished.Local().Format(time.DateTime), round(det.Finished.Sub(det.Created)))
-	}
-	fmt.Fprintf(w, "processes: %d\n", det.Processes)
-	if det.Error != "" {
-		fmt.Fprintf(w, "error:     %s\n", det.Error)
-	}
-	fmt.Fprintf(w, "input:\n%s\n", indentLines(jsonText(det.Input)))
-	fmt.Fprintf(w, "\nsteps:\n")
-	tw := newTable(w)
-	tw.row("  STEP", "STATUS", "ATTEMPTS", "DURATION", "RESULT")
-	for _, s := range det.Steps {
-		id := s.ID
-		switch {
-		case det.Goal != nil:
-			id = fmt.Sprintf("%s (turn %d)", id, s.Round)
-		case s.Round > 0:
-			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
-		}
-		what := ""
-		switch {
-		case s.Error != nil:
-			what = fmt.Sprintf("%s [%s]", s.Error.Message, s.Error.Code)
-			if s.Handled {
-				what += " (to its || slot)"
-			}
-		case s.Status == vm.StatusSkipped:
-			what = s.Reason
-		case s.Status == vm.StatusCompleted:
-			what = oneLine(s.Result, 60)
-		case s.Status == vm.StatusRunning:
-			what = "started, did not finish: it runs again when the run is resumed"
-		}
-		dur := "-"
-		if s.Duration > 0 {
-			dur = round(s.Duration).String()
-		}
-		tw.row("  "+id, string(s.Status), fmt.Sprint(s.Attempts), dur, what)
-	}
-	tw.flush()
-	if len(det.Approvals) > 0 {
-		fmt.Fprintf(w, "\napprovals:\n")
-		for _, a := range det.Approvals {
-			state := "waiting"
-			if a.Decided() {
-				state = "rejected"
-				if a.Approved {
-					state = "approved"
-				}
-				state += " by " + a.By
-				if a.Note != "" {
-					state += ": " + a.Note
-				}
-			}
-			fmt.Fprintf(w, "  %s: %s\n", durable.Describe(a), state)
-			if !a.Decided() && a.Args != nil {
-				fmt.Fprintf(w, "    arguments: %s\n", oneLine(a.Args, 200))
-			}
-			if a.Diff != "" {
-				fmt.Fprintf(w, "%s\n", indentLines(indentLines(a.Diff)))
-			}
-		}
-	}
-	rounds := make([]int, 0, len(det.Replans))
-	for r := range det.Replans {
-		rounds = append(rounds, r)
-	}
-	sort.Ints(rounds)
-	for _, r := range rounds {
-		fmt.Fprintf(w, "\nplan of replan %d:\n%s\n", r, indentLines(det.Replans[r]))
-	}
-	if det.Output != nil && !det.Finished.IsZero() {
-		fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(det.Output)))
-	}
-	switch det.Status {
-	case vm.RunWaiting:
-		fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
-	case "running", vm.RunCanceled:
-		fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
-	}
-}
-
-func oneLine(v any, max int) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := string(b)
-	if len([]rune(s)) > max {
-		s = string([]rune(s)[:max-1]) + "…"
-	}
-	return s
 }
 
 // table writes aligned columns.
