@@ -1,9 +1,7 @@
 package console
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -438,19 +436,9 @@ func (s *Server) approvalView(a *durable.Approval, plan string, prog *compiler.P
 	return av
 }
 
-// jsonText writes a value as indented JSON for people: HTML characters
-// as they are (the template escapes them), the characters that could
-// hide or reorder text escaped.
-func jsonText(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprintf("(cannot be shown: %v)", err)
-	}
-	return string(lang.EscapeControlJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
-}
+// jsonText writes a value as indented JSON for people (durable.JSONText):
+// the template escapes its HTML characters.
+func jsonText(v any) string { return durable.JSONText(v) }
 
 // continuation compiles the plan of replanning round r as the run did:
 // the declarations of prev, the program of the round before, with the

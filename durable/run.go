@@ -86,7 +86,7 @@ func decodeSettings(raw []byte) (Settings, error) {
 	if s.Caller == nil {
 		s.Caller = json.RawMessage(raw)
 	}
-	return s, nil
+	return s, olderGoal(&s, raw)
 }
 
 // Run is one run of a plan: journaled (Store.Create, Store.Resume) or not
@@ -131,6 +131,51 @@ func (s *Store) Create(p *Plan, id string, set Settings) (*Run, error) {
 func Transient(p *Plan, set Settings) *Run {
 	set.Stream = p.Program == nil && set.Goal == nil
 	return &Run{ID: vm.NewRunID(), plan: p, settings: set}
+}
+
+// StartOptions say where a new run is journaled (see Start).
+type StartOptions struct {
+	// Dir is the state directory whose journal records the run; it and
+	// the journal are created if needed.
+	Dir string
+	// NoJournal runs the run without a journal (see Transient): Dir is
+	// not opened.
+	NoJournal bool
+	// ID names the run; "" gives it a random name.
+	ID string
+	// Options configure the journal.
+	Options Options
+}
+
+// Start makes a new run of a plan: recorded in the journal of the state
+// directory o.Dir, whose Store it returns for the caller to close once
+// the run is done with, or not journaled with o.NoJournal, when the Store
+// is nil.
+func Start(p *Plan, set Settings, o StartOptions) (*Run, *Store, error) {
+	if o.NoJournal {
+		return Transient(p, set), nil, nil
+	}
+	st, err := Open(o.Dir, o.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := st.Create(p, o.ID, set)
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	return r, st, nil
+}
+
+// Caller decodes into v what the run's caller recorded of its tools
+// (Settings.Caller). A record that does not decode cannot be resumed: the
+// run is recorded as failed, and the error says why.
+func (r *Run) Caller(v any) error {
+	if err := json.Unmarshal(r.settings.Caller, v); err != nil {
+		err = fmt.Errorf("run %s: the recorded settings: %w", r.ID, err)
+		r.Fail(err)
+		return err
+	}
+	return nil
 }
 
 // Resume takes over a run that stopped (it waits for a decision, was

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -108,14 +109,14 @@ func (o *Origin) String() string {
 	return o.By
 }
 
-// quoteName quotes a name for a shell, unless it needs no quotes.
+// quoteName quotes a name that holds more than letters, digits and
+// -_./=:@, so that it reads as one word.
 func quoteName(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@", r))
-	}) < 0 {
-		return s
+	const plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@"
+	if s == "" || strings.Trim(s, plain) != "" {
+		return strconv.Quote(s)
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return s
 }
 
 // WriteText writes a run for people: its status, plan or goal, origin
@@ -144,7 +145,7 @@ func (d *Detail) WriteText(w io.Writer) error {
 	if d.Error != "" {
 		p("error:     %s\n", d.Error)
 	}
-	p("input:\n%s\n", indent(jsonText(d.Input)))
+	p("input:\n%s\n", indent(JSONText(d.Input)))
 	p("\nsteps:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	row := func(cells ...string) {
@@ -205,7 +206,7 @@ func (d *Detail) WriteText(w io.Writer) error {
 		p("\nplan of replan %d:\n%s\n", r, indent(d.Replans[r]))
 	}
 	if d.Output != nil && !d.Finished.IsZero() {
-		p("\noutput:\n%s\n", indent(jsonText(d.Output)))
+		p("\noutput:\n%s\n", indent(JSONText(d.Output)))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -216,15 +217,16 @@ func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
-// jsonText is a value as indented JSON, with the characters that could
-// hide or reorder text escaped.
-func jsonText(v any) string {
+// JSONText is a value of a run (its input, a result, the output) as
+// indented JSON for people: HTML characters as they are, the characters
+// that could hide or reorder text escaped (lang.EscapeControlJSON).
+func JSONText(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
+		return fmt.Sprintf("(cannot be shown: %v)", err)
 	}
 	return string(lang.EscapeControlJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
 }

@@ -60,7 +60,7 @@ func TestOriginString(t *testing.T) {
 		{nil, "not recorded (the run is older than the record of origins)"},
 		{&durable.Origin{By: durable.ByCLI}, "obelisk, the command line"},
 		{&durable.Origin{By: durable.ByMCPServer, Grants: "0123456789abcdef"}, "obelisk mcp-server, with no --name (grants 0123456789ab)"},
-		{&durable.Origin{By: durable.ByMCPServer, Name: "shop's", Grants: "ab"}, `obelisk mcp-server --name 'shop'\''s' (grants ab)`},
+		{&durable.Origin{By: durable.ByMCPServer, Name: "shop's desk", Grants: "ab"}, `obelisk mcp-server --name "shop's desk" (grants ab)`},
 		{&durable.Origin{By: "other"}, "other"},
 	} {
 		if got := c.o.String(); got != c.want {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -333,23 +332,23 @@ func agentCommand() *command {
 					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
-				gs := goalSettings{toolSettings: toolSettings{MCP: gf.mcp, AllowCommands: *allowCommands}, ToolFiles: gf.tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate}
+				ts := &toolSettings{MCP: gf.mcp, AllowCommands: *allowCommands}
 				if *mocks != "" {
 					b, err := os.ReadFile(*mocks)
 					if err != nil {
 						e.errorf("mocks: %v", err)
 						return exitUsage
 					}
-					gs.Mocks, gs.MocksFile = string(b), *mocks
+					ts.Mocks, ts.MocksFile = string(b), *mocks
 				}
 				if *files != "" {
-					if gs.Files, err = filepath.Abs(*files); err != nil {
+					if ts.Files, err = filepath.Abs(*files); err != nil {
 						e.errorf("%v", err)
 						return exitUsage
 					}
 				}
-				rf := &runFlags{checkFlags: gf.checkFlags, files: gs.Files, allowCommands: *allowCommands}
-				tools, err := goalTools(rf, c, gs.Mocks)
+				rf := &runFlags{checkFlags: gf.checkFlags, files: ts.Files, allowCommands: *allowCommands}
+				tools, err := goalTools(rf, c, ts.Mocks)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
@@ -362,14 +361,13 @@ func agentCommand() *command {
 				if !*evaluate {
 					evaluator = nil
 				}
-				gs.Models = goalModels{Provider: settings.Provider, Model: settings.Model, EvalModel: settings.EvalModel, MaxTokens: settings.MaxTokens, Timeout: settings.Timeout}
-				b, err := json.Marshal(gs)
+				set, err := ts.record(vm.Options{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0)}, policy)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				set := durable.Settings{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0), Approval: policy, Caller: b,
-					Goal: &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs}}
+				set.Goal = &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
+					GoalContext: durable.GoalContext{ToolFiles: gf.tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate, Models: durable.ModelsOf(settings)}}
 				r, store, status := xf.create(e, &durable.Plan{Source: ps, Input: c.Input}, set)
 				if r == nil {
 					return status

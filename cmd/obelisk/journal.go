@@ -48,21 +48,27 @@ func (sf *stateFlags) open() (*durable.Store, error) {
 	return durable.Open(sf.dir, durable.Options{})
 }
 
-// openRun opens the journal that holds the run named id, creating
-// nothing: for the commands that read or decide on a journaled run. It
-// reports the error itself and returns nil and the exit status: 1 when
-// there is no journal, so no such run.
-func (sf *stateFlags) openRun(e *env, id string) (*durable.Store, int) {
-	db, err := durable.OpenExisting(sf.dir, durable.Options{})
+// openRun opens the journal that holds the run named arg, creating
+// nothing, and returns the run's ID: for the commands that read or decide
+// on a journaled run. It reports the error itself and returns nil and the
+// exit status: 1 when there is no journal or no such run.
+func (sf *stateFlags) openRun(e *env, arg string) (*durable.Store, string, int) {
+	st, err := durable.OpenExisting(sf.dir, durable.Options{})
 	if errors.Is(err, durable.ErrNoJournal) {
-		e.errorf("no run %s: %v", id, err)
-		return nil, exitInput
+		e.errorf("no run %s: %v", arg, err)
+		return nil, "", exitInput
 	}
 	if err != nil {
 		e.errorf("%v", err)
-		return nil, exitUsage
+		return nil, "", exitUsage
 	}
-	return db, exitOK
+	id, err := st.Lookup(arg)
+	if err != nil {
+		st.Close()
+		e.errorf("%v", err)
+		return nil, "", exitInput
+	}
+	return st, id, exitOK
 }
 
 // also returns the flag to repeat in a suggested command.
@@ -180,13 +186,21 @@ func (xf *execFlags) wrapFiller(f vm.Filler) vm.Filler {
 	return f
 }
 
-// eventsFile returns the observer that writes the events to the file of
-// --events (nil without it) and the function that closes the file.
-func (xf *execFlags) eventsFile() (vm.Observer, func() error, error) {
-	if xf.events == "" {
+// closeReporting calls close and reports its error: for a deferred close.
+func closeReporting(e *env, close func() error) {
+	if err := close(); err != nil {
+		e.errorf("%v", err)
+	}
+}
+
+// eventsFile returns the observer that writes events to the file named
+// path, one JSON object a line (nil for ""), and the function that closes
+// the file.
+func eventsFile(path string) (vm.Observer, func() error, error) {
+	if path == "" {
 		return nil, func() error { return nil }, nil
 	}
-	f, err := os.Create(xf.events)
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -305,27 +319,20 @@ func (s *toolSettings) tools(rf *runFlags, plan *durable.Plan, workDir string) (
 }
 
 // create records a new run of a plan in the journal, made by the command
-// line, or makes one that is not journaled with --no-journal. It reports problems itself and returns
-// nil and the exit status when it cannot.
+// line, or makes one that is not journaled with --no-journal. It reports
+// problems itself and returns nil and the exit status when it cannot.
 func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*durable.Run, *durable.Store, int) {
 	set.Origin = &durable.Origin{By: durable.ByCLI}
-	if xf.noJournal {
-		r := durable.Transient(p, set)
+	r, st, err := durable.Start(p, set, durable.StartOptions{Dir: xf.dir, NoJournal: xf.noJournal, ID: xf.runID})
+	switch {
+	case err != nil:
+		e.errorf("%v", err)
+		return nil, nil, exitUsage
+	case st == nil:
 		e.log.Info("running without a journal", "run", r.ID)
-		return r, nil, exitOK
+	default:
+		e.log.Info("journaling the run", "run", r.ID, "journal", st.Path())
 	}
-	st, err := xf.open()
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, nil, exitUsage
-	}
-	r, err := st.Create(p, xf.runID, set)
-	if err != nil {
-		st.Close()
-		e.errorf("%v", err)
-		return nil, nil, exitUsage
-	}
-	e.log.Info("journaling the run", "run", r.ID, "journal", st.Path())
 	return r, st, exitOK
 }
 
@@ -343,21 +350,13 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer func() {
-		if err := closeTools(); err != nil {
-			e.errorf("%v", err)
-		}
-	}()
-	events, closeEvents, err := xf.eventsFile()
+	defer closeReporting(e, closeTools)
+	events, closeEvents, err := eventsFile(xf.events)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer func() {
-		if err := closeEvents(); err != nil {
-			e.errorf("%v", err)
-		}
-	}()
+	defer closeReporting(e, closeEvents)
 	total := 0
 	if p := r.Plan().Program; p != nil {
 		total = len(p.Steps)
@@ -425,6 +424,17 @@ func showReplans(e *env) vm.Observer {
 // waiting tells the user what to run next for a run that waits.
 func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 	fmt.Fprintln(e.stderr, summary(res))
+	saved(e, r, "run", xf.also())
+	if policy := r.Settings().Approval; policy.Timeout > 0 {
+		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
+	}
+	return exitWaiting
+}
+
+// saved tells the user what a journaled run waits for, and the commands
+// that decide and continue it (what is "run" or "goal"; also repeats the
+// --state-dir flag).
+func saved(e *env, r *durable.Run, what, also string) {
 	pending, err := r.Pending()
 	if err != nil {
 		e.errorf("%v", err)
@@ -432,12 +442,7 @@ func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 	for _, p := range pending {
 		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", durable.Describe(p))
 	}
-	id, also := r.ID, xf.also()
-	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the run with\n  obelisk resume%s %s\n", id, also, id, also, id)
-	if policy := r.Settings().Approval; policy.Timeout > 0 {
-		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
-	}
-	return exitWaiting
+	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the %s with\n  obelisk resume%s %s\n", r.ID, also, r.ID, what, also, r.ID)
 }
 
 func resumeCommand() *command {
@@ -458,16 +463,11 @@ func resumeCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
 				}
-				st, status := xf.openRun(e, args[0])
+				st, id, status := xf.openRun(e, args[0])
 				if st == nil {
 					return status
 				}
 				defer st.Close()
-				id, err := st.Lookup(args[0])
-				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
-				}
 				r, err := st.Resume(id, *force)
 				if err != nil {
 					if ce := (*durable.CompileError)(nil); errors.As(err, &ce) {
@@ -476,23 +476,14 @@ func resumeCommand() *command {
 					e.errorf("%v", err)
 					return exitInput
 				}
-				if r.Goal() != nil {
-					return resumeGoal(ctx, e, r, &xf, gf, &mf)
-				}
-				var ts toolSettings
-				if err := json.Unmarshal(r.Settings().Caller, &ts); err != nil {
-					err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
-					r.Fail(err)
-					e.errorf("%v", err)
-					return exitInput
-				}
-				rf, stop, status := ts.connect(ctx, e, "resume")
-				if rf == nil {
-					r.Leave(errors.New("its tools could not be started"))
+				ts, rf, stop, status := recordedTools(ctx, e, r, gf)
+				if ts == nil {
 					return status
 				}
 				defer stop()
-				rf.grants = gf
+				if r.Goal() != nil {
+					return resumeGoal(ctx, e, r, &xf, ts, rf, &mf)
+				}
 				tools, problems, err := ts.tools(rf, r.Plan(), r.Plan().Source.WorkDir)
 				if err != nil {
 					err = fmt.Errorf("run %s: %w", id, err)
@@ -512,6 +503,25 @@ func resumeCommand() *command {
 			}
 		},
 	}
+}
+
+// recordedTools reads what a resumed run recorded of its tools and starts
+// its MCP servers, with the grants of the resuming command (gf), never the
+// journal's. It reports problems itself, fails or leaves the run as they
+// say, and returns nil and the exit status when it cannot.
+func recordedTools(ctx context.Context, e *env, r *durable.Run, gf grantFlags) (*toolSettings, *runFlags, func(), int) {
+	var ts toolSettings
+	if err := r.Caller(&ts); err != nil {
+		e.errorf("%v", err)
+		return nil, nil, nil, exitInput
+	}
+	rf, stop, status := ts.connect(ctx, e, "resume")
+	if rf == nil {
+		r.Leave(errors.New("its tools could not be started"))
+		return nil, nil, nil, status
+	}
+	rf.grants = gf
+	return &ts, rf, stop, exitOK
 }
 
 // sourcesOf returns the texts of a source, for diagnostics: the plan and
@@ -544,16 +554,11 @@ func approveCommand() *command {
 				if *edit != "" && *reject {
 					return usageError(e, "approve", "--edit approves an edited plan; it cannot go with --reject")
 				}
-				st, status := sf.openRun(e, args[0])
+				st, id, status := sf.openRun(e, args[0])
 				if st == nil {
 					return status
 				}
 				defer st.Close()
-				id, err := st.Lookup(args[0])
-				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
-				}
 				step := ""
 				if len(args) == 2 {
 					step = args[1]
@@ -626,13 +631,13 @@ func runsCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
-			format := fs.String("format", "text", "text or json")
+			format := formatFlag(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
 					return usageError(e, "runs", "expected no arguments, got %d", len(args))
 				}
-				if *format != "text" && *format != "json" {
-					return usageError(e, "runs", "unknown format %q: use text or json", *format)
+				if status := badFormat(e, *format); status != exitOK {
+					return status
 				}
 				var runs []*durable.Summary
 				db, err := durable.OpenExisting(sf.dir, durable.Options{})
@@ -672,6 +677,19 @@ func runsCommand() *command {
 	}
 }
 
+// formatFlag registers --format of the commands that print runs: text or
+// json.
+func formatFlag(fs *flag.FlagSet) *string { return fs.String("format", "text", "text or json") }
+
+// badFormat reports a --format other than text or json, and returns the
+// exit status: exitOK for those two.
+func badFormat(e *env, format string) int {
+	if format == "text" || format == "json" {
+		return exitOK
+	}
+	return usageError(e, e.cmd, "unknown format %q: use text or json", format)
+}
+
 func jsonIndent(v any) []byte {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -688,34 +706,29 @@ func showCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
-			format := fs.String("format", "text", "text or json")
+			format := formatFlag(fs)
 			events := fs.Bool("events", false, "print the run's event log too (with -format json: the events, one per line)")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "show", "expected one run, got %d", len(args))
 				}
-				if *format != "text" && *format != "json" {
-					return usageError(e, "show", "unknown format %q: use text or json", *format)
+				if status := badFormat(e, *format); status != exitOK {
+					return status
 				}
-				db, status := sf.openRun(e, args[0])
+				db, id, status := sf.openRun(e, args[0])
 				if db == nil {
 					return status
 				}
 				defer db.Close()
-				id, err := db.Lookup(args[0])
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
-					return exitInput
-				}
 				det, err := db.Show(id)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				var evs []vm.Event
 				if *events {
 					if evs, err = db.Events(id); err != nil {
-						fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+						e.errorf("%v", err)
 						return exitUsage
 					}
 				}
@@ -732,7 +745,7 @@ func showCommand() *command {
 				}
 				w := escapingWriter{e.stdout}
 				if err := det.WriteText(w); err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				also := sf.also()
