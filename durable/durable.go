@@ -4,11 +4,14 @@
 // that after its process stops or dies another process resumes it without
 // running again a step that finished; it waits for decisions (approvals)
 // that any process records; and the runs of a journal are listed and
-// shown.
+// shown, as data (Summary, Detail) or as text for people (Detail.WriteText,
+// EventText). The journal is this package's own: the programs above it
+// use this package's names for what it records.
 //
 // The obelisk command is a thin layer over this package: `obelisk run`,
-// `apply`, `resume`, `approve`, `runs` and `show` each call one or two of
-// its functions, and a Go program that embeds Obelisk calls the same ones.
+// `apply`, `agent`, `resume`, `approve`, `runs` and `show` each call one
+// or two of its functions (Start, Store.Resume, Store.Decide, Store.Runs,
+// Store.Show), and a Go program that embeds Obelisk calls the same ones.
 // What the package does not do is choose the tools: the caller gives a run
 // its tools (a vm.Caller), and records with the run, in Settings.Caller,
 // what it needs to build them again when the run is resumed. The grants

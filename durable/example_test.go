@@ -252,3 +252,42 @@ func ExampleStore_Decide() {
 	// completed sent: Hello, Ada! with 2 calls
 	// run greet-3 has ended (completed): there is nothing to resume
 }
+
+// Start a run of a plan in a state directory. Journaled, with nobody to
+// ask, it waits at the approval gate for a decision that any process may
+// record (see Store.Decide); StartOptions.NoJournal would run it without
+// a journal instead, and the gate would reject.
+func ExampleStart() {
+	dir, err := os.MkdirTemp("", "obelisk")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	var calls atomic.Int64
+	reg := tools(&calls)
+	plan, _, err := durable.Compile(source("greet.plan", greeting, reg), map[string]any{"name": "Ada"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, store, err := durable.Start(plan, durable.Settings{}, durable.StartOptions{Dir: dir, ID: "greet-4"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	res, err := r.Execute(context.Background(), durable.ExecOptions{Tools: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.ID, res.Status)
+	pending, err := r.Pending()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, a := range pending {
+		fmt.Println("waiting for", durable.Describe(a))
+	}
+	// Output:
+	// greet-4 waiting
+	// waiting for step sent (send) "Send the greeting?"
+}

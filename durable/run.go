@@ -39,10 +39,9 @@ type Settings struct {
 	// Run.Pursue).
 	Goal *GoalSpec `json:"goal,omitempty"`
 	// Caller is the caller's own record of what it needs to build the
-	// run's tools again (its mocks, directories, servers), and a goal's
-	// context and models: a JSON value kept as it is and given back by
-	// Resume. It holds no grants and no secrets: those are the resuming
-	// program's.
+	// run's tools again (its mocks, directories, servers): a JSON value
+	// kept as it is and given back by Resume (see Run.Caller). It holds
+	// no grants and no secrets: those are the resuming program's.
 	Caller json.RawMessage `json:"caller,omitempty"`
 	// Origin says who made the run; nil for a run recorded before runs
 	// recorded it.
