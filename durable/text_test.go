@@ -72,21 +72,17 @@ func TestOriginString(t *testing.T) {
 // TestWriteText shows a journaled run that waits for an approval, then
 // has completed: its steps, approvals and output, escaped.
 func TestWriteText(t *testing.T) {
-	store, err := durable.Open(t.TempDir(), durable.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	var calls atomic.Int64
 	reg := tools(&calls)
 	plan, _, err := durable.Compile(source("greeting.plan", greeting, reg), map[string]any{"name": "Ada\x1b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.Create(plan, "g", durable.Settings{Origin: &durable.Origin{By: durable.ByCLI}})
+	r, store, err := durable.Start(plan, durable.Settings{Origin: &durable.Origin{By: durable.ByCLI}}, durable.StartOptions{Dir: t.TempDir(), ID: "g"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer store.Close()
 	res, err := r.Execute(t.Context(), durable.ExecOptions{Tools: reg})
 	if err != nil || res.Status != vm.RunWaiting {
 		t.Fatalf("%v %v", res, err)
