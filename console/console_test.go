@@ -18,7 +18,6 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // gatePlan fetches a value, then sends it behind an approval gate.
@@ -215,7 +214,7 @@ func (c *client) csrf(path string) string {
 }
 
 // pending returns the approvals run id waits for.
-func pending(t *testing.T, st *durable.Store, id string) []*journal.Approval {
+func pending(t *testing.T, st *durable.Store, id string) []*durable.Approval {
 	t.Helper()
 	p, err := st.Pending(id)
 	if err != nil {

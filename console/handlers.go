@@ -18,7 +18,6 @@ import (
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // routes sets up the console's pages.
@@ -121,7 +120,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if _, err := s.store.Stored(id); err != nil {
-		if errors.Is(err, journal.ErrNotFound) {
+		if errors.Is(err, durable.ErrNotFound) {
 			refuse(w, http.StatusNotFound, "no run "+quoteHost(id)+" in this journal: the list of runs is at /")
 			return "", false
 		}
@@ -225,7 +224,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	var ap *journal.Approval
+	var ap *durable.Approval
 	for _, p := range pending {
 		if p.Round == round && p.Step == step {
 			ap = p
@@ -345,7 +344,7 @@ func compileEdit(src *planfile.Source, edit string) (*compiler.Program, error) {
 }
 
 // edited returns the plan a person approved in place of a run's, or "".
-func edited(approvals []*journal.Approval) string {
+func edited(approvals []*durable.Approval) string {
 	for _, a := range approvals {
 		if a.Round == 0 && a.Step == "" && a.Decided() && a.Approved {
 			return a.Edit

@@ -1,9 +1,7 @@
 package console
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // runStatuses are the statuses a run may have, as the filter offers them.
@@ -82,19 +79,6 @@ func (s *Server) runsView(filter string, now time.Time) (*runsView, error) {
 	}
 	sort.SliceStable(v.Rows, func(i, j int) bool { return v.Rows[i].Waiting > 0 && v.Rows[j].Waiting == 0 })
 	return v, nil
-}
-
-// roundDuration rounds a duration for people.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
 }
 
 // stepView is a step of a run, as its row and details show it.
@@ -177,7 +161,7 @@ type diffLine struct {
 
 // runView is the run page.
 type runView struct {
-	journal.Summary
+	durable.Summary
 	Duration  string
 	Input     string
 	Output    string
@@ -259,14 +243,14 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	if e := edited(det.Approvals); e != "" {
 		v.PlanText, v.Edited = e, true
 	}
-	byID := map[string]*journal.Step{}
+	byID := map[string]*durable.Step{}
 	for _, st := range det.Steps {
 		if st.Round == 0 {
 			byID[st.ID] = st
 		}
 	}
-	used := map[*journal.Step]bool{}
-	view := func(anchor string, st *journal.Step, tool *compiler.Tool) *stepView {
+	used := map[*durable.Step]bool{}
+	view := func(anchor string, st *durable.Step, tool *compiler.Tool) *stepView {
 		sv := &stepView{Anchor: anchor, Status: "pending"}
 		if tool != nil {
 			sv.Effect = tool.Effect.String()
@@ -394,14 +378,14 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	}
 	for k, ev := range events[v.Earlier:] {
 		v.Events = append(v.Events, eventView{Seq: v.Earlier + k + 1, Time: ev.Time, Elapsed: roundDuration(ev.Elapsed).String(),
-			Type: string(ev.Type), Step: ev.Step, Text: eventText(ev)})
+			Type: string(ev.Type), Step: ev.Step, Text: eventLine(ev)})
 	}
 	return v, nil
 }
 
 // approvalView describes an approval; prog, the run's program, gives the
 // effect of its tool (nil when it does not compile).
-func (s *Server) approvalView(a *journal.Approval, plan string, prog *compiler.Program) *approvalView {
+func (s *Server) approvalView(a *durable.Approval, plan string, prog *compiler.Program) *approvalView {
 	av := &approvalView{Run: a.Run, RunPlan: plan, Round: a.Round, Step: a.Step, What: durable.Describe(a), Tool: a.Tool, Message: a.Message,
 		Plan: a.Plan, Requested: a.Requested, Decided: a.Decided(), DecidedAt: a.DecidedAt, Approved: a.Approved, Note: a.Note, By: a.By,
 		Edited: a.Edit != "", Editable: a.Step == "" && a.Round == 0}
@@ -452,46 +436,9 @@ func (s *Server) approvalView(a *journal.Approval, plan string, prog *compiler.P
 	return av
 }
 
-// eventText says what an event holds, in one line.
-func eventText(ev vm.Event) string {
-	var parts []string
-	if ev.Tool != "" {
-		parts = append(parts, "("+ev.Tool+")")
-	}
-	if ev.Attempt > 0 {
-		parts = append(parts, fmt.Sprintf("attempt %d", ev.Attempt))
-	}
-	if ev.Verdict != "" {
-		parts = append(parts, ev.Verdict)
-	}
-	if ev.Error != nil {
-		parts = append(parts, fmt.Sprintf("%s [%s]", ev.Error.Message, ev.Error.Code))
-	}
-	if ev.Reason != "" {
-		parts = append(parts, ev.Reason)
-	}
-	if ev.Message != "" {
-		parts = append(parts, ev.Message)
-	}
-	if ev.Duration > 0 {
-		parts = append(parts, "in "+roundDuration(ev.Duration).String())
-	}
-	return strings.Join(parts, " ")
-}
-
-// jsonText writes a value as indented JSON for people: HTML characters
-// as they are (the template escapes them), the characters that could
-// hide or reorder text escaped.
-func jsonText(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprintf("(cannot be shown: %v)", err)
-	}
-	return string(lang.EscapeControlJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
-}
+// jsonText writes a value as indented JSON for people (durable.JSONText):
+// the template escapes its HTML characters.
+func jsonText(v any) string { return durable.JSONText(v) }
 
 // continuation compiles the plan of replanning round r as the run did:
 // the declarations of prev, the program of the round before, with the
@@ -511,7 +458,7 @@ func continuation(prev *compiler.Program, det *durable.Detail, cfg compiler.Conf
 			state[name] = slot.Initial
 		}
 	}
-	done := map[string]*journal.Step{}
+	done := map[string]*durable.Step{}
 	for _, st := range det.Steps {
 		if st.Round == r-1 && st.Status == vm.StatusCompleted {
 			done[st.ID] = st
@@ -528,3 +475,13 @@ func continuation(prev *compiler.Program, det *durable.Detail, cfg compiler.Conf
 	}
 	return prog
 }
+
+// eventLine says what an event holds, in one line, but for its step, which
+// the event's row shows apart.
+func eventLine(ev vm.Event) string {
+	ev.Step = ""
+	return durable.EventText(ev)
+}
+
+// roundDuration rounds a duration for people (durable.RoundDuration).
+func roundDuration(d time.Duration) time.Duration { return durable.RoundDuration(d) }

@@ -15,7 +15,7 @@ type ChoiceError struct {
 	Step string
 	// Waiting are the approvals the run waits for: none, or the several
 	// to choose from.
-	Waiting []*journal.Approval
+	Waiting []*Approval
 }
 
 // Error says which.
@@ -33,12 +33,12 @@ func (e *ChoiceError) Error() string {
 // "plan" for the approval of the whole plan. With step "", the run must
 // wait for one approval only, which it returns. Otherwise the error is a
 // *ChoiceError.
-func (s *Store) Choose(id, step string) (*journal.Approval, error) {
+func (s *Store) Choose(id, step string) (*Approval, error) {
 	pending, err := s.db.Pending(id)
 	if err != nil {
 		return nil, err
 	}
-	var chosen []*journal.Approval
+	var chosen []*Approval
 	for _, p := range pending {
 		if step == "" || p.Step == step || (step == "plan" && p.Step == "") {
 			chosen = append(chosen, p)
@@ -76,7 +76,7 @@ var ErrEditStep = errors.New("an edited plan replaces the whole plan: it applies
 // run is then resumed to take it. A request decided already keeps its
 // first decision. An edited plan that does not check is refused with its
 // diagnostics (a lang.Diagnostics, wrapped), and nothing is recorded.
-func (s *Store) Decide(id string, ap *journal.Approval, dec Decision) error {
+func (s *Store) Decide(id string, ap *Approval, dec Decision) error {
 	jd := journal.Decision{Approved: dec.Approved, Note: dec.Note, By: dec.By}
 	if dec.Plan != nil {
 		if ap.Step != "" || ap.Round != 0 {

@@ -4,11 +4,14 @@
 // that after its process stops or dies another process resumes it without
 // running again a step that finished; it waits for decisions (approvals)
 // that any process records; and the runs of a journal are listed and
-// shown.
+// shown, as data (Summary, Detail) or as text for people (Detail.WriteText,
+// EventText). The journal is this package's own: the programs above it
+// use this package's names for what it records.
 //
 // The obelisk command is a thin layer over this package: `obelisk run`,
-// `apply`, `resume`, `approve`, `runs` and `show` each call one or two of
-// its functions, and a Go program that embeds Obelisk calls the same ones.
+// `apply`, `agent`, `resume`, `approve`, `runs` and `show` each call one
+// or two of its functions (Start, Store.Resume, Store.Decide, Store.Runs,
+// Store.Show), and a Go program that embeds Obelisk calls the same ones.
 // What the package does not do is choose the tools: the caller gives a run
 // its tools (a vm.Caller), and records with the run, in Settings.Caller,
 // what it needs to build them again when the run is resumed. The grants
@@ -89,7 +92,7 @@ func (s *Store) Path() string { return s.db.Path() }
 func (s *Store) Lookup(id string) (string, error) { return s.db.Lookup(id) }
 
 // Runs lists the runs, the newest first.
-func (s *Store) Runs() ([]*journal.Summary, error) { return s.db.Runs() }
+func (s *Store) Runs() ([]*Summary, error) { return s.db.Runs() }
 
 // Detail is everything the journal holds of a run, and its goal when it
 // is the run of a goal.
@@ -127,7 +130,7 @@ func (s *Store) Events(id string) ([]vm.Event, error) { return s.db.Events(id) }
 // Stored returns what the journal recorded of run id when it was created:
 // its source, input, settings and planfile hash. It changes nothing, and
 // takes no ownership of the run.
-func (s *Store) Stored(id string) (*journal.Stored, error) { return s.db.Stored(id) }
+func (s *Store) Stored(id string) (*Stored, error) { return s.db.Stored(id) }
 
 // Origin returns who made run id (the run named id exactly), or nil for
 // a run that recorded no origin.
@@ -148,7 +151,7 @@ func (s *Store) Origin(id string) (*Origin, error) {
 func (s *Store) Mark(id string) (string, error) { return s.db.Mark(id) }
 
 // Pending returns the approvals a run waits for.
-func (s *Store) Pending(id string) ([]*journal.Approval, error) { return s.db.Pending(id) }
+func (s *Store) Pending(id string) ([]*Approval, error) { return s.db.Pending(id) }
 
 // StepCounts says how many of a run's steps are in each status, for
 // people: "2 completed, 1 waiting"; "" when none has a status it names.
@@ -164,7 +167,7 @@ func StepCounts(m map[vm.Status]int) string {
 
 // Describe says what an approval is about, for people: the plan, a step
 // and its tool, or a replan's changes, with the request's message.
-func Describe(a *journal.Approval) string {
+func Describe(a *Approval) string {
 	var what string
 	switch {
 	case a.Step == "" && a.Round > 0 && a.Diff != "":

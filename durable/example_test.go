@@ -13,7 +13,6 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // tools returns the operator's tools, Go functions, and counts their
@@ -245,11 +244,50 @@ func ExampleStore_Decide() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Status, res.Output, "with", calls.Load(), "calls")
-	if _, err := store.Resume("greet-3", false); errors.As(err, new(*journal.FinishedError)) {
+	if _, err := store.Resume("greet-3", false); errors.As(err, new(*durable.FinishedError)) {
 		fmt.Println(err)
 	}
 	// Output:
 	// waiting for step sent (send) "Send the greeting?"
 	// completed sent: Hello, Ada! with 2 calls
 	// run greet-3 has ended (completed): there is nothing to resume
+}
+
+// Start a run of a plan in a state directory. Journaled, with nobody to
+// ask, it waits at the approval gate for a decision that any process may
+// record (see Store.Decide); StartOptions.NoJournal would run it without
+// a journal instead, and the gate would reject.
+func ExampleStart() {
+	dir, err := os.MkdirTemp("", "obelisk")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	var calls atomic.Int64
+	reg := tools(&calls)
+	plan, _, err := durable.Compile(source("greet.plan", greeting, reg), map[string]any{"name": "Ada"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, store, err := durable.Start(plan, durable.Settings{}, durable.StartOptions{Dir: dir, ID: "greet-4"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	res, err := r.Execute(context.Background(), durable.ExecOptions{Tools: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(r.ID, res.Status)
+	pending, err := r.Pending()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, a := range pending {
+		fmt.Println("waiting for", durable.Describe(a))
+	}
+	// Output:
+	// greet-4 waiting
+	// waiting for step sent (send) "Send the greeting?"
 }

@@ -1,10 +1,12 @@
 package durable
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
@@ -25,6 +27,60 @@ type GoalSpec struct {
 	MaxGoalSteps      int    `json:"maxGoalSteps,omitempty"`
 	MaxReplanAttempts int    `json:"maxReplanAttempts,omitempty"`
 	MaxRepairs        int    `json:"maxRepairs,omitempty"`
+	GoalContext
+}
+
+// GoalContext is what a goal's run records to build its context and its
+// models again when it is resumed: which tools files' tools are offered
+// to the model, whether the built-in tools are, the input given over the
+// context document's, whether an evaluator judges, and the models it
+// began with. The models' address and key are not among them: a resumed
+// goal takes them from the program that resumes it.
+type GoalContext struct {
+	ToolFiles []string       `json:"toolFiles,omitempty"`
+	Builtins  bool           `json:"builtins,omitempty"`
+	Input     map[string]any `json:"input,omitempty"`
+	Evaluate  bool           `json:"evaluate,omitempty"`
+	Models    GoalModels     `json:"models"`
+}
+
+// GoalModels are the models a goal began with.
+type GoalModels struct {
+	Provider  string        `json:"provider,omitempty"`
+	Model     string        `json:"model,omitempty"`
+	EvalModel string        `json:"evalModel,omitempty"`
+	MaxTokens int           `json:"maxTokens,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty"`
+}
+
+// ModelsOf returns the models of settings, as a goal records them.
+func ModelsOf(s llm.Settings) GoalModels {
+	return GoalModels{Provider: s.Provider, Model: s.Model, EvalModel: s.EvalModel, MaxTokens: s.MaxTokens, Timeout: s.Timeout}
+}
+
+// Under returns s with the goal's provider, models and answer bound where
+// s names none: a resumed goal keeps the models it began with unless the
+// program that resumes it names others.
+func (m GoalModels) Under(s llm.Settings) llm.Settings {
+	s.Provider = cmp.Or(s.Provider, m.Provider)
+	s.Model = cmp.Or(s.Model, m.Model)
+	s.EvalModel = cmp.Or(s.EvalModel, m.EvalModel)
+	s.MaxTokens = cmp.Or(s.MaxTokens, m.MaxTokens)
+	return s
+}
+
+// olderGoal reads the context of a goal recorded before its spec held it:
+// then its caller's settings did, beside the caller's own fields.
+func olderGoal(set *Settings, raw []byte) error {
+	var probe struct {
+		Goal struct {
+			Models json.RawMessage `json:"models"`
+		} `json:"goal"`
+	}
+	if set.Goal == nil || json.Unmarshal(raw, &probe) != nil || probe.Goal.Models != nil || len(set.Caller) == 0 {
+		return nil
+	}
+	return json.Unmarshal(set.Caller, &set.Goal.GoalContext)
 }
 
 // Goal returns the run's goal, or nil for the run of a plan.

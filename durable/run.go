@@ -31,7 +31,7 @@ type Settings struct {
 	// edited plans, the statements of a stream.
 	Limits compiler.Limits `json:"limits,omitzero"`
 	// Approval says what becomes of an approval nobody decides.
-	Approval journal.ApprovalPolicy `json:"approval"`
+	Approval ApprovalPolicy `json:"approval"`
 	// Stream is set by Create for a plan that arrives as a stream: its
 	// text is in the journal, not in its source.
 	Stream bool `json:"stream,omitempty"`
@@ -39,10 +39,9 @@ type Settings struct {
 	// Run.Pursue).
 	Goal *GoalSpec `json:"goal,omitempty"`
 	// Caller is the caller's own record of what it needs to build the
-	// run's tools again (its mocks, directories, servers), and a goal's
-	// context and models: a JSON value kept as it is and given back by
-	// Resume. It holds no grants and no secrets: those are the resuming
-	// program's.
+	// run's tools again (its mocks, directories, servers): a JSON value
+	// kept as it is and given back by Resume (see Run.Caller). It holds
+	// no grants and no secrets: those are the resuming program's.
 	Caller json.RawMessage `json:"caller,omitempty"`
 	// Origin says who made the run; nil for a run recorded before runs
 	// recorded it.
@@ -86,7 +85,7 @@ func decodeSettings(raw []byte) (Settings, error) {
 	if s.Caller == nil {
 		s.Caller = json.RawMessage(raw)
 	}
-	return s, nil
+	return s, olderGoal(&s, raw)
 }
 
 // Run is one run of a plan: journaled (Store.Create, Store.Resume) or not
@@ -133,11 +132,56 @@ func Transient(p *Plan, set Settings) *Run {
 	return &Run{ID: vm.NewRunID(), plan: p, settings: set}
 }
 
+// StartOptions say where a new run is journaled (see Start).
+type StartOptions struct {
+	// Dir is the state directory whose journal records the run; it and
+	// the journal are created if needed.
+	Dir string
+	// NoJournal runs the run without a journal (see Transient): Dir is
+	// not opened.
+	NoJournal bool
+	// ID names the run; "" gives it a random name.
+	ID string
+	// Options configure the journal.
+	Options Options
+}
+
+// Start makes a new run of a plan: recorded in the journal of the state
+// directory o.Dir, whose Store it returns for the caller to close once
+// the run is done with, or not journaled with o.NoJournal, when the Store
+// is nil.
+func Start(p *Plan, set Settings, o StartOptions) (*Run, *Store, error) {
+	if o.NoJournal {
+		return Transient(p, set), nil, nil
+	}
+	st, err := Open(o.Dir, o.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := st.Create(p, o.ID, set)
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	return r, st, nil
+}
+
+// Caller decodes into v what the run's caller recorded of its tools
+// (Settings.Caller). A record that does not decode cannot be resumed: the
+// run is recorded as failed, and the error says why.
+func (r *Run) Caller(v any) error {
+	if err := json.Unmarshal(r.settings.Caller, v); err != nil {
+		err = fmt.Errorf("run %s: the recorded settings: %w", r.ID, err)
+		r.Fail(err)
+		return err
+	}
+	return nil
+}
+
 // Resume takes over a run that stopped (it waits for a decision, was
 // canceled, or its process died), making this process its owner, and
 // builds its program again from the journal. A run another live process
-// owns is refused with a *journal.BusyError unless force is set, and a run
-// that has ended with a *journal.FinishedError. A recorded plan that no
+// owns is refused with a *BusyError unless force is set, and a run
+// that has ended with a *FinishedError. A recorded plan that no
 // longer compiles fails the run, with a *CompileError.
 func (s *Store) Resume(id string, force bool) (*Run, error) {
 	jr, st, err := s.db.Resume(id, force)
@@ -335,7 +379,7 @@ func (r *Run) finish(res *vm.Result, err error) (*vm.Result, error) {
 
 // Pending returns the approvals the run waits for; none for a run without
 // a journal.
-func (r *Run) Pending() ([]*journal.Approval, error) {
+func (r *Run) Pending() ([]*Approval, error) {
 	if r.jr == nil {
 		return nil, nil
 	}

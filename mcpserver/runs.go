@@ -15,7 +15,6 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // A run executes in a goroutine of the server, under the server's context,
@@ -309,7 +308,7 @@ func (s *Server) answer(id string, runErr error) (*sdk.CallToolResult, error) {
 			failed = append(failed, fmt.Sprintf("%s failed: %s [%s]", st.ID, st.Error.Message, st.Error.Code))
 		}
 	}
-	a.Summary = stepCounts(det.Detail)
+	a.Summary = stepCounts(&det.Summary)
 	s.mu.Lock()
 	ar := s.active[id]
 	s.mu.Unlock()
@@ -364,21 +363,17 @@ func (s *Server) answer(id string, runErr error) (*sdk.CallToolResult, error) {
 
 // stepCounts says how many steps ended how: "5 steps: 4 completed, 1
 // skipped".
-func stepCounts(det *journal.Detail) string {
+func stepCounts(sum *durable.Summary) string {
 	total := 0
-	var parts []string
-	for _, st := range []vm.Status{vm.StatusCompleted, vm.StatusFailed, vm.StatusSkipped, vm.StatusWaiting, vm.StatusRunning} {
-		if n := det.Summary.Steps[st]; n > 0 {
-			total += n
-			parts = append(parts, fmt.Sprintf("%d %s", n, st))
-		}
+	for _, n := range sum.Steps {
+		total += n
 	}
-	s := fmt.Sprintf("%s, %d step(s)", det.Status, total)
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
+	s := fmt.Sprintf("%s, %d step(s)", sum.Status, total)
+	if counts := durable.StepCounts(sum.Steps); counts != "" {
+		s += ": " + counts
 	}
-	if !det.Finished.IsZero() {
-		s += fmt.Sprintf(", in %s", det.Finished.Sub(det.Created).Round(time.Millisecond))
+	if !sum.Finished.IsZero() {
+		s += fmt.Sprintf(", in %s", sum.Finished.Sub(sum.Created).Round(time.Millisecond))
 	}
 	return s
 }
@@ -445,7 +440,7 @@ func (s *Server) resumeRun(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 		return s.follow(ctx, req, ar, s.waitFor(args.Wait))
 	}
 	r, err := s.opts.Store.Resume(id, false)
-	var finished *journal.FinishedError
+	var finished *durable.FinishedError
 	switch {
 	case errors.As(err, &finished):
 		return s.answer(id, nil)

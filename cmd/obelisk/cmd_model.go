@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -332,7 +331,7 @@ func agentCommand() *command {
 					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
-				gs := goalSettings{toolSettings: toolSettings{Config: gf.set.Config().Record()}, ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate}
+				ts := &toolSettings{Config: gf.set.Config()}
 				tools, err := goalTools(gf.set, c)
 				if err != nil {
 					e.errorf("%v", err)
@@ -346,14 +345,13 @@ func agentCommand() *command {
 				if !*evaluate {
 					evaluator = nil
 				}
-				gs.Models = goalModels{Provider: settings.Provider, Model: settings.Model, EvalModel: settings.EvalModel, MaxTokens: settings.MaxTokens, Timeout: settings.Timeout}
-				b, err := json.Marshal(gs)
+				set, err := ts.record(vm.Options{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0)}, policy)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				set := durable.Settings{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0), Approval: policy, Caller: b,
-					Goal: &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs}}
+				set.Goal = &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
+					GoalContext: durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input, Evaluate: *evaluate, Models: durable.ModelsOf(settings)}}
 				r, store, status := xf.create(e, &durable.Plan{Source: ps, Input: c.Input}, set)
 				if r == nil {
 					return status

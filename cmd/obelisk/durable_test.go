@@ -16,10 +16,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // gateServer answers GET /NAME?from=X with {"value": "NAME(X)"} and counts
@@ -507,10 +507,10 @@ func TestKillAgentGoal(t *testing.T) {
 }
 
 // waitTextEnd waits until the journal in state records the end of a
-// run's text (journal.Run.EndText), read as another process writes it.
+// run's text, read as another process writes it.
 func waitTextEnd(t *testing.T, state, run, name string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, journal.FileName)+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, durable.FileName)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}

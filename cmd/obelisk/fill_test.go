@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 const holePlan = `tool checkBillingHistory(customerId: string) -> {orders: int, refundable: number} pure
@@ -227,7 +227,7 @@ func TestKillAfterFillAndResume(t *testing.T) {
 	if len(keys) != 2 || keys[0] != "r/a" || keys[1] != keys[0] {
 		t.Errorf("idempotency keys of a: %q, want r/a twice", keys)
 	}
-	db, err := journal.Open(state, journal.Options{})
+	db, err := durable.Open(state, durable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestKillAfterFillAndResume(t *testing.T) {
 	if err != nil || det.Status != vm.RunCompleted {
 		t.Fatalf("the journal says %v %v", det, err)
 	}
-	if _, err := os.Stat(filepath.Join(state, journal.FileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(state, durable.FileName)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,36 +14,11 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
-	"github.com/obelisk-plan/obelisk/toolkit/permission"
 	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )
-
-// goalSettings are what the run of a goal records, besides its tools'
-// settings, to build its context and its models again when it is
-// resumed: which tools files' tools are offered to the model, whether
-// the built-in tools are, the input, whether an evaluator judges, and the
-// models. The models' address and key are not among them: a resumed goal
-// takes them from its own command line and environment.
-type goalSettings struct {
-	toolSettings
-	ToolFiles []string       `json:"toolFiles,omitempty"`
-	Builtins  bool           `json:"builtins,omitempty"`
-	Input     map[string]any `json:"input,omitempty"`
-	Evaluate  bool           `json:"evaluate,omitempty"`
-	Models    goalModels     `json:"models"`
-}
-
-// goalModels are the models a goal began with.
-type goalModels struct {
-	Provider  string        `json:"provider,omitempty"`
-	Model     string        `json:"model,omitempty"`
-	EvalModel string        `json:"evalModel,omitempty"`
-	MaxTokens int           `json:"maxTokens,omitempty"`
-	Timeout   time.Duration `json:"timeout,omitempty"`
-}
 
 // goalSource reads what a goal's context is made of, as a source a run
 // records: the context document (--context) as its text, and the tools
@@ -165,21 +139,13 @@ type goalExec struct {
 // pursue pursues a goal's run and reports how it went: the result on
 // stdout, a line per turn and a summary on stderr.
 func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.Context, cfg compiler.Config, tools toolkit.Chain) int {
-	observers := []vm.Observer{vm.LogEvents(e.log.Named(e.cmd)), turnLines(e)}
-	if gx.events != "" {
-		f, err := os.Create(gx.events)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		obs, werr := vm.JSONLEvents(f)
-		observers = append(observers, obs)
-		defer func() {
-			if err := errors.Join(werr(), f.Close()); err != nil {
-				e.errorf("%v", err)
-			}
-		}()
+	events, closeEvents, err := eventsFile(gx.events)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
 	}
+	defer closeReporting(e, closeEvents)
+	observers := []vm.Observer{vm.LogEvents(e.log.Named(e.cmd)), turnLines(e), events}
 	opts := agent.Options{Context: c, Planner: gx.planner, Evaluator: gx.evaluator, Check: cfg, Tools: tools,
 		Approver: gx.approver, Observer: vm.Observers(observers...), RunTimeout: gx.runTimeout,
 		Filler: &fill.Model{Model: gx.planner}}
@@ -205,14 +171,7 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 	fmt.Fprintln(e.stderr, goalSummary(res))
 	switch {
 	case res.Status == agent.GoalWaiting && r.Journaled():
-		pending, err := r.Pending()
-		if err != nil {
-			e.errorf("%v", err)
-		}
-		for _, p := range pending {
-			fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", durable.Describe(p))
-		}
-		fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the goal with\n  obelisk resume%s %s\n", r.ID, gx.also, r.ID, gx.also, r.ID)
+		saved(e, r, "goal", gx.also)
 		return exitWaiting
 	case res.Status != agent.GoalCompleted:
 		if r.Journaled() && res.Status == agent.GoalCanceled {
@@ -227,21 +186,9 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 // tools again from what the run recorded, with the grants of the resume
 // command, and the models from the resume command's flags and
 // environment (the models the goal began with, unless they name others).
-func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf *permission.Flags, mf *modelFlags) int {
-	var gs goalSettings
-	if err := json.Unmarshal(r.Settings().Caller, &gs); err != nil {
-		err = fmt.Errorf("run %s: the recorded settings: %w", r.ID, err)
-		r.Fail(err)
-		e.errorf("%v", err)
-		return exitInput
-	}
-	set, stop, status := gs.open(ctx, e, "resume", r.Plan().Source, gf)
-	if set == nil {
-		r.Leave(errors.New("its tools could not be started"))
-		return status
-	}
-	defer stop()
-	c, cfg, diags := contextOf(r.Plan().Source, gs.ToolFiles, gs.Builtins, gs.Input, set.Builtins())
+func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, set *toolset.Set, mf *modelFlags) int {
+	spec := r.Goal()
+	c, cfg, diags := contextOf(r.Plan().Source, spec.ToolFiles, spec.Builtins, spec.Input, set.Builtins())
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, sourcesOf(r.Plan().Source), diags, e.textOptions())
 		err := fmt.Errorf("run %s: the recorded context does not parse", r.ID)
@@ -255,26 +202,14 @@ func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, gf *
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	m := *mf
-	if m.settings.Provider == "" {
-		m.settings.Provider = gs.Models.Provider
-	}
-	if m.settings.Model == "" {
-		m.settings.Model = gs.Models.Model
-	}
-	if m.settings.EvalModel == "" {
-		m.settings.EvalModel = gs.Models.EvalModel
-	}
-	if m.settings.MaxTokens == 0 {
-		m.settings.MaxTokens = gs.Models.MaxTokens
-	}
+	m := modelFlags{settings: spec.Models.Under(mf.settings)}
 	planner, evaluator, _, err := m.models(e)
 	if err != nil {
 		r.Leave(err)
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	if !gs.Evaluate {
+	if !spec.Evaluate {
 		evaluator = nil
 	}
 	gx := &goalExec{planner: planner, evaluator: evaluator, approver: xf.approver(e), events: xf.events, runTimeout: xf.runTimeout, also: xf.also()}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,9 +22,7 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // defaultStateDir is where runs are journaled unless OBELISK_STATE_DIR or
@@ -51,21 +48,27 @@ func (sf *stateFlags) open() (*durable.Store, error) {
 	return durable.Open(sf.dir, durable.Options{})
 }
 
-// openRun opens the journal that holds the run named id, creating
-// nothing: for the commands that read or decide on a journaled run. It
-// reports the error itself and returns nil and the exit status: 1 when
-// there is no journal, so no such run.
-func (sf *stateFlags) openRun(e *env, id string) (*durable.Store, int) {
-	db, err := durable.OpenExisting(sf.dir, durable.Options{})
+// openRun opens the journal that holds the run named arg, creating
+// nothing, and returns the run's ID: for the commands that read or decide
+// on a journaled run. It reports the error itself and returns nil and the
+// exit status: 1 when there is no journal or no such run.
+func (sf *stateFlags) openRun(e *env, arg string) (*durable.Store, string, int) {
+	st, err := durable.OpenExisting(sf.dir, durable.Options{})
 	if errors.Is(err, durable.ErrNoJournal) {
-		e.errorf("no run %s: %v", id, err)
-		return nil, exitInput
+		e.errorf("no run %s: %v", arg, err)
+		return nil, "", exitInput
 	}
 	if err != nil {
 		e.errorf("%v", err)
-		return nil, exitUsage
+		return nil, "", exitUsage
 	}
-	return db, exitOK
+	id, err := st.Lookup(arg)
+	if err != nil {
+		st.Close()
+		e.errorf("%v", err)
+		return nil, "", exitInput
+	}
+	return st, id, exitOK
 }
 
 // also returns the flag to repeat in a suggested command.
@@ -126,16 +129,16 @@ func (xf *execFlags) registerJournal(fs *flag.FlagSet) {
 	fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
 }
 
-func (xf *execFlags) policy() (journal.ApprovalPolicy, error) {
+func (xf *execFlags) policy() (durable.ApprovalPolicy, error) {
 	switch xf.approvalDefault {
 	case "reject", "approve":
 	default:
-		return journal.ApprovalPolicy{}, fmt.Errorf("unknown --approval-default %q: use reject or approve", xf.approvalDefault)
+		return durable.ApprovalPolicy{}, fmt.Errorf("unknown --approval-default %q: use reject or approve", xf.approvalDefault)
 	}
 	if xf.approvalTimeout < 0 {
-		return journal.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
+		return durable.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
 	}
-	return journal.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
+	return durable.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
 }
 
 // approver returns the interactive approver the flags ask for, or nil.
@@ -183,13 +186,21 @@ func (xf *execFlags) wrapFiller(f vm.Filler) vm.Filler {
 	return f
 }
 
-// eventsFile returns the observer that writes the events to the file of
-// --events (nil without it) and the function that closes the file.
-func (xf *execFlags) eventsFile() (vm.Observer, func() error, error) {
-	if xf.events == "" {
+// closeReporting calls close and reports its error: for a deferred close.
+func closeReporting(e *env, close func() error) {
+	if err := close(); err != nil {
+		e.errorf("%v", err)
+	}
+}
+
+// eventsFile returns the observer that writes events to the file named
+// path, one JSON object a line (nil for ""), and the function that closes
+// the file.
+func eventsFile(path string) (vm.Observer, func() error, error) {
+	if path == "" {
 		return nil, func() error { return nil }, nil
 	}
-	f, err := os.Create(xf.events)
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -223,7 +234,7 @@ type toolSettings struct {
 
 // record returns the settings a run records: its limits and approval
 // policy, and the tool settings.
-func (s *toolSettings) record(opts vm.Options, policy journal.ApprovalPolicy) (durable.Settings, error) {
+func (s *toolSettings) record(opts vm.Options, policy durable.ApprovalPolicy) (durable.Settings, error) {
 	rec := *s
 	rec.Config = s.Config.Record()
 	b, err := json.Marshal(rec)
@@ -273,27 +284,20 @@ func recordedTools(set *toolset.Set, plan *durable.Plan) (toolkit.Chain, []strin
 }
 
 // create records a new run of a plan in the journal, made by the command
-// line, or makes one that is not journaled with --no-journal. It reports problems itself and returns
-// nil and the exit status when it cannot.
+// line, or makes one that is not journaled with --no-journal. It reports
+// problems itself and returns nil and the exit status when it cannot.
 func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*durable.Run, *durable.Store, int) {
 	set.Origin = &durable.Origin{By: durable.ByCLI}
-	if xf.noJournal {
-		r := durable.Transient(p, set)
+	r, st, err := durable.Start(p, set, durable.StartOptions{Dir: xf.dir, NoJournal: xf.noJournal, ID: xf.runID})
+	switch {
+	case err != nil:
+		e.errorf("%v", err)
+		return nil, nil, exitUsage
+	case st == nil:
 		e.log.Info("running without a journal", "run", r.ID)
-		return r, nil, exitOK
+	default:
+		e.log.Info("journaling the run", "run", r.ID, "journal", st.Path())
 	}
-	st, err := xf.open()
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, nil, exitUsage
-	}
-	r, err := st.Create(p, xf.runID, set)
-	if err != nil {
-		st.Close()
-		e.errorf("%v", err)
-		return nil, nil, exitUsage
-	}
-	e.log.Info("journaling the run", "run", r.ID, "journal", st.Path())
 	return r, st, exitOK
 }
 
@@ -311,21 +315,13 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer func() {
-		if err := closeTools(); err != nil {
-			e.errorf("%v", err)
-		}
-	}()
-	events, closeEvents, err := xf.eventsFile()
+	defer closeReporting(e, closeTools)
+	events, closeEvents, err := eventsFile(xf.events)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer func() {
-		if err := closeEvents(); err != nil {
-			e.errorf("%v", err)
-		}
-	}()
+	defer closeReporting(e, closeEvents)
 	total := 0
 	if p := r.Plan().Program; p != nil {
 		total = len(p.Steps)
@@ -393,6 +389,17 @@ func showReplans(e *env) vm.Observer {
 // waiting tells the user what to run next for a run that waits.
 func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 	fmt.Fprintln(e.stderr, summary(res))
+	saved(e, r, "run", xf.also())
+	if policy := r.Settings().Approval; policy.Timeout > 0 {
+		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
+	}
+	return exitWaiting
+}
+
+// saved tells the user what a journaled run waits for, and the commands
+// that decide and continue it (what is "run" or "goal"; also repeats the
+// --state-dir flag).
+func saved(e *env, r *durable.Run, what, also string) {
 	pending, err := r.Pending()
 	if err != nil {
 		e.errorf("%v", err)
@@ -400,12 +407,7 @@ func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 	for _, p := range pending {
 		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", durable.Describe(p))
 	}
-	id, also := r.ID, xf.also()
-	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the run with\n  obelisk resume%s %s\n", id, also, id, also, id)
-	if policy := r.Settings().Approval; policy.Timeout > 0 {
-		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
-	}
-	return exitWaiting
+	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the %s with\n  obelisk resume%s %s\n", r.ID, also, r.ID, what, also, r.ID)
 }
 
 func resumeCommand() *command {
@@ -426,16 +428,11 @@ func resumeCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
 				}
-				st, status := xf.openRun(e, args[0])
+				st, id, status := xf.openRun(e, args[0])
 				if st == nil {
 					return status
 				}
 				defer st.Close()
-				id, err := st.Lookup(args[0])
-				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
-				}
 				r, err := st.Resume(id, *force)
 				if err != nil {
 					if ce := (*durable.CompileError)(nil); errors.As(err, &ce) {
@@ -444,22 +441,14 @@ func resumeCommand() *command {
 					e.errorf("%v", err)
 					return exitInput
 				}
-				if r.Goal() != nil {
-					return resumeGoal(ctx, e, r, &xf, &gf, &mf)
-				}
-				var ts toolSettings
-				if err := json.Unmarshal(r.Settings().Caller, &ts); err != nil {
-					err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
-					r.Fail(err)
-					e.errorf("%v", err)
-					return exitInput
-				}
-				set, stop, status := ts.open(ctx, e, "resume", r.Plan().Source, &gf)
+				ts, set, stop, status := resumedTools(ctx, e, r, &gf)
 				if set == nil {
-					r.Leave(errors.New("its tools could not be started"))
 					return status
 				}
 				defer stop()
+				if r.Goal() != nil {
+					return resumeGoal(ctx, e, r, &xf, set, &mf)
+				}
 				tools, problems, err := recordedTools(set, r.Plan())
 				if err != nil {
 					err = fmt.Errorf("run %s: %w", id, err)
@@ -479,6 +468,24 @@ func resumeCommand() *command {
 			}
 		},
 	}
+}
+
+// resumedTools opens the tools of a run being resumed, from what the run
+// recorded, with the grants of this command line. It returns the
+// settings recorded, the set and the function that closes it, or a nil
+// set and the exit status, having reported why.
+func resumedTools(ctx context.Context, e *env, r *durable.Run, grants *permission.Flags) (*toolSettings, *toolset.Set, func(), int) {
+	var ts toolSettings
+	if err := r.Caller(&ts); err != nil {
+		e.errorf("%v", err)
+		return nil, nil, nil, exitInput
+	}
+	set, stop, status := ts.open(ctx, e, "resume", r.Plan().Source, grants)
+	if set == nil {
+		r.Leave(errors.New("its tools could not be started"))
+		return nil, nil, nil, status
+	}
+	return &ts, set, stop, exitOK
 }
 
 // sourcesOf returns the texts of a source, for diagnostics: the plan and
@@ -511,16 +518,11 @@ func approveCommand() *command {
 				if *edit != "" && *reject {
 					return usageError(e, "approve", "--edit approves an edited plan; it cannot go with --reject")
 				}
-				st, status := sf.openRun(e, args[0])
+				st, id, status := sf.openRun(e, args[0])
 				if st == nil {
 					return status
 				}
 				defer st.Close()
-				id, err := st.Lookup(args[0])
-				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
-				}
 				step := ""
 				if len(args) == 2 {
 					step = args[1]
@@ -575,7 +577,7 @@ func approveCommand() *command {
 	}
 }
 
-func listPending(e *env, list []*journal.Approval) {
+func listPending(e *env, list []*durable.Approval) {
 	for _, p := range list {
 		step := p.Step
 		if step == "" {
@@ -593,15 +595,15 @@ func runsCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
-			format := fs.String("format", "text", "text or json")
+			format := formatFlag(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
 					return usageError(e, "runs", "expected no arguments, got %d", len(args))
 				}
-				if *format != "text" && *format != "json" {
-					return usageError(e, "runs", "unknown format %q: use text or json", *format)
+				if status := badFormat(e, *format); status != exitOK {
+					return status
 				}
-				var runs []*journal.Summary
+				var runs []*durable.Summary
 				db, err := durable.OpenExisting(sf.dir, durable.Options{})
 				switch {
 				case errors.Is(err, durable.ErrNoJournal):
@@ -618,7 +620,7 @@ func runsCommand() *command {
 				}
 				if *format == "json" {
 					if runs == nil {
-						runs = []*journal.Summary{}
+						runs = []*durable.Summary{}
 					}
 					e.stdout.Write(append(jsonIndent(runs), '\n'))
 					return exitOK
@@ -639,6 +641,19 @@ func runsCommand() *command {
 	}
 }
 
+// formatFlag registers --format of the commands that print runs: text or
+// json.
+func formatFlag(fs *flag.FlagSet) *string { return fs.String("format", "text", "text or json") }
+
+// badFormat reports a --format other than text or json, and returns the
+// exit status: exitOK for those two.
+func badFormat(e *env, format string) int {
+	if format == "text" || format == "json" {
+		return exitOK
+	}
+	return usageError(e, e.cmd, "unknown format %q: use text or json", format)
+}
+
 func jsonIndent(v any) []byte {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -655,34 +670,29 @@ func showCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
-			format := fs.String("format", "text", "text or json")
+			format := formatFlag(fs)
 			events := fs.Bool("events", false, "print the run's event log too (with -format json: the events, one per line)")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
 					return usageError(e, "show", "expected one run, got %d", len(args))
 				}
-				if *format != "text" && *format != "json" {
-					return usageError(e, "show", "unknown format %q: use text or json", *format)
+				if status := badFormat(e, *format); status != exitOK {
+					return status
 				}
-				db, status := sf.openRun(e, args[0])
+				db, id, status := sf.openRun(e, args[0])
 				if db == nil {
 					return status
 				}
 				defer db.Close()
-				id, err := db.Lookup(args[0])
-				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
-					return exitInput
-				}
 				det, err := db.Show(id)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+					e.errorf("%v", err)
 					return exitUsage
 				}
 				var evs []vm.Event
 				if *events {
 					if evs, err = db.Events(id); err != nil {
-						fmt.Fprintf(e.stderr, "obelisk show: %v\n", err)
+						e.errorf("%v", err)
 						return exitUsage
 					}
 				}
@@ -698,168 +708,27 @@ func showCommand() *command {
 					return exitOK
 				}
 				w := escapingWriter{e.stdout}
-				writeRun(w, det, sf.also())
+				if err := det.WriteText(w); err != nil {
+					e.errorf("%v", err)
+					return exitUsage
+				}
+				also := sf.also()
+				switch det.Status {
+				case vm.RunWaiting:
+					fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
+				case "running", vm.RunCanceled:
+					fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
+				}
 				if *events {
 					fmt.Fprintf(w, "\nevents:\n")
 					for _, ev := range evs {
-						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, eventText(ev))
+						fmt.Fprintf(w, "  %s %-8s %-18s %s\n", ev.Time.Local().Format("15:04:05.000"), round(ev.Elapsed), ev.Type, durable.EventText(ev))
 					}
 				}
 				return exitOK
 			}
 		},
 	}
-}
-
-func eventText(ev vm.Event) string {
-	var parts []string
-	if ev.Step != "" {
-		parts = append(parts, ev.Step)
-	}
-	if ev.Tool != "" {
-		parts = append(parts, "("+ev.Tool+")")
-	}
-	if ev.Verdict != "" {
-		parts = append(parts, ev.Verdict)
-	}
-	if ev.Error != nil {
-		parts = append(parts, fmt.Sprintf("%s [%s]", ev.Error.Message, ev.Error.Code))
-	}
-	if ev.Reason != "" {
-		parts = append(parts, ev.Reason)
-	}
-	if ev.Message != "" {
-		parts = append(parts, ev.Message)
-	}
-	return strings.Join(parts, " ")
-}
-
-// originText says who made a run, for people.
-func originText(o *durable.Origin) string {
-	switch {
-	case o == nil:
-		return "not recorded (the run is older than the record of origins)"
-	case o.By == durable.ByCLI:
-		return "obelisk, the command line"
-	case o.By == durable.ByMCPServer:
-		grants := o.Grants
-		if len(grants) > 12 {
-			grants = grants[:12]
-		}
-		if o.Name == "" {
-			return fmt.Sprintf("obelisk mcp-server, with no --name (grants %s)", grants)
-		}
-		return fmt.Sprintf("obelisk mcp-server --name %s (grants %s)", shellQuote(o.Name), grants)
-	}
-	return o.By
-}
-
-// writeRun prints a run for people.
-func writeRun(w io.Writer, det *durable.Detail, also string) {
-	fmt.Fprintf(w, "run %s: %s\n", det.ID, det.Status)
-	if det.Goal != nil {
-		fmt.Fprintf(w, "goal:      %s (%s mode)\n", det.Goal.Goal, cmp.Or(det.Goal.Mode, agent.Eager))
-		fmt.Fprintf(w, "context:   %s\n", det.Plan)
-	} else {
-		fmt.Fprintf(w, "plan:      %s\n", det.Plan)
-	}
-	if det.Hash != "" {
-		fmt.Fprintf(w, "planfile:  %s\n", det.Hash)
-	}
-	fmt.Fprintf(w, "made by:   %s\n", originText(det.Origin))
-	fmt.Fprintf(w, "created:   %s\n", det.Created.Local().Format(time.DateTime))
-	if !det.Finished.IsZero() {
-		fmt.Fprintf(w, "finished:  %s (%s after it was created)\n", det.Finished.Local().Format(time.DateTime), round(det.Finished.Sub(det.Created)))
-	}
-	fmt.Fprintf(w, "processes: %d\n", det.Processes)
-	if det.Error != "" {
-		fmt.Fprintf(w, "error:     %s\n", det.Error)
-	}
-	fmt.Fprintf(w, "input:\n%s\n", indentLines(jsonText(det.Input)))
-	fmt.Fprintf(w, "\nsteps:\n")
-	tw := newTable(w)
-	tw.row("  STEP", "STATUS", "ATTEMPTS", "DURATION", "RESULT")
-	for _, s := range det.Steps {
-		id := s.ID
-		switch {
-		case det.Goal != nil:
-			id = fmt.Sprintf("%s (turn %d)", id, s.Round)
-		case s.Round > 0:
-			id = fmt.Sprintf("%s (replan %d)", id, s.Round)
-		}
-		what := ""
-		switch {
-		case s.Error != nil:
-			what = fmt.Sprintf("%s [%s]", s.Error.Message, s.Error.Code)
-			if s.Handled {
-				what += " (to its || slot)"
-			}
-		case s.Status == vm.StatusSkipped:
-			what = s.Reason
-		case s.Status == vm.StatusCompleted:
-			what = oneLine(s.Result, 60)
-		case s.Status == vm.StatusRunning:
-			what = "started, did not finish: it runs again when the run is resumed"
-		}
-		dur := "-"
-		if s.Duration > 0 {
-			dur = round(s.Duration).String()
-		}
-		tw.row("  "+id, string(s.Status), fmt.Sprint(s.Attempts), dur, what)
-	}
-	tw.flush()
-	if len(det.Approvals) > 0 {
-		fmt.Fprintf(w, "\napprovals:\n")
-		for _, a := range det.Approvals {
-			state := "waiting"
-			if a.Decided() {
-				state = "rejected"
-				if a.Approved {
-					state = "approved"
-				}
-				state += " by " + a.By
-				if a.Note != "" {
-					state += ": " + a.Note
-				}
-			}
-			fmt.Fprintf(w, "  %s: %s\n", durable.Describe(a), state)
-			if !a.Decided() && a.Args != nil {
-				fmt.Fprintf(w, "    arguments: %s\n", oneLine(a.Args, 200))
-			}
-			if a.Diff != "" {
-				fmt.Fprintf(w, "%s\n", indentLines(indentLines(a.Diff)))
-			}
-		}
-	}
-	rounds := make([]int, 0, len(det.Replans))
-	for r := range det.Replans {
-		rounds = append(rounds, r)
-	}
-	sort.Ints(rounds)
-	for _, r := range rounds {
-		fmt.Fprintf(w, "\nplan of replan %d:\n%s\n", r, indentLines(det.Replans[r]))
-	}
-	if det.Output != nil && !det.Finished.IsZero() {
-		fmt.Fprintf(w, "\noutput:\n%s\n", indentLines(jsonText(det.Output)))
-	}
-	switch det.Status {
-	case vm.RunWaiting:
-		fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
-	case "running", vm.RunCanceled:
-		fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
-	}
-}
-
-func oneLine(v any, max int) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	s := string(b)
-	if len([]rune(s)) > max {
-		s = string([]rune(s)[:max-1]) + "…"
-	}
-	return s
 }
 
 // table writes aligned columns.

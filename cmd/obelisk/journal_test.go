@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // asObelisk lets the tests run this test binary as the obelisk command,
@@ -163,7 +163,7 @@ func eventLines(t *testing.T, path string) []string {
 
 func journalLines(t *testing.T, stateDir, run string) ([]string, []vm.Event) {
 	t.Helper()
-	db, err := journal.Open(stateDir, journal.Options{})
+	db, err := durable.Open(stateDir, durable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestKillAndResume(t *testing.T) {
 			beforeKill := srv.counts()
 
 			// What the journal says completed before the kill.
-			db, err := journal.Open(state, journal.Options{})
+			db, err := durable.Open(state, durable.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // slowPlan sleeps for an hour, then echoes.
@@ -29,7 +29,7 @@ func TestRunTimeoutJournaled(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "slow.plan"), slowPlan)
 	status := func(want string) {
 		t.Helper()
-		db, err := journal.Open(filepath.Join(dir, "st"), journal.Options{})
+		db, err := durable.Open(filepath.Join(dir, "st"), durable.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
 )
@@ -117,10 +118,7 @@ func writeStatus(e *env, st *obtemporal.Status, also string) {
 		what := s.Result
 		switch {
 		case s.Error != nil:
-			what = fmt.Sprintf("%s [%s]", s.Error.Message, s.Error.Code)
-			if s.Handled {
-				what += " (to its || slot)"
-			}
+			what = durable.ErrorText(s.Error, s.Handled)
 		case s.Reason != "":
 			what = s.Reason
 		}
@@ -142,14 +140,7 @@ func writeStatus(e *env, st *obtemporal.Status, also string) {
 			}
 			state := "waiting"
 			if a.Decided {
-				state = "rejected"
-				if a.Approved {
-					state = "approved"
-				}
-				state += " by " + a.By
-				if a.Note != "" {
-					state += ": " + a.Note
-				}
+				state = durable.DecisionText(a.Approved, a.By, a.Note)
 			} else if a.Message != "" {
 				what += " (" + a.Message + ")"
 			}
