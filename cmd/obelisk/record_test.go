@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/vm"
-	"github.com/obelisk-plan/obelisk/vm/journal"
 )
 
 // TestToolSettingsRecord: a run records its tools as it did before they
@@ -25,7 +25,7 @@ func TestToolSettingsRecord(t *testing.T) {
 	}
 	ts.Tools = []planfile.File{{Name: "tools.json", Text: "{}"}}
 	ts.Grants = []string{"--allow-net"}
-	set, err := ts.record(vm.Options{}, journal.ApprovalPolicy{})
+	set, err := ts.record(vm.Options{}, durable.ApprovalPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
