@@ -481,7 +481,7 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 	} else if len(candidates) > 0 && len(candidates) <= 12 {
 		d.Message += "; the available tools are " + strings.Join(candidates, ", ")
 	} else if len(candidates) == 0 {
-		d.Message += ": the plan declares no tools; declare it with `tool " + name + "(…) -> T` or pass a tools file with --tools"
+		d.Message += ": the plan declares no tools; declare it with `tool " + name + "(…) -> T` or give the checker a tools file that provides it (compiler.Config.Tools)"
 	}
 	return nil
 }

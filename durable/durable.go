@@ -21,7 +21,6 @@
 package durable
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -181,5 +180,6 @@ func Describe(a *journal.Approval) string {
 }
 
 // errNoApprover is the error of an approval nobody can give: a run
-// without a journal, and nobody to ask.
-var errNoApprover = errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
+// without a journal, and nobody to ask (vm.ErrNoApprover, which
+// errors.Is finds).
+var errNoApprover = vm.ErrNoApprover
