@@ -744,7 +744,7 @@ func (c *checker) checkPlans() {
 		c.emptyPlan()
 	}
 	if c.steps > c.limits.MaxSteps {
-		d := c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
+		d := c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d (compiler.Limits.MaxSteps)", c.steps, c.limits.MaxSteps)
 		d.Fix = &lang.Fix{Message: fewerSteps(c.file.JSON)}
 	}
 }

@@ -645,7 +645,7 @@ func (pc *planChecker) checkStep(s *Step) {
 			case m < 1:
 				c.errorf(lang.InvalidOption, n.Each.Max.Span, "max must be at least 1, not %d", m)
 			case m > c.limits.MaxForEach:
-				c.errorf(lang.LimitExceeded, n.Each.Max.Span, "max %d is more than the limit of %d elements for a for each", m, c.limits.MaxForEach)
+				c.errorf(lang.LimitExceeded, n.Each.Max.Span, "max %d is more than the limit of %d elements for a for each (compiler.Limits.MaxForEach)", m, c.limits.MaxForEach)
 			default:
 				s.Each.Max = m
 			}

@@ -37,6 +37,10 @@ func TestDiagnosticsNameSettings(t *testing.T) {
 			t.Errorf("%q: no %s naming %s in:\n%s", tc.plan, tc.code, tc.setting, diagText(diags))
 		}
 	}
+	_, diags := checkSource("p.plan", []byte("tool f(x: int) -> int pure\nf(x: 1) -> †state.a\nf(x: 2) -> †state.b\n"), Config{Limits: Limits{MaxSteps: 1}})
+	if len(diags) == 0 || diags[0].Code != lang.LimitExceeded || !strings.Contains(diags[0].Message, "more than the limit of 1 (compiler.Limits.MaxSteps)") {
+		t.Errorf("over the step limit:\n%s", diagText(diags))
+	}
 	if _, _, err := ReadImport(nil, "x.json"); err == nil || !strings.Contains(err.Error(), "(compiler.Config.Tools)") || flagLike.MatchString(err.Error()) {
 		t.Errorf("ReadImport without files: %v", err)
 	}

@@ -45,6 +45,9 @@ var adviceRules = func() []adviceRule {
 		{`\(compiler\.Config\.Hints: the checker's messages list them\)`, `(obelisk check --hints FILE lists them in its messages)`},
 		{`\(compiler\.Config\.Hints\)`, `(--hints)`},
 		{`\(an error in strict mode: compiler\.Config\.Strict\)`, `(an error with --strict)`},
+		{`\(compiler\.Limits\.MaxSteps\)`, `(--max-steps)`},
+		{`\(compiler\.Limits\.MaxForEach\)`, `(--max-fanout)`},
+		{`\(compiler\.Limits\.MaxCost\)`, `(--max-cost)`},
 		// The engine's limits and settings.
 		{`\((?:vm|agent)\.Options\.RunTimeout\)`, `(--run-timeout)`},
 		{`\(vm\.Options\.MaxOutputBytes\)`, `(--max-output)`},
@@ -70,7 +73,7 @@ var adviceRules = func() []adviceRule {
 
 // adviceMarks are what a text holds when a rule may apply: most writes
 // hold none, and are left as they are.
-var adviceMarks = []string{"(permission.", "compiler.Config.", "Options.", "state directory)", "force argument", "llm.Settings", "OBELISK_MODEL=", "Settings left empty"}
+var adviceMarks = []string{"(permission.", "compiler.Config.", "compiler.Limits.", "Options.", "state directory)", "force argument", "llm.Settings", "OBELISK_MODEL=", "Settings left empty"}
 
 // advise rewrites the Go names of limits, grants and settings in s into
 // the flags that set them.

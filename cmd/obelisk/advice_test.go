@@ -32,6 +32,9 @@ func TestAdvise(t *testing.T) {
 			t.Errorf("advise(%q)\n got %q\nwant %q", tc.err, got, tc.want)
 		}
 	}
+	if s, want := "the plan has 9 steps, more than the limit of 8 (compiler.Limits.MaxSteps)", "the plan has 9 steps, more than the limit of 8 (--max-steps)"; advise(s) != want {
+		t.Errorf("advise(%q) = %q", s, advise(s))
+	}
 	if s := "a plan's own text: (vm.Options.RunTimeout) stays"; advise(s) != "a plan's own text: (--run-timeout) stays" {
 		t.Errorf("advise(%q) = %q", s, advise(s))
 	}
