@@ -438,7 +438,7 @@ func (c *checker) collectTools() {
 		case fromImport:
 			c.info.Tools[name] = c.importedTool(src)
 		default:
-			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or pass a tools file with --tools",
+			c.errorf(lang.UnknownTool, d.Name.Span, "tool %s is declared without a signature, and no tools file provides it%s: give its signature, or give the checker a tools file that provides it (compiler.Config.Tools)",
 				name, didYouMean(name, names))
 		}
 	}
@@ -474,7 +474,7 @@ func (c *checker) importTools(imp *lang.ImportDecl) (string, []*lang.ToolDecl) {
 	decls, diags := lang.ParseTools(name, data)
 	if len(diags) > 0 {
 		diags.Sort()
-		d := c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: it is not a tools file this checker can read (%s); an imported file's text is never shown: give the file with --tools to see what is wrong",
+		d := c.errorf(lang.ImportError, imp.Path.Span, "cannot import %s: it is not a tools file this checker can read (%s); an imported file's text is never shown: give the checker the file as the operator's tools (compiler.Config.Tools) to see what is wrong",
 			lang.Quote(path), where(diags[0].Span))
 		related(d, name, diags[0].Span, "the first problem is here")
 	}
@@ -510,7 +510,7 @@ func (c *checker) importedTool(src toolSource) *Tool {
 	if len(c.diags) > n {
 		first := c.diags[n]
 		c.diags = c.diags[:n]
-		d := c.errorf(lang.ImportError, src.imp.Path.Span, "cannot import %s: a tool in it is declared wrongly (%s); an imported file's text is never shown: give the file with --tools to see what is wrong",
+		d := c.errorf(lang.ImportError, src.imp.Path.Span, "cannot import %s: a tool in it is declared wrongly (%s); an imported file's text is never shown: give the checker the file as the operator's tools (compiler.Config.Tools) to see what is wrong",
 			lang.Quote(src.imp.Path.StringValue()), where(first.Span))
 		related(d, src.file, first.Span, "the first problem is here")
 	}
@@ -744,7 +744,7 @@ func (c *checker) checkPlans() {
 		c.emptyPlan()
 	}
 	if c.steps > c.limits.MaxSteps {
-		d := c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d", c.steps, c.limits.MaxSteps)
+		d := c.errorf(lang.LimitExceeded, c.file.Span, "the plan has %d steps, more than the limit of %d (compiler.Limits.MaxSteps)", c.steps, c.limits.MaxSteps)
 		d.Fix = &lang.Fix{Message: fewerSteps(c.file.JSON)}
 	}
 }

@@ -521,7 +521,7 @@ func (pc *planChecker) celCost(e *lang.CELExpr, env *cel.Env, checked *cel.Ast) 
 	if err != nil || est.Max <= lim.MaxCost {
 		return true
 	}
-	pc.c.errorf(lang.LimitExceeded, e.Span, "this expression may cost up to %s to evaluate, more than the limit of %d (a list, map or string of unknown size is taken to hold %d elements): iterate over fewer or smaller lists, or raise the limit if the plan is trusted",
+	pc.c.errorf(lang.LimitExceeded, e.Span, "this expression may cost up to %s to evaluate, more than the limit of %d (a list, map or string of unknown size is taken to hold %d elements): iterate over fewer or smaller lists, or raise the limit (compiler.Limits.MaxCost) if the plan is trusted",
 		costText(est.Max), lim.MaxCost, lim.SizeHint)
 	return false
 }

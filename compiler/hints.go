@@ -35,7 +35,7 @@ func resolveHint(given string, hints map[string]Hint) hintMatch {
 	}
 	names := hintNames(hints)
 	if len(names) == 0 {
-		return hintMatch{why: fmt.Sprintf("hint %s is dropped: the operator declares no hints (--hints), so it routes nothing", given)}
+		return hintMatch{why: fmt.Sprintf("hint %s is dropped: the operator declares no hints (compiler.Config.Hints), so it routes nothing", given)}
 	}
 	for _, n := range names {
 		for _, a := range hints[n].Aliases {

@@ -53,18 +53,18 @@ func (d importDir) Open(name string) (fs.File, error) {
 // rule a path breaks and never quote the file's content.
 func ReadImport(fsys fs.FS, name string) (clean string, text []byte, err error) {
 	if fsys == nil {
-		return "", nil, errors.New("this checker reads no files: pass the tools with --tools instead")
+		return "", nil, errors.New("this checker reads no files: give the checker the file as the operator's tools (compiler.Config.Tools) instead")
 	}
 	if name == "" {
 		return "", nil, errors.New("the path is empty")
 	}
 	slashed := filepath.ToSlash(name)
 	if path.IsAbs(slashed) || filepath.IsAbs(name) || filepath.VolumeName(name) != "" {
-		return "", nil, errors.New("the path is absolute: a plan imports only files inside its own directory; give a path relative to the plan, or pass the file with --tools")
+		return "", nil, errors.New("the path is absolute: a plan imports only files inside its own directory; give a path relative to the plan, or give the checker the file as the operator's tools (compiler.Config.Tools)")
 	}
 	clean = path.Clean(slashed)
 	if clean == ".." || strings.HasPrefix(clean, "../") || !fs.ValidPath(clean) || !filepath.IsLocal(filepath.FromSlash(clean)) {
-		return "", nil, errors.New("the path leads out of the plan's directory: a plan imports only files inside it; pass the file with --tools instead")
+		return "", nil, errors.New("the path leads out of the plan's directory: a plan imports only files inside it; give the checker the file as the operator's tools (compiler.Config.Tools) instead")
 	}
 	if !strings.EqualFold(path.Ext(clean), ".json") {
 		return "", nil, errors.New("a plan imports only tools files, whose names end in .json")

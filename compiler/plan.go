@@ -481,7 +481,7 @@ func (pc *planChecker) lookupTool(call *lang.Call) *Tool {
 	} else if len(candidates) > 0 && len(candidates) <= 12 {
 		d.Message += "; the available tools are " + strings.Join(candidates, ", ")
 	} else if len(candidates) == 0 {
-		d.Message += ": the plan declares no tools; declare it with `tool " + name + "(…) -> T` or pass a tools file with --tools"
+		d.Message += ": the plan declares no tools; declare it with `tool " + name + "(…) -> T` or give the checker a tools file that provides it (compiler.Config.Tools)"
 	}
 	return nil
 }
@@ -645,7 +645,7 @@ func (pc *planChecker) checkStep(s *Step) {
 			case m < 1:
 				c.errorf(lang.InvalidOption, n.Each.Max.Span, "max must be at least 1, not %d", m)
 			case m > c.limits.MaxForEach:
-				c.errorf(lang.LimitExceeded, n.Each.Max.Span, "max %d is more than the limit of %d elements for a for each", m, c.limits.MaxForEach)
+				c.errorf(lang.LimitExceeded, n.Each.Max.Span, "max %d is more than the limit of %d elements for a for each (compiler.Limits.MaxForEach)", m, c.limits.MaxForEach)
 			default:
 				s.Each.Max = m
 			}

@@ -237,7 +237,7 @@ func (pc *planChecker) eachSize(s *Step, each *lang.Each) {
 		pc.c.errorf(lang.LimitExceeded, each.List.Range(), "the list has %d elements, more than the for each's max of %d: raise max, or split the list", n, s.Each.Max)
 		return
 	}
-	pc.c.errorf(lang.LimitExceeded, each.List.Range(), "the list has %d elements, more than the limit of %d for a for each: split the list into several steps, or raise the limit if the plan is trusted", n, s.Each.Max)
+	pc.c.errorf(lang.LimitExceeded, each.List.Range(), "the list has %d elements, more than the limit of %d for a for each: split the list into several steps, or raise the limit (compiler.Limits.MaxForEach) if the plan is trusted", n, s.Each.Max)
 }
 
 // knownLength returns the number of elements of a list operand whose

@@ -24,7 +24,6 @@
 package durable
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -184,5 +183,6 @@ func Describe(a *Approval) string {
 }
 
 // errNoApprover is the error of an approval nobody can give: a run
-// without a journal, and nobody to ask.
-var errNoApprover = errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
+// without a journal, and nobody to ask (vm.ErrNoApprover, which
+// errors.Is finds).
+var errNoApprover = vm.ErrNoApprover

@@ -23,8 +23,8 @@ type TextOptions struct {
 	// diagnostics left out and all of them. With a bound, a diagnostic
 	// shows at most 10 of its related locations.
 	Max int
-	// More, when diagnostics are left out, says how to see them, as
-	// "--max-diagnostics 0 shows them all".
+	// More, when diagnostics are left out, says how to see them: the
+	// caller's words, such as the name of its setting of Max.
 	More string
 }
 

@@ -993,7 +993,7 @@ func (c *jconv) tool(v *jvalue) *ToolDecl {
 		switch {
 		case b == nil:
 		case !c.bindings:
-			c.errorf(b.span, "a plan cannot say how a tool is called: move the %q block of %s to a tools file (--tools, or import)", kind, nv.str)
+			c.errorf(b.span, "a plan cannot say how a tool is called: move the %q block of %s to a tools file: the operator's (compiler.Config.Tools), or one the plan imports", kind, nv.str)
 		case b.kind != jObject:
 			c.errorf(b.span, "%q is an object saying how %s is called", kind, nv.str)
 		case d.Binding != nil:

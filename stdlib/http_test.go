@@ -120,16 +120,16 @@ func TestHTTPGrants(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"no --allow-net", get(nil, srv.URL+"/x"), "http.get: " + srv.host() + ": the network is off: run again with --allow-net=" + srv.host()},
+		{"no --allow-net", get(nil, srv.URL+"/x"), "http.get: " + srv.host() + ": the network is off: allow " + srv.host()},
 		{"no --allow-net, http.request", post(nil, srv.URL+"/transfer"), "http.request: " + srv.host() + ": the network is off"},
-		{"another host allowed", get(grants(t, permission.NetOptions{Allow: []string{"api.example.com"}}), srv.URL), "http.get: " + srv.host() + " is not in --allow-net: run again with --allow-net=" + srv.host()},
-		{"loopback", get(anyPublic, srv.URL), "127.0.0.1:" + port + " is a loopback address, reached only when named: run again with --allow-net=127.0.0.1:" + port},
+		{"another host allowed", get(grants(t, permission.NetOptions{Allow: []string{"api.example.com"}}), srv.URL), "http.get: " + srv.host() + " is not among the allowed hosts: allow " + srv.host()},
+		{"loopback", get(anyPublic, srv.URL), "127.0.0.1:" + port + " is a loopback address, reached only when named: allow 127.0.0.1:" + port},
 		{"IPv6 loopback", get(anyPublic, "http://[::1]:"+port+"/"), "is a loopback address"},
 		{"IPv4-mapped loopback", get(anyPublic, "http://[::ffff:127.0.0.1]:"+port+"/"), "is a loopback address"},
 		{"private", get(anyPublic, "http://10.1.2.3/"), "10.1.2.3:80 is a private address"},
 		{"metadata", get(anyPublic, "http://169.254.169.254/latest/meta-data/"), "169.254.169.254:80 is a link-local address"},
-		{"a name resolving to loopback", get(anyPublic, "http://localhost:"+port+"/"), "localhost:" + port + " resolves to 127.0.0.1, a loopback address, reached only when named: run again with --allow-net=localhost:" + port},
-		{"deny beats allow", get(grants(t, permission.NetOptions{Allow: []string{srv.host()}, Deny: []string{"127.0.0.0/8"}}), srv.URL), "is denied by --deny-net (127.0.0.0/8)"},
+		{"a name resolving to loopback", get(anyPublic, "http://localhost:"+port+"/"), "localhost:" + port + " resolves to 127.0.0.1, a loopback address, reached only when named: allow localhost:" + port},
+		{"deny beats allow", get(grants(t, permission.NetOptions{Allow: []string{srv.host()}, Deny: []string{"127.0.0.0/8"}}), srv.URL), "is denied by the network's deny list (permission.NetOptions.Deny: 127.0.0.0/8)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantDenied(t, tc.err, tc.want) })
 	}
@@ -159,7 +159,7 @@ func TestHTTPRedirects(t *testing.T) {
 	onlyFirst := grants(t, permission.NetOptions{Allow: []string{first.host()}})
 	for _, target := range []string{other.URL + "/loot", "http://169.254.169.254/latest/meta-data/", "http://localhost:" + other.URL[strings.LastIndexByte(other.URL, ':')+1:]} {
 		to = target
-		wantDenied(t, call(onlyFirst), "run again with --allow-net=")
+		wantDenied(t, call(onlyFirst), "(permission.NetOptions.Allow)")
 	}
 	if len(other.requests()) != 0 {
 		t.Fatal("a redirect reached a host the grants do not allow")

@@ -298,7 +298,7 @@ func (f modelFiller) ask(ctx context.Context, req *FillRequest, fail func(code, 
 		what = fmt.Sprintf("argument %s of %s", req.Argument, req.Tool)
 	}
 	if f.r.opts.Filler == nil {
-		return nil, fail(CodeNoFiller, "%s is left for a model to fill, and the run has no model: give it one (obelisk run --model, or vm.Options.Filler), or write the value in the plan", what)
+		return nil, fail(CodeNoFiller, "%s is left for a model to fill, and the run has no model: give it one (vm.Options.Filler), or write the value in the plan", what)
 	}
 	attempts := f.r.opts.MaxFillAttempts
 	if attempts <= 0 {
@@ -306,7 +306,7 @@ func (f modelFiller) ask(ctx context.Context, req *FillRequest, fail func(code, 
 	}
 	for req.Attempt = 1; ; req.Attempt++ {
 		if n := f.r.asked.Add(1); n > int64(f.r.opts.MaxFills) {
-			return nil, fail(toolkit.CodeLimitExceeded, "filling %s would ask a model more than %d times in this run, the most allowed: leave fewer values to a model, or raise the limit (--max-fills)", what, f.r.opts.MaxFills)
+			return nil, fail(toolkit.CodeLimitExceeded, "filling %s would ask a model more than %d times in this run, the most allowed: leave fewer values to a model, or raise the limit (vm.Options.MaxFills)", what, f.r.opts.MaxFills)
 		}
 		v, err := f.r.opts.Filler.Fill(ctx, *req)
 		if err != nil {

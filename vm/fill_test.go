@@ -119,4 +119,5 @@ output †state.r
 	if e == nil || e.Code != toolkit.CodeLimitExceeded || !strings.Contains(e.Message, "would ask a model more than 3 times in this run") || asked != 3 || tools.count("f") != 0 {
 		t.Fatalf("error %+v, asked %d, f called %d times", e, asked, tools.count("f"))
 	}
+	wantSetting(t, "fill limit", e.Message, "vm.Options.MaxFills")
 }

@@ -282,7 +282,7 @@ func (r *runner) limitTime(ctx context.Context) (context.Context, context.Cancel
 		return context.WithCancel(ctx)
 	}
 	cause := &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
-		Message: fmt.Sprintf("the run took longer than its time limit of %s: give it more time (--run-timeout); a journaled run can be resumed", r.opts.RunTimeout)}
+		Message: fmt.Sprintf("the run took longer than its time limit of %s: give it more time (vm.Options.RunTimeout); a journaled run can be resumed", r.opts.RunTimeout)}
 	return context.WithTimeoutCause(ctx, r.opts.RunTimeout, cause)
 }
 
@@ -952,7 +952,7 @@ func (r *runner) limitOutput(spec *callSpec, out outcome) outcome {
 				Message: fmt.Sprintf("the result of %s holds a number JSON cannot hold (NaN or an infinity): the tool must return finite numbers", s.ID)}
 		case over:
 			out.value, out.err = nil, &StepError{Code: "limit-exceeded", Tool: s.ToolName(), Step: s.ID,
-				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (--max-output)", s.ID, r.opts.MaxOutputBytes, n)}
+				Message: fmt.Sprintf("the result of %s is larger than the limit of %d bytes (at least %d): ask the tool for less, or raise the limit (vm.Options.MaxOutputBytes)", s.ID, r.opts.MaxOutputBytes, n)}
 		}
 	}
 	return out
@@ -1365,6 +1365,11 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 	return out, nil
 }
 
+// ErrNoApprover is the error of an approval gate in a run that has no
+// Approver (Options.Approver), nor a journal to wait in: the gate
+// rejects its step with it.
+var ErrNoApprover = errors.New("approval is required and no approver is configured (vm.Options.Approver)")
+
 // approve asks the approver, with the request's events around it. A step
 // that waits for the decision is recorded as waiting (with its result
 // and verdicts so far, for one that waits for a person's judgment of its
@@ -1372,9 +1377,8 @@ func (r *runner) subPlan(ctx context.Context, spec *callSpec, tool *compiler.Too
 func (r *runner) approve(ctx context.Context, req ApprovalRequest, waiting *StepResult) (Decision, error) {
 	r.event(Event{Type: ApprovalRequested, Step: req.Step, Tool: req.Tool, Message: req.Message})
 	if r.opts.Approver == nil {
-		err := errors.New("approval is required and no approver is configured (use --approve to be asked, or --yes to approve everything)")
-		r.event(Event{Type: ApprovalDecided, Step: req.Step, Tool: req.Tool, Verdict: "rejected", Reason: err.Error()})
-		return Decision{}, err
+		r.event(Event{Type: ApprovalDecided, Step: req.Step, Tool: req.Tool, Verdict: "rejected", Reason: ErrNoApprover.Error()})
+		return Decision{}, ErrNoApprover
 	}
 	dec, err := r.opts.Approver.Approve(ctx, req)
 	if errors.Is(err, ErrWaiting) {

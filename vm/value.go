@@ -233,7 +233,7 @@ func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (
 	var stop interpreter.EvalCancelledError
 	switch {
 	case errors.As(err, &stop) && stop.Cause == interpreter.CostLimitExceeded:
-		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: it costs more than the limit of %d: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: it costs more than the limit of %d: give it smaller values, or raise the limit (vm.Options.MaxCost) if the plan is trusted", op.Text, limit)}
 	case ctx.Err() != nil:
 		// Interrupted; the value, if any, may have absorbed the
 		// interruption (an error || true).
@@ -248,7 +248,7 @@ func (e *engine) evalCEL(ctx context.Context, op *compiler.Operand, sc *scope) (
 	}
 	v, err := fromCEL(val, &left)
 	if errors.Is(err, errTooLarge) {
-		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: its value costs more than the limit of %d to take out of CEL: give it smaller values, or raise the limit (--max-cost) if the plan is trusted", op.Text, limit)}
+		return nil, &codedError{code: toolkit.CodeLimitExceeded, err: fmt.Errorf("evaluating %s: its value costs more than the limit of %d to take out of CEL: give it smaller values, or raise the limit (vm.Options.MaxCost) if the plan is trusted", op.Text, limit)}
 	}
 	return v, err
 }

@@ -119,9 +119,10 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	// Everything on standard error is for people, and much of it quotes
 	// plans and tools' results: it is escaped, whether or not it goes to
-	// a terminal, since a log file is read on one later.
-	if _, ok := e.stderr.(escapingWriter); !ok {
-		e.stderr = escapingWriter{e.stderr}
+	// a terminal, since a log file is read on one later. It names the
+	// flags the library's messages mean (advise).
+	if _, ok := e.stderr.(advisingWriter); !ok {
+		e.stderr = advisingWriter{escapingWriter{e.stderr}}
 	}
 	if e.log == nil {
 		level := hclog.LevelFromString(e.getenv("OBELISK_LOG"))

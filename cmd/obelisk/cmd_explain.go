@@ -17,7 +17,7 @@ func explainCommand() *command {
 		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return func(ctx context.Context, args []string) int {
 				docs := lang.CodeDocs()
-				w := escapingWriter{e.stdout}
+				w := advisingWriter{escapingWriter{e.stdout}}
 				if len(args) == 0 {
 					for _, d := range docs {
 						fmt.Fprintf(w, "%-22s %-7s %s\n", d.Code, d.Severity, d.Summary)

@@ -135,11 +135,13 @@ output {
 		t.Fatalf("run without --allow-net: exit %d, stdout %q: the run started\n%s", code, stdout, stderr)
 	}
 
-	// Allowed elsewhere: the calls fail and say which flag would allow
-	// the host.
+	// Allowed elsewhere: the calls fail and say which grant would allow
+	// the host: in the plan's data by its name in the library, and on
+	// stderr as the flag.
 	code, stdout, stderr = cli(t, "run", "--yes", "--no-journal", "--allow-net=api.example.com", "--input", input, plan)
 	if code != exitOK || !strings.Contains(stdout, `"code": "permission-denied"`) ||
-		!strings.Contains(stdout, "http.get: "+srv.host()+" is not in --allow-net: run again with --allow-net="+srv.host()) {
+		!strings.Contains(stdout, "http.get: "+srv.host()+" is not among the allowed hosts: allow "+srv.host()+" (permission.NetOptions.Allow)") ||
+		!strings.Contains(stderr, "http.get: "+srv.host()+" is not in --allow-net: run again with --allow-net="+srv.host()) {
 		t.Fatalf("run with another host allowed: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// Any public host: loopback is not one.

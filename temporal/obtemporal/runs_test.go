@@ -340,7 +340,8 @@ tool big(n: int) -> string pure
 
 	t.Run("unknown tool", func(t *testing.T) {
 		_, out := runPlan(t, c, "hostile", "tool rm(path: string) -> string pure\nrm(path: \"/\") -> †state.x\n", "")
-		if out.Status != vm.RunFailed || !strings.Contains(out.Error, "no implementation for rm") {
+		if out.Status != vm.RunFailed || !strings.Contains(out.Error, "no implementation for rm") ||
+			!strings.Contains(out.Error, "obtemporal.Config.Tools") || strings.Contains(out.Error, "--") {
 			t.Errorf("%s %q", out.Status, out.Error)
 		}
 	})

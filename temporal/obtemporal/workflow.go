@@ -77,7 +77,7 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		return out, nil
 	}
 	if missing := missingTools(cfg, prog); len(missing) > 0 {
-		return &Outcome{Status: vm.RunFailed, Error: fmt.Sprintf("no implementation for %s: the workers of this task queue have no such tool (the plan declares it, the worker's --tools, --mcp and --mocks do not); nothing ran", strings.Join(missing, ", "))}, nil
+		return &Outcome{Status: vm.RunFailed, Error: fmt.Sprintf("no implementation for %s: the workers of this task queue have no such tool (the plan declares it, the worker's tools do not: obtemporal.Config.Tools); nothing ran", strings.Join(missing, ", "))}, nil
 	}
 	r.prog, r.check = prog, checkConfig(cfg, s.Plan)
 	r.input = f.InputValues
@@ -134,7 +134,7 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 			if !ok {
 				out := r.outcome(res)
 				out.Status = vm.RunCanceled
-				out.Error = fmt.Sprintf("the run took longer than its time limit of %s: give it more time (the worker's --run-timeout)", cfg.RunTimeout)
+				out.Error = fmt.Sprintf("the run took longer than its time limit of %s: give it more time (obtemporal.Config.RunTimeout)", cfg.RunTimeout)
 				return out, nil
 			}
 		}
@@ -254,7 +254,7 @@ func (p *pass) sleep(ctx context.Context, d time.Duration) error {
 // waiting.
 func (p *pass) Approve(_ context.Context, req vm.ApprovalRequest) (vm.Decision, error) {
 	if p.r.start.ApproveAll {
-		return vm.Decision{Approved: true, Note: "approved by --yes"}, nil
+		return vm.Decision{Approved: true, Note: "approved by whoever started the run (obtemporal.Start.ApproveAll)"}, nil
 	}
 	if d, ok := p.r.decisions[approvalKey(req.Round, req.Step)]; ok {
 		return vm.Decision{Approved: d.Approve, Note: d.Note}, nil

@@ -210,7 +210,7 @@ func TestRedirectsKeepSecrets(t *testing.T) {
 	opts := granted(t, vars)
 	opts.Net = n
 	_, err = toolWith(t, fmt.Sprintf(block, `, "redirects": "any"`), opts).Call(context.Background(), map[string]any{"city": "Oslo"})
-	wantCode(t, err, toolkit.CodePermissionDenied, other.hostPort()+" is not in --allow-net")
+	wantCode(t, err, toolkit.CodePermissionDenied, other.hostPort()+" is not among the allowed hosts")
 	if len(other.requests()) != 1 {
 		t.Fatal("the other origin got a request")
 	}
@@ -290,10 +290,10 @@ func TestEnvGrants(t *testing.T) {
 		env  permission.EnvOptions
 		want string
 	}{
-		{permission.EnvOptions{}, "weather.forecast: --allow-env does not grant BASE, TOKEN: run again with --allow-env=BASE,TOKEN"},
-		{permission.EnvOptions{Allow: []string{"BASE"}}, "weather.forecast: --allow-env does not grant TOKEN: run again with --allow-env=TOKEN"},
-		{permission.EnvOptions{Any: true, Deny: []string{"TOKEN"}}, "weather.forecast: --deny-env denies TOKEN"},
-		{permission.EnvOptions{Allow: []string{"BASE", "TOKEN"}, Deny: []string{"TOKEN"}}, "--deny-env denies TOKEN"},
+		{permission.EnvOptions{}, "weather.forecast: the environment grant lacks BASE, TOKEN: allow BASE,TOKEN"},
+		{permission.EnvOptions{Allow: []string{"BASE"}}, "weather.forecast: the environment grant lacks TOKEN: allow TOKEN"},
+		{permission.EnvOptions{Any: true, Deny: []string{"TOKEN"}}, "weather.forecast: the environment's deny list denies TOKEN"},
+		{permission.EnvOptions{Allow: []string{"BASE", "TOKEN"}, Deny: []string{"TOKEN"}}, "the environment's deny list denies TOKEN"},
 	} {
 		read = nil
 		opts := granted(t, nil)
@@ -302,7 +302,7 @@ func TestEnvGrants(t *testing.T) {
 		tool := toolWith(t, block, opts)
 		_, err := tool.Call(context.Background(), map[string]any{"city": "Oslo"})
 		wantCode(t, err, toolkit.CodePermissionDenied, tc.want)
-		if err := tool.CheckEnv(); err == nil || !strings.Contains(err.Error(), tc.want[strings.Index(tc.want, "--"):]) {
+		if err := tool.CheckEnv(); err == nil || !strings.Contains(err.Error(), tc.want[strings.Index(tc.want, "the environment"):]) {
 			t.Errorf("CheckEnv: %v", err)
 		}
 		for _, n := range read {
@@ -325,10 +325,10 @@ func TestNetGrants(t *testing.T) {
 		net  *permission.NetOptions
 		want string
 	}{
-		{nil, api.hostPort() + ": the network is off: run again with --allow-net=" + api.hostPort()},
-		{&permission.NetOptions{Allow: []string{"api.example.com"}}, api.hostPort() + " is not in --allow-net: run again with --allow-net=" + api.hostPort()},
-		{&permission.NetOptions{AnyPublic: true}, api.hostPort() + " is a loopback address, reached only when named: run again with --allow-net=" + api.hostPort()},
-		{&permission.NetOptions{Allow: []string{"127.0.0.1"}, Deny: []string{api.hostPort()}}, api.hostPort() + " is denied by --deny-net (" + api.hostPort() + ")"},
+		{nil, api.hostPort() + ": the network is off: allow " + api.hostPort()},
+		{&permission.NetOptions{Allow: []string{"api.example.com"}}, api.hostPort() + " is not among the allowed hosts: allow " + api.hostPort()},
+		{&permission.NetOptions{AnyPublic: true}, api.hostPort() + " is a loopback address, reached only when named: allow " + api.hostPort()},
+		{&permission.NetOptions{Allow: []string{"127.0.0.1"}, Deny: []string{api.hostPort()}}, api.hostPort() + " is denied by the network's deny list (permission.NetOptions.Deny: " + api.hostPort() + ")"},
 	} {
 		opts := granted(t, vars)
 		opts.Net = nil

@@ -270,3 +270,24 @@ func TestProvidersCut(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveErrorsNameSettings: a missing setting is an error errors.Is
+// matches to its sentinel, whose message names the setting and its
+// environment variable, never a command line's flag.
+func TestResolveErrorsNameSettings(t *testing.T) {
+	for _, tt := range []struct {
+		flags llm.Settings
+		env   map[string]string
+		is    error
+		names string
+	}{
+		{flags: llm.Settings{BaseURL: "http://localhost:11434/v1"}, is: llm.ErrNoModel, names: "(llm.Settings.Model, or OBELISK_MODEL)"},
+		{env: map[string]string{"OBELISK_PROVIDER": "openai"}, is: llm.ErrNoAPIKey, names: "(or llm.Settings.BaseURL for an OpenAI-compatible server)"},
+		{is: llm.ErrNoProvider, names: "OPENAI_BASE_URL=URL OBELISK_MODEL="},
+	} {
+		_, err := llm.Resolve(tt.flags, func(k string) string { return tt.env[k] })
+		if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.names) || strings.Contains(err.Error(), "--") {
+			t.Errorf("%+v: %v; want %v naming %q and no flag", tt.flags, err, tt.is, tt.names)
+		}
+	}
+}

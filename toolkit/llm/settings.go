@@ -31,10 +31,30 @@ const OpenAIBaseURL = "https://api.openai.com/v1"
 var ErrNoProvider = errors.New(`no model provider is configured. Set one of:
   OPENAI_API_KEY=…                      OpenAI (models ` + DefaultOpenAIModel + `, ` + DefaultOpenAIEvalModel + `)
   ANTHROPIC_API_KEY=…                   Anthropic (models ` + DefaultAnthropicModel + `, ` + DefaultAnthropicEvalModel + `)
-  --base-url URL --model NAME           an OpenAI-compatible server: Ollama (http://localhost:11434/v1),
+  OPENAI_BASE_URL=URL OBELISK_MODEL=…   an OpenAI-compatible server: Ollama (http://localhost:11434/v1),
                                         vLLM (http://localhost:8000/v1), llama.cpp (http://localhost:8080/v1)
 OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OBELISK_PROVIDER, OBELISK_MODEL and OBELISK_EVAL_MODEL
-may replace the flags --base-url, --provider, --model and --eval-model`)
+fill in the Settings left empty: BaseURL, Provider, Model and EvalModel`)
+
+// ErrNoAPIKey and ErrNoModel are returned, wrapped, by Resolve when a
+// setting the provider needs is missing: the OpenAI API's key, or the
+// name of the model a server other than OpenAI's serves. errors.Is finds
+// them; the message names the setting (llm.Settings.BaseURL,
+// llm.Settings.Model) and its environment variable.
+var (
+	ErrNoAPIKey = errors.New("no API key")
+	ErrNoModel  = errors.New("no model named")
+)
+
+// missing is an error of a missing setting: its message, and the
+// sentinel errors.Is matches.
+type missing struct {
+	is  error
+	msg string
+}
+
+func (e *missing) Error() string { return e.msg }
+func (e *missing) Unwrap() error { return e.is }
 
 // Settings say which provider answers and with which models. The zero
 // value asks Resolve to fill everything from the environment.
@@ -103,9 +123,9 @@ func Resolve(flags Settings, getenv func(string) string) (Settings, error) {
 		own := s.BaseURL == "" || strings.TrimSuffix(s.BaseURL, "/") == OpenAIBaseURL
 		switch {
 		case own && s.APIKey == "":
-			return s, fmt.Errorf("the openai provider needs OPENAI_API_KEY (or --base-url for an OpenAI-compatible server)")
+			return s, &missing{ErrNoAPIKey, "the openai provider needs OPENAI_API_KEY (or llm.Settings.BaseURL for an OpenAI-compatible server)"}
 		case !own && s.Model == "":
-			return s, fmt.Errorf("a server at %s needs the name of its model: give --model NAME (or OBELISK_MODEL)", s.BaseURL)
+			return s, &missing{ErrNoModel, fmt.Sprintf("a server at %s needs the name of its model: give its name (llm.Settings.Model, or OBELISK_MODEL)", s.BaseURL)}
 		}
 		if s.Model == "" {
 			s.Model = DefaultOpenAIModel

@@ -56,7 +56,7 @@ func (n *Net) Client(opts ClientOptions) *http.Client {
 			}
 			if crossed {
 				if opts.Redirects == SameOrigin {
-					return denied("%s redirected to %s, another origin: only redirects within %s are followed", Origin(via[len(via)-1].URL), Origin(req.URL), Origin(first))
+					return denied(RedirectGrant, nil, "%s redirected to %s, another origin: only redirects within %s are followed (%s)", Origin(via[len(via)-1].URL), Origin(req.URL), Origin(first), RedirectGrant)
 				}
 				for _, h := range secret {
 					req.Header.Del(h)

@@ -8,10 +8,10 @@ import (
 
 // EnvOptions are the operator's environment grants.
 type EnvOptions struct {
-	// Any grants every variable (bare --allow-env).
+	// Any grants every variable.
 	Any bool
-	// Allow are the variables of --allow-env; Deny those of --deny-env,
-	// which beat them.
+	// Allow are the variables granted; Deny those refused, which beat
+	// them.
 	Allow, Deny []string
 }
 
@@ -27,13 +27,13 @@ type Env struct {
 func NewEnv(opts EnvOptions) (*Env, error) {
 	e := &Env{any: opts.Any, allow: map[string]bool{}, deny: map[string]bool{}}
 	for _, list := range []struct {
-		flag  string
+		grant Grant
 		names []string
 		set   map[string]bool
-	}{{"--allow-env", opts.Allow, e.allow}, {"--deny-env", opts.Deny, e.deny}} {
+	}{{EnvAllow, opts.Allow, e.allow}, {EnvDeny, opts.Deny, e.deny}} {
 		for _, name := range list.names {
 			if err := CheckEnvEntry(name); err != nil {
-				return nil, fmt.Errorf("%s: %w", list.flag, err)
+				return nil, fmt.Errorf("%s: %w", list.grant, err)
 			}
 			list.set[name] = true
 		}
@@ -41,8 +41,8 @@ func NewEnv(opts EnvOptions) (*Env, error) {
 	return e, nil
 }
 
-// CheckEnvEntry reports what is wrong with an entry of --allow-env or
-// --deny-env: a variable name, of letters, digits and _, not starting
+// CheckEnvEntry reports what is wrong with an entry of EnvOptions.Allow or
+// EnvOptions.Deny: a variable name, of letters, digits and _, not starting
 // with a digit.
 func CheckEnvEntry(name string) error {
 	if name == "" {
@@ -62,8 +62,7 @@ func (e *Env) Granted(name string) bool {
 }
 
 // Check reports whether every variable of names may be read: nil, or a
-// permission-denied error that names those that may not and the flag
-// that would grant them.
+// *Denial that names those that may not and the grant that refuses them.
 func (e *Env) Check(names []string) error {
 	var refused, ungranted []string
 	for _, n := range names {
@@ -77,14 +76,16 @@ func (e *Env) Check(names []string) error {
 	slices.Sort(refused)
 	slices.Sort(ungranted)
 	var parts []string
+	grant := EnvDeny
 	if len(ungranted) > 0 {
-		parts = append(parts, fmt.Sprintf("--allow-env does not grant %s: run again with --allow-env=%s", strings.Join(ungranted, ", "), strings.Join(ungranted, ",")))
+		grant = EnvAllow
+		parts = append(parts, fmt.Sprintf("the environment grant lacks %s: allow %s (%s)", strings.Join(ungranted, ", "), strings.Join(ungranted, ","), EnvAllow))
 	}
 	if len(refused) > 0 {
-		parts = append(parts, fmt.Sprintf("--deny-env denies %s", strings.Join(refused, ", ")))
+		parts = append(parts, fmt.Sprintf("the environment's deny list denies %s (%s)", strings.Join(refused, ", "), EnvDeny))
 	}
 	if len(parts) == 0 {
 		return nil
 	}
-	return denied("%s", strings.Join(parts, "; "))
+	return denied(grant, ungranted, "%s", strings.Join(parts, "; "))
 }

@@ -21,11 +21,10 @@ type Resolver interface {
 
 // NetOptions are the operator's network grants.
 type NetOptions struct {
-	// AnyPublic allows every host whose addresses are public (bare
-	// --allow-net).
+	// AnyPublic allows every host whose addresses are public.
 	AnyPublic bool
-	// Allow are the entries of --allow-net; Deny those of --deny-net,
-	// which beat them. See CheckNetEntry for their forms.
+	// Allow are the hosts allowed; Deny those refused, which beat them.
+	// See CheckNetEntry for their forms.
 	Allow, Deny []string
 	// Resolver looks up host names (default net.DefaultResolver).
 	Resolver Resolver
@@ -66,14 +65,14 @@ func NewNet(opts NetOptions) (*Net, error) {
 		n.resolver = net.DefaultResolver
 	}
 	for _, list := range []struct {
-		flag    string
+		grant   Grant
 		entries []string
 		rules   *[]rule
-	}{{"--allow-net", opts.Allow, &n.allow}, {"--deny-net", opts.Deny, &n.deny}} {
+	}{{NetAllow, opts.Allow, &n.allow}, {NetDeny, opts.Deny, &n.deny}} {
 		for _, e := range list.entries {
 			r, err := parseRule(e)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", list.flag, err)
+				return nil, fmt.Errorf("%s: %w", list.grant, err)
 			}
 			*list.rules = append(*list.rules, r)
 		}
@@ -92,8 +91,8 @@ func NewNet(opts NetOptions) (*Net, error) {
 	return n, nil
 }
 
-// CheckNetEntry reports what is wrong with an entry of --allow-net or
-// --deny-net. An entry is a host name (example.com: any port), a host and
+// CheckNetEntry reports what is wrong with an entry of NetOptions.Allow or
+// NetOptions.Deny. An entry is a host name (example.com: any port), a host and
 // a port (example.com:8443), an IP address (10.0.0.7, ::1, [::1]:8080,
 // 10.0.0.7:80), a CIDR block (10.0.0.0/8, fd00::/8: any port) or a
 // wildcard (*.example.com: every name under example.com, any port).
@@ -110,7 +109,7 @@ func parseRule(s string) (rule, error) {
 	case strings.Contains(s, "://") || strings.ContainsAny(s, "?#@ "):
 		return r, fmt.Errorf("%q is not a host: give example.com, example.com:443, an IP address or a CIDR block", s)
 	case s == "*":
-		return r, errors.New(`"*": leave the list out (bare --allow-net) to allow any public host`)
+		return r, errors.New(`"*": leave the list out (permission.NetOptions.AnyPublic) to allow any public host`)
 	case strings.Contains(s, "/"):
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
@@ -220,9 +219,8 @@ func (r *rule) names(host string, addr netip.Addr, port uint16) bool {
 	return !r.suffix && host == r.name
 }
 
-// Allowed reports whether a request to u may be sent: nil, or a
-// permission-denied error that names the host and the flag that would
-// allow it. It looks at the URL's host as written; an address a host name
+// Allowed reports whether a request to u may be sent: nil, or a *Denial
+// that names the host and the grant that would allow it. It looks at the URL's host as written; an address a host name
 // resolves to is checked when the connection is dialed.
 func (n *Net) Allowed(u *url.URL) error {
 	host, port := hostPort(u)
@@ -272,19 +270,19 @@ func (n *Net) checkHost(host string, port uint16) error {
 	ip := literal(host)
 	where, fix := display(host, port), suggest(host, port)
 	if n.Off() {
-		return denied("%s: the network is off: run again with --allow-net=%s to reach it", where, fix)
+		return denied(NetAllow, []string{fix}, "%s: the network is off: allow %s to reach it (%s)", where, fix, NetAllow)
 	}
 	for _, r := range n.deny {
 		if r.matches(host, ip, port) {
-			return denied("%s is denied by --deny-net (%s)", where, r.text)
+			return denied(NetDeny, nil, "%s is denied by the network's deny list (%s: %s)", where, NetDeny, r.text)
 		}
 	}
 	if !n.anyPublic && !slices.ContainsFunc(n.allow, func(r rule) bool { return r.matches(host, ip, port) }) {
-		return denied("%s is not in --allow-net: run again with --allow-net=%s", where, fix)
+		return denied(NetAllow, []string{fix}, "%s is not among the allowed hosts: allow %s (%s)", where, fix, NetAllow)
 	}
 	if ip.IsValid() {
 		if kind := special(ip); kind != "" && !n.named(host, ip, port) {
-			return denied("%s is %s address, reached only when named: run again with --allow-net=%s", where, kind, fix)
+			return denied(NetAllow, []string{fix}, "%s is %s address, reached only when named: allow %s (%s)", where, kind, fix, NetAllow)
 		}
 	}
 	return nil
@@ -296,11 +294,12 @@ func (n *Net) checkAddr(host string, addr netip.Addr, port uint16) error {
 	where := display(host, port)
 	for _, r := range n.deny {
 		if r.name == "" && r.matches(host, addr, port) {
-			return denied("%s resolves to %s, which --deny-net denies (%s)", where, addr, r.text)
+			return denied(NetDeny, nil, "%s resolves to %s, which the network's deny list denies (%s: %s)", where, addr, NetDeny, r.text)
 		}
 	}
 	if kind := special(addr); kind != "" && !n.named(host, addr, port) {
-		return denied("%s resolves to %s, %s address, reached only when named: run again with --allow-net=%s", where, addr, kind, suggest(host, port))
+		fix := suggest(host, port)
+		return denied(NetAllow, []string{fix}, "%s resolves to %s, %s address, reached only when named: allow %s (%s)", where, addr, kind, fix, NetAllow)
 	}
 	return nil
 }
@@ -319,7 +318,7 @@ func display(host string, port uint16) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
-// suggest returns the entry of --allow-net that allows a host: the host
+// suggest returns the entry of NetOptions.Allow that allows a host: the host
 // alone for the usual ports, with the port otherwise.
 func suggest(host string, port uint16) string {
 	if port == 80 || port == 443 {

@@ -100,13 +100,21 @@ func get(n *Net, opts ClientOptions, u string, header http.Header) error {
 	return nil
 }
 
-// wantDenied fails unless err is a permission-denied error whose message
-// holds each of want.
+// wantDenied fails unless err is a *Denial and a permission-denied error
+// whose message holds each of want and names the grant in library terms,
+// no command line's flag.
 func wantDenied(t *testing.T, err error, want ...string) {
 	t.Helper()
 	var re *toolkit.Error
 	if !errors.As(err, &re) || re.Code != toolkit.CodePermissionDenied || !re.NotRetryable {
 		t.Fatalf("got %v; want a permission-denied error", err)
+	}
+	var d *Denial
+	if !errors.As(err, &d) || d.Grant == "" || !strings.Contains(re.Message, "("+string(d.Grant)) {
+		t.Errorf("%v: want a *Denial whose message names its grant", err)
+	}
+	if strings.Contains(re.Message, "--") {
+		t.Errorf("the message %q names a flag", re.Message)
 	}
 	for _, w := range want {
 		if !strings.Contains(re.Message, w) {
@@ -133,7 +141,7 @@ func TestEntries(t *testing.T) {
 		"example.com:70000":   `"70000" is not a port`,
 		"127.0.0.1:0":         "port 0",
 		"exa mple.com":        "not a host",
-		"*":                   "bare --allow-net",
+		"*":                   "leave the list out (permission.NetOptions.AnyPublic)",
 		"*.":                  "neither a host name",
 		"a..b":                "neither a host name",
 		"127.1":               "neither a host name",
@@ -155,7 +163,7 @@ func TestEntries(t *testing.T) {
 			t.Errorf("%q: got %v, want an error with %q", entry, err, want)
 		}
 	}
-	if _, err := NewNet(NetOptions{Deny: []string{"10.0.0.0/40"}}); err == nil || !strings.HasPrefix(err.Error(), "--deny-net: ") {
+	if _, err := NewNet(NetOptions{Deny: []string{"10.0.0.0/40"}}); err == nil || !strings.HasPrefix(err.Error(), "permission.NetOptions.Deny: ") {
 		t.Errorf("NewNet with a bad deny entry: %v", err)
 	}
 }
@@ -204,8 +212,8 @@ func TestSpecialAddresses(t *testing.T) {
 func TestNetworkOff(t *testing.T) {
 	srv := newRecorder(t)
 	for _, n := range []*Net{nil, newNet(t, NetOptions{})} {
-		wantDenied(t, get(n, ClientOptions{}, srv.URL, nil), "the network is off: run again with --allow-net="+srv.hostPort())
-		wantDenied(t, n.Allowed(&url.URL{Scheme: "https", Host: "example.com"}), "example.com:443: the network is off: run again with --allow-net=example.com to reach it")
+		wantDenied(t, get(n, ClientOptions{}, srv.URL, nil), "the network is off: allow "+srv.hostPort()+" to reach it (permission.NetOptions.Allow)")
+		wantDenied(t, n.Allowed(&url.URL{Scheme: "https", Host: "example.com"}), "example.com:443: the network is off: allow example.com to reach it (permission.NetOptions.Allow)")
 	}
 	if len(srv.requests()) != 0 {
 		t.Fatal("the server got a request")
@@ -235,13 +243,13 @@ func TestPrivateAddresses(t *testing.T) {
 		"http://100.64.0.1/",
 	} {
 		err := get(anyPublic, ClientOptions{}, u, nil)
-		wantDenied(t, err, "address, reached only when named: run again with --allow-net=")
+		wantDenied(t, err, "address, reached only when named: allow ")
 	}
 	if n := len(srv.requests()); n != 0 {
 		t.Fatalf("the server got %d requests", n)
 	}
-	wantDenied(t, anyPublic.Allowed(mustURL("http://169.254.169.254/")), "169.254.169.254:80 is a link-local address, reached only when named: run again with --allow-net=169.254.169.254")
-	wantDenied(t, get(anyPublic, ClientOptions{}, "http://rebind.test:"+port, nil), "rebind.test:"+port+" resolves to 127.0.0.1, a loopback address, reached only when named: run again with --allow-net=rebind.test:"+port)
+	wantDenied(t, anyPublic.Allowed(mustURL("http://169.254.169.254/")), "169.254.169.254:80 is a link-local address, reached only when named: allow 169.254.169.254 (permission.NetOptions.Allow)")
+	wantDenied(t, get(anyPublic, ClientOptions{}, "http://rebind.test:"+port, nil), "rebind.test:"+port+" resolves to 127.0.0.1, a loopback address, reached only when named: allow rebind.test:"+port+" (permission.NetOptions.Allow)")
 
 	// Named, they are reached: by the address, by a block holding it, by
 	// the host's own name.
@@ -288,26 +296,26 @@ func TestLists(t *testing.T) {
 		}
 	}
 	for u, want := range map[string]string{
-		"https://other.com/x":          "other.com:443 is not in --allow-net: run again with --allow-net=other.com",
-		"http://example.org/":          "example.org:80 is not in --allow-net",
-		"https://example.com.evil.io/": "example.com.evil.io:443 is not in --allow-net",
-		"https://badexample.com/":      "is not in --allow-net",
-		"http://localhost:" + port:     "localhost:" + port + " is not in --allow-net: run again with --allow-net=localhost:" + port,
-		"http://127.0.0.1:1/":          "127.0.0.1:1 is not in --allow-net: run again with --allow-net=127.0.0.1:1",
+		"https://other.com/x":          "other.com:443 is not among the allowed hosts: allow other.com (permission.NetOptions.Allow)",
+		"http://example.org/":          "example.org:80 is not among the allowed hosts",
+		"https://example.com.evil.io/": "example.com.evil.io:443 is not among the allowed hosts",
+		"https://badexample.com/":      "is not among the allowed hosts",
+		"http://localhost:" + port:     "localhost:" + port + " is not among the allowed hosts: allow localhost:" + port + " (permission.NetOptions.Allow)",
+		"http://127.0.0.1:1/":          "127.0.0.1:1 is not among the allowed hosts: allow 127.0.0.1:1 (permission.NetOptions.Allow)",
 	} {
 		wantDenied(t, n.Allowed(mustURL(u)), want)
 	}
-	wantDenied(t, get(n, ClientOptions{}, "http://localhost:"+port, nil), "is not in --allow-net")
+	wantDenied(t, get(n, ClientOptions{}, "http://localhost:"+port, nil), "is not among the allowed hosts")
 
 	for _, tc := range []struct {
 		allow, deny []string
 		url, want   string
 	}{
-		{[]string{"127.0.0.1"}, []string{"127.0.0.1:" + port}, "http://127.0.0.1:" + port, "127.0.0.1:" + port + " is denied by --deny-net (127.0.0.1:" + port + ")"},
-		{nil, []string{"public.test"}, "http://public.test:" + port, "is denied by --deny-net (public.test)"},
-		{[]string{"*.test"}, []string{"*.test"}, "http://public.test:" + port, "is denied by --deny-net (*.test)"},
-		{[]string{"rebind.test"}, []string{"127.0.0.0/8"}, "http://rebind.test:" + port, "rebind.test:" + port + " resolves to 127.0.0.1, which --deny-net denies (127.0.0.0/8)"},
-		{[]string{"::1"}, []string{"::/0"}, "http://[::1]:" + port, "is denied by --deny-net (::/0)"},
+		{[]string{"127.0.0.1"}, []string{"127.0.0.1:" + port}, "http://127.0.0.1:" + port, "127.0.0.1:" + port + " is denied by the network's deny list (permission.NetOptions.Deny: 127.0.0.1:" + port + ")"},
+		{nil, []string{"public.test"}, "http://public.test:" + port, "is denied by the network's deny list (permission.NetOptions.Deny: public.test)"},
+		{[]string{"*.test"}, []string{"*.test"}, "http://public.test:" + port, "is denied by the network's deny list (permission.NetOptions.Deny: *.test)"},
+		{[]string{"rebind.test"}, []string{"127.0.0.0/8"}, "http://rebind.test:" + port, "rebind.test:" + port + " resolves to 127.0.0.1, which the network's deny list denies (permission.NetOptions.Deny: 127.0.0.0/8)"},
+		{[]string{"::1"}, []string{"::/0"}, "http://[::1]:" + port, "is denied by the network's deny list (permission.NetOptions.Deny: ::/0)"},
 	} {
 		n := newNet(t, NetOptions{AnyPublic: tc.allow == nil, Allow: tc.allow, Deny: tc.deny})
 		wantDenied(t, get(n, ClientOptions{}, tc.url, nil), tc.want)
@@ -329,7 +337,7 @@ func TestRedirects(t *testing.T) {
 		first.next = to
 		first.mu.Unlock()
 		err := get(n, ClientOptions{Redirects: AnyOrigin}, first.URL, secrets)
-		wantDenied(t, err, "run again with --allow-net=")
+		wantDenied(t, err, "(permission.NetOptions.Allow)")
 	}
 	if len(second.requests()) != 0 {
 		t.Fatal("the second server got a request")
@@ -453,23 +461,23 @@ func TestEnv(t *testing.T) {
 	if none.Granted("HOME") {
 		t.Error("a nil Env grants HOME")
 	}
-	wantDenied(t, none.Check([]string{"B", "A"}), "--allow-env does not grant A, B: run again with --allow-env=A,B")
+	wantDenied(t, none.Check([]string{"B", "A"}), "the environment grant lacks A, B: allow A,B (permission.EnvOptions.Allow)")
 	all, _ := NewEnv(EnvOptions{Any: true, Deny: []string{"AWS_SECRET"}})
 	if !all.Granted("HOME") || all.Granted("AWS_SECRET") {
 		t.Error("bare --allow-env with --deny-env=AWS_SECRET")
 	}
-	wantDenied(t, all.Check([]string{"HOME", "AWS_SECRET"}), "--deny-env denies AWS_SECRET")
+	wantDenied(t, all.Check([]string{"HOME", "AWS_SECRET"}), "the environment's deny list denies AWS_SECRET (permission.EnvOptions.Deny)")
 	some, _ := NewEnv(EnvOptions{Allow: []string{"TOKEN", "URL"}, Deny: []string{"URL"}})
 	if err := some.Check([]string{"TOKEN"}); err != nil {
 		t.Error(err)
 	}
-	wantDenied(t, some.Check([]string{"URL", "OTHER", "TOKEN"}), "--allow-env does not grant OTHER: run again with --allow-env=OTHER; --deny-env denies URL")
+	wantDenied(t, some.Check([]string{"URL", "OTHER", "TOKEN"}), "the environment grant lacks OTHER: allow OTHER (permission.EnvOptions.Allow); the environment's deny list denies URL (permission.EnvOptions.Deny)")
 	for _, bad := range []string{"", "1A", "A-B", "A B", "A=B"} {
 		if err := CheckEnvEntry(bad); err == nil {
 			t.Errorf("%q is accepted", bad)
 		}
 	}
-	if _, err := NewEnv(EnvOptions{Allow: []string{"A", "A,B"}}); err == nil || !strings.HasPrefix(err.Error(), "--allow-env: ") {
+	if _, err := NewEnv(EnvOptions{Allow: []string{"A", "A,B"}}); err == nil || !strings.HasPrefix(err.Error(), "permission.EnvOptions.Allow: ") {
 		t.Errorf("NewEnv: %v", err)
 	}
 }

@@ -31,9 +31,12 @@
 // the obelisk command builds it from --allow-env (bare: all) and
 // --deny-env, which beats it.
 //
-// A refusal is a *toolkit.Error with code toolkit.CodePermissionDenied that
-// may not be retried; its message names the host or variable and the flag
-// that would allow it.
+// A refusal is a *Denial, which wraps a *toolkit.Error with code
+// toolkit.CodePermissionDenied that may not be retried: its Grant names
+// the setting that refuses (NetOptions.Allow, EnvOptions.Deny, …) and
+// Allow what that setting would have to allow. Its message names the host
+// or variable and the setting by its Go name, such as
+// "(permission.NetOptions.Allow)", never a command line's flag.
 package permission
 
 import (
@@ -42,7 +45,50 @@ import (
 	"github.com/obelisk-plan/obelisk/toolkit"
 )
 
-// denied returns the error of a refusal.
-func denied(format string, args ...any) *toolkit.Error {
-	return &toolkit.Error{Code: toolkit.CodePermissionDenied, Message: fmt.Sprintf(format, args...), NotRetryable: true}
+// A Grant names the setting a refusal is about, by its Go name; the
+// names are stable, and a program may map them to its own words (the
+// obelisk command maps them to its flags).
+type Grant string
+
+// The grants a refusal names.
+const (
+	// NetAllow is NetOptions.Allow (or AnyPublic): the host is not
+	// allowed, or is a special address no entry names.
+	NetAllow Grant = "permission.NetOptions.Allow"
+	// NetDeny is NetOptions.Deny: an entry of it refuses the host.
+	NetDeny Grant = "permission.NetOptions.Deny"
+	// EnvAllow is EnvOptions.Allow (or Any): the variables are not
+	// granted.
+	EnvAllow Grant = "permission.EnvOptions.Allow"
+	// EnvDeny is EnvOptions.Deny: an entry of it refuses the variables.
+	EnvDeny Grant = "permission.EnvOptions.Deny"
+	// RedirectGrant is ClientOptions.Redirects: a redirect to another
+	// origin is not followed.
+	RedirectGrant Grant = "permission.ClientOptions.Redirects"
+)
+
+// Denial is a refusal of the grants. errors.As finds it, and the
+// *toolkit.Error of code permission-denied it wraps, in the errors of
+// Net and Env.
+type Denial struct {
+	// Grant is the setting that refuses; when an environment check
+	// refuses for both reasons, EnvAllow.
+	Grant Grant
+	// Allow are the entries the allow setting would need: a host or
+	// host:port (NetAllow), variable names (EnvAllow); none for a
+	// refusal by a deny setting, which no allow overrides.
+	Allow []string
+	err   *toolkit.Error
+}
+
+// Error returns the message.
+func (d *Denial) Error() string { return d.err.Message }
+
+// Unwrap returns the *toolkit.Error of code permission-denied.
+func (d *Denial) Unwrap() error { return d.err }
+
+// denied returns the error of a refusal by grant, which allow would lift.
+func denied(grant Grant, allow []string, format string, args ...any) *Denial {
+	return &Denial{Grant: grant, Allow: allow,
+		err: &toolkit.Error{Code: toolkit.CodePermissionDenied, Message: fmt.Sprintf(format, args...), NotRetryable: true}}
 }

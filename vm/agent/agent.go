@@ -288,7 +288,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.RunTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.RunTimeout, &toolkit.Error{Code: toolkit.CodeLimitExceeded, NotRetryable: true,
-			Message: fmt.Sprintf("the goal took longer than its time limit of %s: give it more time (--run-timeout)", opts.RunTimeout)})
+			Message: fmt.Sprintf("the goal took longer than its time limit of %s: give it more time (agent.Options.RunTimeout)", opts.RunTimeout)})
 		defer cancel()
 	}
 	return g.run(ctx), nil

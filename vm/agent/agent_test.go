@@ -476,7 +476,8 @@ func TestRunTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	var re *toolkit.Error
-	if res.Status != GoalCanceled || !errors.As(res.Err, &re) || re.Code != "limit-exceeded" || !strings.Contains(re.Message, "time limit of 50ms") {
+	if res.Status != GoalCanceled || !errors.As(res.Err, &re) || re.Code != "limit-exceeded" || !strings.Contains(re.Message, "time limit of 50ms") ||
+		!strings.Contains(re.Message, "(agent.Options.RunTimeout)") || strings.Contains(re.Message, "--") {
 		t.Errorf("status %s (%v)", res.Status, res.Err)
 	}
 }

@@ -330,7 +330,7 @@ var ErrNoJournal = errors.New("no journal")
 func OpenExisting(dir string, opts Options) (*DB, error) {
 	path := filepath.Join(dir, FileName)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s: no run has been journaled there (--state-dir or OBELISK_STATE_DIR names another directory)", ErrNoJournal, dir)
+		return nil, fmt.Errorf("%w in %s: no run has been journaled there (the runs may be in another state directory)", ErrNoJournal, dir)
 	} else if err != nil {
 		return nil, fmt.Errorf("opening the journal: %w", err)
 	}
@@ -536,7 +536,7 @@ func (e *BusyError) Error() string {
 	if e.Host != "" {
 		who += " on " + e.Host
 	}
-	return fmt.Sprintf("run %s is being run by %s; if that process is gone, resume with --force", e.Run, who)
+	return fmt.Sprintf("run %s is being run by %s; if that process is gone, resume it with force (the force argument of Resume)", e.Run, who)
 }
 
 // FinishedError is returned by Resume for a run that has ended.
