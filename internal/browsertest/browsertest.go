@@ -147,6 +147,12 @@ func (b *Browser) text() string {
 func (b *Browser) Screenshot(name string) string {
 	b.t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	// A page being laid out again (a live update replacing its content)
+	// may measure 0 wide for a moment: Chromium then refuses the shot.
+	for try := 0; err != nil && strings.Contains(err.Error(), "0 width") && try < 20; try++ {
+		time.Sleep(100 * time.Millisecond)
+		png, err = chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	}
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
