@@ -235,6 +235,7 @@ func TestDamagedJournalRefused(t *testing.T) {
 	flips := map[string]int{"the header": 0, "the runs table": page, "an index": 2 * page}
 	for what, at := range flips {
 		t.Run(what, func(t *testing.T) {
+			t.Parallel() // each on a copy of its own
 			state := filepath.Join(dir, strings.ReplaceAll(what, " ", "-"))
 			b := append([]byte(nil), clean...)
 			for i := at; i < at+16; i++ {
