@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 	"github.com/obelisk-plan/obelisk/spec"
 )
 
@@ -111,8 +112,11 @@ func TestStreamMatchesBatch(t *testing.T) {
 			srcs[c.Name] = text
 		}
 	}
+	// A byte at a time, a few, and whole; the sizes between in the full
+	// run.
+	chunks := testsize.Pick(t, []int{1, 7, 4096}, []int{1, 3, 7, 64, 4096})
 	for name, src := range srcs {
-		for _, chunk := range []int{1, 3, 7, 64, 4096} {
+		for _, chunk := range chunks {
 			t.Run(fmt.Sprintf("%s/%d", filepath.Base(name), chunk), func(t *testing.T) {
 				want, wantDiags := Parse(name, src)
 				sp := NewStreamParser(name, &chunkReader{data: src, n: chunk})

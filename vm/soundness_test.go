@@ -33,8 +33,10 @@ package vm_test
 //     object), a condition that is not a bool, a run that cannot start, a
 //     step the stream's check refuses though the whole plan checked.
 //
-// The short run is part of go test (a third of it under -short and the race
-// detector). OBELISK_SOUNDNESS_N=100000 makes a long run;
+// The short run is part of go test: 400 plans, 1200 in the full run
+// (internal/testsize) unless under -short or the race detector; however
+// short, it fails when the generator's plans stop testing much (tooFew).
+// OBELISK_SOUNDNESS_N=100000 makes a long run;
 // OBELISK_SOUNDNESS_SEED=S starts at seed S, and alone replays that one
 // seed, printing its plan, tools, mocks, input and run; and
 // OBELISK_SOUNDNESS_DEBUG=TEXT prints the plans whose parse or check errors
@@ -56,18 +58,24 @@ import (
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
-// soundnessPlans is the number of plans of the short run: a few seconds.
+// soundnessPlans is the number of plans of the full short run: a few
+// seconds. By default, and under -short or the race detector, a third.
 const soundnessPlans = 1200
 
+// minSoundnessPlans is the least number of plans whose statistics
+// tooFew judges.
+const minSoundnessPlans = 300
+
 func TestSoundness(t *testing.T) {
-	n, start, replay := soundnessPlans, uint64(1), false
-	if testing.Short() || raceEnabled {
-		n = soundnessPlans / 3
+	n, start, replay := soundnessPlans/3, uint64(1), false
+	if !testing.Short() && !raceEnabled {
+		n = testsize.Pick(t, soundnessPlans/3, soundnessPlans)
 	}
 	if s := os.Getenv("OBELISK_SOUNDNESS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -117,7 +125,7 @@ func TestSoundness(t *testing.T) {
 		}
 	}
 	t.Logf("soundness: %d plans in %v (seeds %d to %d)\n%s", n, time.Since(began).Round(time.Millisecond), start, start+uint64(n)-1, st)
-	if !replay && n >= 300 {
+	if !replay && n >= minSoundnessPlans {
 		if msg := st.tooFew(); msg != "" {
 			t.Errorf("the generator's plans no longer test much: %s\n%s", msg, st)
 		}
@@ -131,6 +139,8 @@ func TestSoundness(t *testing.T) {
 // the runs are streams), so that only a broken generator falls under.
 func (s *soundStats) tooFew() string {
 	switch {
+	case s.plans < minSoundnessPlans:
+		return fmt.Sprintf("only %d plans were drawn, fewer than %d", s.plans, minSoundnessPlans)
 	case s.parseErrs*100 > s.plans:
 		return fmt.Sprintf("%d of %d plans do not parse", s.parseErrs, s.plans)
 	case s.clean*100 < s.plans*35:

@@ -190,6 +190,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 // does; approve and resume then finish it. With --no-journal the gate
 // rejects its step, as run's does.
 func TestApplyWaits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	examples, err := filepath.Abs("../../examples")
 	if err != nil {

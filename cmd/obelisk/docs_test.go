@@ -122,6 +122,7 @@ var docNotRun = map[string]string{
 // ANTHROPIC_API_KEY before them) reach fake servers on loopback
 // (toolkit/llm/llmtest) that answer with a plan for the refund example.
 func TestDocCommands(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/obelisk-plan/obelisk/durable"
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -132,13 +133,16 @@ func killAt(t *testing.T, dir, state, plan string, srv *gateServer, step string,
 // of them runs it: b is called once, and the others are refused because
 // the run is being run. The winner's call of b is held until the 7 others
 // have exited (or a second call of b arrives, which fails the test), so
-// that they all try while the run has a live owner. It is repeated 20
-// times, each on a copy of the killed run's journal.
+// that they all try while the run has a live owner. It is repeated 3
+// times, each on a copy of the killed run's journal; 20 in the full run
+// (internal/testsize).
 func TestResumeExclusive(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	const procs, trials = 8, 20
+	const procs = 8
+	trials := testsize.Pick(t, 3, 20)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
 	srv := newGateServer(t)
@@ -210,6 +214,7 @@ func TestResumeExclusive(t *testing.T) {
 // refuses it with a message that says how to recover, and writes nothing
 // to it.
 func TestDamagedJournalRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -230,6 +235,7 @@ func TestDamagedJournalRefused(t *testing.T) {
 	flips := map[string]int{"the header": 0, "the runs table": page, "an index": 2 * page}
 	for what, at := range flips {
 		t.Run(what, func(t *testing.T) {
+			t.Parallel() // each on a copy of its own
 			state := filepath.Join(dir, strings.ReplaceAll(what, " ", "-"))
 			b := append([]byte(nil), clean...)
 			for i := at; i < at+16; i++ {
@@ -262,6 +268,7 @@ func TestDamagedJournalRefused(t *testing.T) {
 // TestOutputNotEncodable: a run whose output JSON cannot hold (1.0/0.0)
 // does not stay running: it is recorded as failed, with why.
 func TestOutputNotEncodable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -294,6 +301,7 @@ output †state.pages.map(p, p.body.value)
 // for each runs, the first two having returned, and resumes it: the
 // elements that returned are restored, not called again.
 func TestKillForEach(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -350,6 +358,7 @@ output [†state.a, †state.c]
 // TestKillMockSequence: a mock's sequence goes on where it was when a run
 // killed with SIGKILL is resumed, instead of starting again.
 func TestKillMockSequence(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -374,6 +383,7 @@ func TestKillMockSequence(t *testing.T) {
 // text that arrived, the first step is restored, the second runs again,
 // and the plan ends where its text did.
 func TestKillEagerStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -454,6 +464,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 // model is not asked again for either turn's answer, the step that had
 // completed is not run again, and the goal completes.
 func TestKillAgentGoal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -533,6 +544,7 @@ func waitTextEnd(t *testing.T, state, run, name string) {
 // resumes the goal: the step is not run again, the evaluator and the
 // planner are not asked again, and the goal completes.
 func TestAgentHITLAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -174,6 +174,7 @@ output †state.b.body.value
 // resumed run calls the tool again with the same value, from the
 // journal, and does not ask the model again.
 func TestKillAfterFillAndResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

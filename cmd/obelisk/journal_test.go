@@ -185,6 +185,7 @@ func journalLines(t *testing.T, stateDir, run string) ([]string, []vm.Event) {
 // run that was never interrupted, and that the journal holds every event
 // of both processes.
 func TestKillAndResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -319,6 +320,7 @@ output †state.mail.body.value
 // TestApprovalAcrossProcesses: one process stops at the gate, a second
 // approves, a third resumes the run to its end.
 func TestApprovalAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -387,6 +389,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 // TestApprovalTimeoutDefault: a gate nobody decides within the timeout is
 // decided by the configured default when the run resumes.
 func TestApprovalTimeoutDefault(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -413,6 +416,7 @@ const toolsV1 = `{"tools": [{"name": "lookup",
 // TestPlanApplyStale: apply runs a planfile as it was made, and refuses it
 // once a tool's schema has changed.
 func TestPlanApplyStale(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -461,6 +465,7 @@ func TestPlanApplyStale(t *testing.T) {
 // TestRecordReplay: a recorded run replays to the same output without
 // calling a tool; a call the recording cannot answer fails.
 func TestRecordReplay(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -500,6 +505,7 @@ func TestRecordReplay(t *testing.T) {
 // TestApproveEdited: a plan that asks for approval as a whole waits; it is
 // approved as edited, and the edited plan runs.
 func TestApproveEdited(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,36 +19,59 @@ import (
 // wrote, from npm (versions pinned in testdata/mcp/package-lock.json):
 // the official TypeScript SDK's client, the MCP Inspector's CLI, and the
 // reference servers. They need Node.js and the packages, which the tests
-// never install themselves (go test stays offline): .ci/run installs them
-// with npm ci, and a test without them skips, saying how.
+// never install themselves (go test stays offline and writes nothing into
+// the tree): .ci/run installs them with npm ci in a directory outside the
+// tree, which it names in $OBELISK_TEST_NPM, and a test without them
+// skips, saying how.
 
-// npmDir holds the npm packages of the tests.
+// npmDir holds the package.json and lock file of the npm packages of the
+// tests, and client.mjs.
 const npmDir = "testdata/mcp"
 
-// npmInstall is how to install the packages of npmDir.
-const npmInstall = "(cd cmd/obelisk/testdata/mcp && npm ci --no-audit --no-fund)"
+// npmEnv names the environment variable of the directory the packages are
+// installed in: a copy of npmDir's package.json and package-lock.json, in
+// which npm ci ran. Without it, npmDir itself.
+const npmEnv = "OBELISK_TEST_NPM"
 
-// npmPackages returns the absolute path of npmDir. It skips the test when
-// node is not installed, or the packages are not installed as the lock
-// file pins them.
+// npmInstall is how to install the packages outside the tree.
+const npmInstall = `export OBELISK_TEST_NPM=$HOME/.cache/obelisk-test-npm; mkdir -p $OBELISK_TEST_NPM && cp cmd/obelisk/testdata/mcp/package*.json $OBELISK_TEST_NPM && (cd $OBELISK_TEST_NPM && npm ci --no-audit --no-fund)`
+
+// npmPackages returns a directory of the test's own with npmDir's
+// client.mjs and the installed packages (node_modules, linked). It skips
+// the test when node is not installed, or the packages are not installed
+// as the lock file pins them.
 func npmPackages(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the tests with MCP clients and servers from npm need Node.js, then " + npmInstall)
 	}
-	dir, err := filepath.Abs(npmDir)
+	src, err := filepath.Abs(npmDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	dir := cmp.Or(os.Getenv(npmEnv), src)
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	installedLock, _ := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	lockInfo, lerr := os.Stat(filepath.Join(dir, "package-lock.json"))
 	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	if err != nil || installed.ModTime().Before(lock.ModTime()) {
-		t.Skip("the npm packages of the MCP client tests are not installed, or older than their lock file: " + npmInstall)
+	if err != nil || lerr != nil || !bytes.Equal(installedLock, lock) || installed.ModTime().Before(lockInfo.ModTime()) {
+		t.Skip("the npm packages of the MCP client tests are not installed in $" + npmEnv + ", or not as testdata/mcp/package-lock.json pins them: " + npmInstall)
 	}
-	return dir
+	own := t.TempDir()
+	client, err := os.ReadFile(filepath.Join(src, "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(own, "client.mjs"), client, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(own, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return own
 }
 
 // fsServer is the --mcp of the reference filesystem server, serving root.
@@ -76,7 +100,8 @@ type runAnswer struct {
 	Next    string   `json:"next"`
 }
 
-// node runs a script of npmDir, and decodes what it prints on stdout.
+// node runs a script in npm, npmPackages' directory, and decodes what it
+// prints on stdout.
 func node(t *testing.T, npm string, out any, args ...string) {
 	t.Helper()
 	cmd := exec.Command("node", args...)
@@ -122,6 +147,7 @@ func checkSaw(t *testing.T, saw *clientSaw, root, stateDir string) {
 // person approves the waiting write with obelisk approve, and obelisk
 // resume finishes it.
 func TestNodeClient(t *testing.T) {
+	t.Parallel()
 	npm := npmPackages(t)
 	root, stateDir := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644)
@@ -146,6 +172,7 @@ func TestNodeClient(t *testing.T) {
 // TestNodeClientHTTP drives obelisk mcp-server over streamable HTTP, from
 // the TypeScript SDK's client and the Inspector's CLI.
 func TestNodeClientHTTP(t *testing.T) {
+	t.Parallel()
 	npm := npmPackages(t)
 	root, stateDir := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644)
@@ -205,6 +232,7 @@ func TestNodeClientHTTP(t *testing.T) {
 // TestInspectorStdio lists and calls obelisk mcp-server with the
 // Inspector's CLI over stdio.
 func TestInspectorStdio(t *testing.T) {
+	t.Parallel()
 	npm := npmPackages(t)
 	exe, err := os.Executable()
 	if err != nil {

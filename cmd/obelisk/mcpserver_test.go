@@ -170,6 +170,7 @@ func TestMCPServerRunsOfOthers(t *testing.T) {
 // cannot read, gets a JSON-RPC error from obelisk mcp-server on stdio,
 // and the process goes on answering.
 func TestMCPServerDeepMessage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 )
 
 // memoryServer returns the path of the reference memory server from npm
@@ -110,7 +112,7 @@ type writesTrial struct {
 // TestMCPWritesSerialized: independent writes to an MCP server that reads
 // its state, changes it and writes it back (the memory server from npm)
 // wait for each other by default, so that none is lost, in every one of
-// 20 runs: the graph the plan reads back, and the file the server keeps,
+// 8 runs (20 in the full run, internal/testsize): the graph the plan reads back, and the file the server keeps,
 // have every entity and every observation. With --mcp-parallel memory=8
 // the writes go at once, and a run loses some: the check can see a lost
 // write.
@@ -148,7 +150,7 @@ func TestMCPWritesSerialized(t *testing.T) {
 		return out
 	}
 
-	for b := range 5 {
+	for b := range testsize.Pick(t, 2, 5) {
 		for i, tr := range batch() {
 			trial := 4*b + i
 			if tr.err != nil {

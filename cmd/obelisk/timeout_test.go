@@ -22,6 +22,7 @@ output †state.after
 // with the limit-exceeded error, and a resumed run is bounded by the limit
 // it was started with, or by the one it is given.
 func TestRunTimeoutJournaled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
@@ -69,6 +70,7 @@ func TestRunTimeoutJournaled(t *testing.T) {
 
 // TestStepTimeoutFlagCaps: a step's timeout cannot raise --step-timeout.
 func TestStepTimeoutFlagCaps(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/toolkit/llm/llmtest"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -33,7 +35,8 @@ func cutKind(k int) llmtest.Cut {
 }
 
 // TestScenarioCutAtEveryByte: the refund plan, cut short at every byte
-// offset, by both providers, in eager mode. Nothing unfinished runs: the
+// offset (by default, every byte near a line's start and the marks below,
+// every fifth elsewhere), by both providers, in eager mode. Nothing unfinished runs: the
 // billing history is looked up only once the next statement has begun,
 // and the irreversible refund, whose when and approve lines follow its
 // call line, only once the output line has begun, and then with its
@@ -43,9 +46,23 @@ func TestScenarioCutAtEveryByte(t *testing.T) {
 	plan := refundPlan
 	refundAt := strings.Index(plan, "refund:")
 	outputAt := strings.Index(plan, "output ")
+	// By default the cuts near where what may run changes (a line's
+	// start, the refund's and the output's) are every byte, and every
+	// fifth elsewhere; every byte in the full run.
+	stride := testsize.Pick(t, 5, 1)
+	marks := []int{refundAt + len("refund:"), outputAt + len("output {")}
+	for i := range plan {
+		if i == 0 || plan[i-1] == '\n' {
+			marks = append(marks, i)
+		}
+	}
 	for _, p := range fakeProviders {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			for k := 0; k <= len(plan); k++ {
+				if k%stride != 0 && !slices.ContainsFunc(marks, func(m int) bool { return k >= m-3 && k <= m+3 }) {
+					continue
+				}
 				j := &journal{}
 				var cuts []string
 				var mu sync.Mutex
@@ -254,8 +271,9 @@ func TestTokensCountEveryRequest(t *testing.T) {
 }
 
 // TestScenarioCutJSONAtEveryByte: the refund plan in the JSON form, cut
-// short at every byte offset of the refund's call (and every eighth
-// elsewhere): the refund, whose call carries its
+// short at every byte offset of the refund's call (by default, right
+// after its punctuation, near its end and every fifth byte) and every
+// eighth elsewhere: the refund, whose call carries its
 // condition and its approval, runs only once its call's JSON has closed,
 // and then with its approval.
 func TestScenarioCutJSONAtEveryByte(t *testing.T) {
@@ -265,11 +283,19 @@ func TestScenarioCutJSONAtEveryByte(t *testing.T) {
 	answer := `{"calls": [` + history + `, ` + refund + `], "output": {"_expr": "{confirmationId: †state.refund.confirmationId}"}}`
 	refundStart := strings.Index(answer, refund)
 	refundEnd := refundStart + len(refund)
+	// By default the call is cut right after each of its JSON's
+	// punctuation (where a prefix could look whole) and near its end, and
+	// at every fifth byte elsewhere; at every byte in the full run.
+	stride := testsize.Pick(t, 5, 1)
 	for _, p := range fakeProviders {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			for k := 0; k <= len(answer); k++ {
 				if (k < refundStart || k > refundEnd+2) && k%8 != 0 {
 					continue // every byte of the refund's call, every eighth elsewhere
+				}
+				if k%stride != 0 && k > 0 && !strings.ContainsRune(`{}[]:,"`, rune(answer[k-1])) && k < refundEnd-2 {
+					continue // by default: in the call, right after its syntax and near its end, else every fifth
 				}
 				j := &journal{}
 				// One answer: the goal fails when it asks for the next (the
