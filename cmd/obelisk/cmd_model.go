@@ -17,10 +17,9 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // modelFlags choose the model provider and the models of both tiers.
@@ -44,13 +43,7 @@ func (mf *modelFlags) models(e *env) (planner, evaluator llm.Model, s llm.Settin
 	if err != nil {
 		return nil, nil, s, err
 	}
-	open := func(s llm.Settings) llm.Model {
-		if s.Provider == llm.Anthropic {
-			return anthropic.New(s, nil)
-		}
-		return openai.New(s, nil)
-	}
-	return open(s), open(s.ForEvaluator()), s, nil
+	return fill.OpenModel(s), fill.OpenModel(s.ForEvaluator()), s, nil
 }
 
 // goalFlags describe the goal and what the model is told: the tools, the

@@ -229,7 +229,7 @@ func mocksFile(given string, off bool, base string) string {
 type toolSettings struct {
 	toolset.Config
 	// Fill says what completes the plan's holes and tasks.
-	Fill fillSettings `json:"fill,omitzero"`
+	Fill fill.Settings `json:"fill,omitzero"`
 }
 
 // record returns the settings a run records: its limits and approval
@@ -306,7 +306,7 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 // --approve or --yes, --run-timeout), and reports how it went. The plan
 // of a streamed run is read from text as it arrives; nil reads it from
 // the journal, for a resumed run.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fillSettings) int {
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fill.Settings) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
@@ -332,9 +332,9 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	switch {
 	case xf.replay != "":
 	case r.Plan().Program == nil:
-		filler, err = fs.streamFiller(e)
+		filler, err = openFiller(e, fs, nil)
 	default:
-		filler, err = fs.filler(e, r.Plan().Program)
+		filler, err = openFiller(e, fs, r.Plan().Program)
 	}
 	if err != nil {
 		progress.stop()
