@@ -100,7 +100,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 			return agent.Context{}, compiler.Config{}, exitUsage
 		}
 	}
-	c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
+	c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 	if diags = append(diags, cd...); diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
@@ -319,13 +319,13 @@ func agentCommand() *command {
 						return exitUsage
 					}
 				}
-				c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
+				c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 				if diags = append(diags, cd...); diags.HasErrors() {
 					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
 				ts := &toolSettings{Config: gf.set.Config()}
-				tools, err := goalTools(gf.set, c)
+				tools, err := gf.set.CallerOf(c.Tools)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage
