@@ -118,18 +118,7 @@ func readJSONObject(arg string) (map[string]any, error) {
 		}
 		raw = b
 	}
-	if err := toolkit.CheckUniqueKeys(raw); err != nil {
-		return nil, err
-	}
-	v, err := toolkit.DecodeJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
-	}
-	return m, nil
+	return toolkit.DecodeObject(raw)
 }
 
 func generateCommand() *command {
