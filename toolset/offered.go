@@ -45,10 +45,11 @@ func (s *Set) OfferedBuiltins() []*lang.ToolDecl {
 	return out
 }
 
-// CallerOf returns the tools of a goal that offers its model offered:
-// the tools the set holds, the mocks in front (Caller). Every tool
-// offered must have an implementation, else it is an error that names
-// those without one.
+// CallerOf returns the tools of a run that may call offered (a goal's
+// model is offered them): the tools the set holds, the mocks in front
+// (Caller). Tools files whose bindings do not hold are an error (the
+// diagnostics, see BindDiagnostics), and so is a tool offered that has no
+// implementation, which names those without one.
 func (s *Set) CallerOf(offered []*lang.ToolDecl) (toolkit.Chain, error) {
 	if diags := s.BindDiagnostics(); diags.HasErrors() {
 		return toolkit.Chain{}, diags

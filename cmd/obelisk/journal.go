@@ -233,10 +233,7 @@ func (s *toolSettings) open(ctx context.Context, e *env, cmd string, src *planfi
 // recordedTools returns the tools a recorded plan calls, and what keeps them
 // from running (see toolset.Set.Preflight).
 func recordedTools(set *toolset.Set, plan *durable.Plan) (toolkit.Chain, []string, error) {
-	if diags := set.BindDiagnostics(); diags.HasErrors() {
-		return toolkit.Chain{}, nil, diags
-	}
-	chain, err := set.Caller()
+	chain, err := set.CallerOf(nil)
 	if err != nil {
 		return toolkit.Chain{}, nil, err
 	}
