@@ -48,7 +48,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	var input map[string]any
 	if rf.input != "" {
 		c := &checked{src: src, file: &lang.File{}}
-		if input, err = rf.readInput(c, ""); err != nil {
+		if input, err = rf.readInput(c); err != nil {
 			e.errorf("%v", err)
 			return exitUsage
 		}
