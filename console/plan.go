@@ -189,19 +189,11 @@ func estimates(prog *compiler.Program) []estimateRow {
 	return rows
 }
 
-// decodeObject reads a JSON object strictly: a key given twice is an
-// error, and integers keep every digit.
+// decodeObject reads a JSON object strictly (toolkit.DecodeObject).
 func decodeObject(text string) (map[string]any, error) {
-	if err := toolkit.CheckUniqueKeys([]byte(text)); err != nil {
-		return nil, err
-	}
-	v, err := toolkit.DecodeJSON([]byte(text))
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
+	m, err := toolkit.DecodeObject([]byte(text))
+	if errors.Is(err, toolkit.ErrNotObject) {
 		return nil, errors.New("give a JSON object")
 	}
-	return m, nil
+	return m, err
 }

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -42,6 +46,39 @@ type GoalContext struct {
 	Input     map[string]any `json:"input,omitempty"`
 	Evaluate  bool           `json:"evaluate,omitempty"`
 	Models    GoalModels     `json:"models"`
+}
+
+// Context builds a goal's context and the checker's configuration from
+// the source its run records: the context document's tools, types,
+// input, state and plan; the tools offered to the model (toolset.Offered
+// makes them of the source's tools files), which the checker knows too;
+// the built-in tools, offered as well when Builtins is set or no other
+// tool is; and Input over the document's.
+func (gc GoalContext) Context(ps *planfile.Source, offered, builtins []*lang.ToolDecl) (agent.Context, compiler.Config, lang.Diagnostics) {
+	var c agent.Context
+	cfg, diags := ps.Config()
+	cfg.Imports = compiler.ImportDir(ps.ImportRoot())
+	c.Hints = cfg.Hints
+	if ps.Text != "" {
+		f, d := ps.Parse()
+		diags = append(diags, d...)
+		c = agent.ContextOf(f)
+	}
+	if diags.HasErrors() {
+		return c, cfg, diags
+	}
+	c.Tools = append(c.Tools, offered...)
+	cfg.Tools = append(cfg.Tools, c.Tools...)
+	if len(c.Tools) == 0 || gc.Builtins {
+		c.Tools = append(c.Tools, builtins...)
+	}
+	if gc.Input != nil {
+		if c.Input == nil {
+			c.Input = map[string]any{}
+		}
+		maps.Copy(c.Input, gc.Input)
+	}
+	return c, cfg, diags
 }
 
 // GoalModels are the models a goal began with.

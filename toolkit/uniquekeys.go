@@ -3,6 +3,7 @@ package toolkit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -54,4 +55,27 @@ func CheckUniqueKeys(b []byte) error {
 			stack[top].wantKey = true
 		}
 	}
+}
+
+// ErrNotObject is the error of DecodeObject for JSON that is not an
+// object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// DecodeObject decodes JSON text that must be one object, strictly: a key
+// given twice is an error (CheckUniqueKeys), and its numbers are decoded
+// as DecodeJSON decodes them. Malformed JSON is an error that begins
+// "not JSON: ", and JSON that is not an object is ErrNotObject.
+func DecodeObject(b []byte) (map[string]any, error) {
+	if err := CheckUniqueKeys(b); err != nil {
+		return nil, err
+	}
+	v, err := DecodeJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, ErrNotObject
+	}
+	return m, nil
 }

@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,23 @@ func TestDecodeJSONNonFinite(t *testing.T) {
 	// A tool's output that is not JSON a program can use is kept as text.
 	if v := DecodeJSONOrText([]byte("1e999")); v != "1e999" {
 		t.Errorf("DecodeJSONOrText(1e999) = %#v, want the text", v)
+	}
+}
+
+// TestDecodeObject: one JSON object is decoded with its integers as
+// int64; a key given twice, malformed JSON and another value are errors.
+func TestDecodeObject(t *testing.T) {
+	m, err := DecodeObject([]byte(`{"n": 9007199254740993, "s": "x"}`))
+	if err != nil || m["n"] != int64(9007199254740993) || m["s"] != "x" {
+		t.Errorf("got %v, %v", m, err)
+	}
+	if _, err := DecodeObject([]byte(`{"a": 1, "a": 2}`)); err == nil || !strings.Contains(err.Error(), `key "a" is given twice`) {
+		t.Errorf("a key twice: %v", err)
+	}
+	if _, err := DecodeObject([]byte(`{"a": `)); err == nil || !strings.HasPrefix(err.Error(), "not JSON: ") {
+		t.Errorf("malformed: %v", err)
+	}
+	if _, err := DecodeObject([]byte(`[1]`)); !errors.Is(err, ErrNotObject) {
+		t.Errorf("an array: %v", err)
 	}
 }

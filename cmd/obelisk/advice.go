@@ -54,6 +54,8 @@ var adviceRules = func() []adviceRule {
 		{`\(vm\.Options\.MaxCost\)`, `(--max-cost)`},
 		{`\(vm\.Options\.MaxFills\)`, `(--max-fills)`},
 		{`\(vm\.Options\.Filler\)`, `(--model or --fills)`},
+		{`\(toolset\.Config\.Mocks\)`, `(--mocks)`},
+		{`\(fill\.Settings\.Fills\)`, `(--fills, or NAME.fills.json beside the plan)`},
 		{`no approver is configured \(vm\.Options\.Approver\)`, `no approver is configured (use --approve to be asked, or --yes to approve everything)`},
 		// The journal.
 		{`\(the runs may be in another state directory\)`, `(--state-dir or OBELISK_STATE_DIR names another directory)`},
@@ -73,7 +75,7 @@ var adviceRules = func() []adviceRule {
 
 // adviceMarks are what a text holds when a rule may apply: most writes
 // hold none, and are left as they are.
-var adviceMarks = []string{"(permission.", "compiler.Config.", "compiler.Limits.", "Options.", "state directory)", "force argument", "llm.Settings", "OBELISK_MODEL=", "Settings left empty"}
+var adviceMarks = []string{"(permission.", "compiler.Config.", "compiler.Limits.", "Options.", "fill.Settings.", "toolset.Config.", "state directory)", "force argument", "llm.Settings", "OBELISK_MODEL=", "Settings left empty"}
 
 // advise rewrites the Go names of limits, grants and settings in s into
 // the flags that set them.

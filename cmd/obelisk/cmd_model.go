@@ -17,10 +17,9 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/agent"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // modelFlags choose the model provider and the models of both tiers.
@@ -44,13 +43,7 @@ func (mf *modelFlags) models(e *env) (planner, evaluator llm.Model, s llm.Settin
 	if err != nil {
 		return nil, nil, s, err
 	}
-	open := func(s llm.Settings) llm.Model {
-		if s.Provider == llm.Anthropic {
-			return anthropic.New(s, nil)
-		}
-		return openai.New(s, nil)
-	}
-	return open(s), open(s.ForEvaluator()), s, nil
+	return fill.OpenModel(s), fill.OpenModel(s.ForEvaluator()), s, nil
 }
 
 // goalFlags describe the goal and what the model is told: the tools, the
@@ -107,7 +100,7 @@ func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Co
 			return agent.Context{}, compiler.Config{}, exitUsage
 		}
 	}
-	c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
+	c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 	if diags = append(diags, cd...); diags.HasErrors() {
 		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
@@ -125,18 +118,7 @@ func readJSONObject(arg string) (map[string]any, error) {
 		}
 		raw = b
 	}
-	if err := toolkit.CheckUniqueKeys(raw); err != nil {
-		return nil, err
-	}
-	v, err := toolkit.DecodeJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
-	}
-	return m, nil
+	return toolkit.DecodeObject(raw)
 }
 
 func generateCommand() *command {
@@ -326,13 +308,13 @@ func agentCommand() *command {
 						return exitUsage
 					}
 				}
-				c, cfg, cd := contextOf(ps, gf.tf.Tools, gf.builtins, input, gf.set.Builtins())
+				c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 				if diags = append(diags, cd...); diags.HasErrors() {
 					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
 				ts := &toolSettings{Config: gf.set.Config()}
-				tools, err := goalTools(gf.set, c)
+				tools, err := gf.set.CallerOf(c.Tools)
 				if err != nil {
 					e.errorf("%v", err)
 					return exitUsage

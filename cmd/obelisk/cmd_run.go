@@ -83,7 +83,7 @@ func runCommand() *command {
 					e.errorf("%v", err)
 					return exitUsage
 				}
-				if _, err := fill.filler(e, p.prog); err != nil && xf.replay == "" {
+				if _, err := openFiller(e, fill, p.prog); err != nil && xf.replay == "" {
 					// Refused before the run starts, as missing tools are.
 					e.errorf("%v", err)
 					return exitUsage

@@ -10,13 +10,14 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // runEager runs a plan in eager mode: statements are read from the file
 // (or from standard input, as they arrive) and each step runs as soon as
 // it is complete and checked. The run is journaled as its text arrives,
 // unless --no-journal.
-func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy durable.ApprovalPolicy, fs fillSettings) int {
+func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy durable.ApprovalPolicy, fs fill.Settings) int {
 	var r io.Reader = e.stdin
 	name := "<stdin>"
 	if arg != "-" {
@@ -47,7 +48,7 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	var input map[string]any
 	if rf.input != "" {
 		c := &checked{src: src, file: &lang.File{}}
-		if input, err = rf.readInput(c, ""); err != nil {
+		if input, err = rf.readInput(c); err != nil {
 			e.errorf("%v", err)
 			return exitUsage
 		}

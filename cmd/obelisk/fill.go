@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/toolkit/llm"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/anthropic"
-	"github.com/obelisk-plan/obelisk/toolkit/llm/openai"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )
@@ -35,25 +31,11 @@ func (ff *fillFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.maxFills, "max-fills", 1000, "the most times the run may ask the model (or the fills file) to fill a hole or choose for a task; then the step fails with limit-exceeded")
 }
 
-// fillSettings are what a journaled run records to fill its holes and
-// tasks again when it is resumed: the fills file's text, or the model's
-// settings (never its API key, which comes from the environment).
-type fillSettings struct {
-	Fills     string        `json:"fills,omitempty"`
-	FillsFile string        `json:"fillsFile,omitempty"`
-	Provider  string        `json:"provider,omitempty"`
-	BaseURL   string        `json:"baseURL,omitempty"`
-	Model     string        `json:"model,omitempty"`
-	MaxTokens int           `json:"maxTokens,omitempty"`
-	Timeout   time.Duration `json:"requestTimeout,omitempty"`
-	MaxFills  int           `json:"maxFills,omitempty"`
-}
-
 // settings returns what the flags say, with the fills file read: base is
 // the plan's path without its extension, for NAME.fills.json ("" for
 // none).
-func (ff *fillFlags) settings(base string) (fillSettings, error) {
-	s := fillSettings{Provider: ff.model.Provider, BaseURL: ff.model.BaseURL, Model: ff.model.Model, MaxTokens: ff.model.MaxTokens, Timeout: ff.model.Timeout, MaxFills: ff.maxFills}
+func (ff *fillFlags) settings(base string) (fill.Settings, error) {
+	s := fill.Settings{Provider: ff.model.Provider, BaseURL: ff.model.BaseURL, Model: ff.model.Model, MaxTokens: ff.model.MaxTokens, Timeout: ff.model.Timeout, MaxFills: ff.maxFills}
 	path := ff.fills
 	if path == "" && base != "" {
 		if _, err := os.Stat(base + ".fills.json"); err == nil {
@@ -71,70 +53,24 @@ func (ff *fillFlags) settings(base string) (fillSettings, error) {
 	return s, nil
 }
 
-// filler builds the filler of a run of prog: the fills file's, else a
-// model's, which is opened only when the plan leaves something to a
-// model. It returns nil when the plan leaves nothing; and an error that
-// says how to give one when it does and none is configured.
-func (s fillSettings) filler(e *env, prog *compiler.Program) (vm.Filler, error) {
-	var needs []string
-	if prog != nil {
-		needs = vm.NeedsFiller(prog)
+// openFiller builds the filler of a run of prog (fill.Settings.Filler, or
+// StreamFiller when prog is nil, for a plan that arrives as it runs), and
+// logs what fills.
+func openFiller(e *env, s fill.Settings, prog *compiler.Program) (vm.Filler, error) {
+	var f vm.Filler
+	var err error
+	if prog == nil {
+		f, err = s.StreamFiller(e.getenv)
+	} else {
+		f, err = s.Filler(prog, e.getenv)
 	}
-	if s.Fills != "" {
-		script, err := fill.ParseScript([]byte(s.Fills))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.FillsFile, err)
-		}
-		if len(needs) > 0 {
+	switch f := f.(type) {
+	case *fill.Script:
+		if prog != nil && len(vm.NeedsFiller(prog)) > 0 {
 			e.log.Info("filling holes and tasks from a fills file", "file", s.FillsFile)
 		}
-		return script, nil
+	case *fill.Model:
+		e.log.Info("a model fills holes and chooses for tasks", "model", f.Model.Name())
 	}
-	if len(needs) == 0 {
-		return nil, nil
-	}
-	if _, err := llm.Resolve(s.llmSettings(), e.getenv); errors.Is(err, llm.ErrNoProvider) {
-		return nil, fmt.Errorf("%s left for a model to complete when it runs, and no model is configured: give a fills file (--fills, or NAME.fills.json beside the plan), or a model.\n%w", describeNeeds(needs), err)
-	}
-	return s.open(e)
-}
-
-// open opens the model of the settings as a filler.
-func (s fillSettings) open(e *env) (vm.Filler, error) {
-	settings, err := llm.Resolve(s.llmSettings(), e.getenv)
-	if err != nil {
-		return nil, err
-	}
-	var model llm.Model
-	if settings.Provider == llm.Anthropic {
-		model = anthropic.New(settings, nil)
-	} else {
-		model = openai.New(settings, nil)
-	}
-	e.log.Info("a model fills holes and chooses for tasks", "model", model.Name())
-	return &fill.Model{Model: model}, nil
-}
-
-// streamFiller builds the filler of a plan that arrives as it runs,
-// before anyone knows whether it has holes or tasks: the fills file's, or
-// a model's when one is configured, or none.
-func (s fillSettings) streamFiller(e *env) (vm.Filler, error) {
-	if s.Fills != "" {
-		return s.filler(e, nil)
-	}
-	if _, err := llm.Resolve(s.llmSettings(), e.getenv); errors.Is(err, llm.ErrNoProvider) {
-		return nil, nil
-	}
-	return s.open(e)
-}
-
-func (s fillSettings) llmSettings() llm.Settings {
-	return llm.Settings{Provider: s.Provider, BaseURL: s.BaseURL, Model: s.Model, MaxTokens: s.MaxTokens, Timeout: s.Timeout}
-}
-
-func describeNeeds(steps []string) string {
-	if len(steps) == 1 {
-		return "step " + steps[0] + " has something"
-	}
-	return "steps " + strings.Join(steps, ", ") + " have something"
+	return f, err
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -50,79 +49,11 @@ func (gf *goalFlags) goalSource(e *env) (*planfile.Source, lang.Sources, lang.Di
 	return ps, srcs, diags, nil
 }
 
-// contextOf builds a goal's context and the checker's configuration from
-// its source: the context document's tools, types, input, state and plan;
-// the tools of the tools files named toolFiles and of the MCP servers,
-// offered to the model; the built-in tools (builtinDecls), offered too
-// when builtins is set or no other tool is; and input over the document's.
-func contextOf(ps *planfile.Source, toolFiles []string, builtins bool, input map[string]any, builtinDecls []*lang.ToolDecl) (agent.Context, compiler.Config, lang.Diagnostics) {
-	var c agent.Context
-	cfg, diags := ps.Config()
-	cfg.Imports = compiler.ImportDir(ps.ImportRoot())
-	c.Hints = cfg.Hints
-	if ps.Text != "" {
-		f, d := ps.Parse()
-		diags = append(diags, d...)
-		c = agent.ContextOf(f)
-	}
-	if diags.HasErrors() {
-		return c, cfg, diags
-	}
-	for _, name := range toolFiles {
-		for _, f := range ps.Tools {
-			if f.Name == name {
-				decls, _ := lang.ParseTools(f.Name, []byte(f.Text))
-				c.Tools = append(c.Tools, decls...)
-			}
-		}
-	}
-	var mcpDecls []*lang.ToolDecl
-	for _, f := range ps.Tools {
-		if strings.HasPrefix(f.Name, "<") && f.Name != toolset.BuiltinsName { // an MCP server's
-			decls, _ := lang.ParseTools(f.Name, []byte(f.Text))
-			mcpDecls = append(mcpDecls, decls...)
-		}
-	}
-	c.Tools = append(c.Tools, toolset.OfferedOnce(mcpDecls)...)
-	cfg.Tools = append(cfg.Tools, c.Tools...)
-	if len(c.Tools) == 0 || builtins {
-		for _, d := range builtinDecls {
-			if !strings.HasPrefix(d.Name.Name, "file.") {
-				c.Tools = append(c.Tools, d)
-			}
-		}
-	}
-	if input != nil {
-		if c.Input == nil {
-			c.Input = map[string]any{}
-		}
-		for k, v := range input {
-			c.Input[k] = v
-		}
-	}
-	return c, cfg, diags
-}
-
-// goalTools returns the tools of a goal: the tools set holds, the mocks
-// in front. Every tool offered must have an implementation.
-func goalTools(set *toolset.Set, c agent.Context) (toolkit.Chain, error) {
-	if diags := set.BindDiagnostics(); diags.HasErrors() {
-		return toolkit.Chain{}, diags
-	}
-	chain, err := set.Caller()
-	if err != nil {
-		return toolkit.Chain{}, err
-	}
-	var missing []string
-	for _, t := range c.Tools {
-		if !set.Has(t.Name.Name) {
-			missing = append(missing, t.Name.Name)
-		}
-	}
-	if len(missing) > 0 {
-		return toolkit.Chain{}, fmt.Errorf("no implementation for %s: answer them in a mocks file (--mocks)", strings.Join(missing, ", "))
-	}
-	return chain, nil
+// contextOf builds a goal's context and the checker's configuration
+// from its source (durable.GoalContext.Context): the tools of the tools
+// files gc names and of the MCP servers, and the built-in tools of set.
+func contextOf(ps *planfile.Source, gc durable.GoalContext, set *toolset.Set) (agent.Context, compiler.Config, lang.Diagnostics) {
+	return gc.Context(ps, toolset.Offered(ps.Tools, gc.ToolFiles), set.OfferedBuiltins())
 }
 
 // goalExec is how a goal is pursued in this process: its models, the
@@ -188,7 +119,7 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 // environment (the models the goal began with, unless they name others).
 func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, set *toolset.Set, mf *modelFlags) int {
 	spec := r.Goal()
-	c, cfg, diags := contextOf(r.Plan().Source, spec.ToolFiles, spec.Builtins, spec.Input, set.Builtins())
+	c, cfg, diags := contextOf(r.Plan().Source, spec.GoalContext, set)
 	if diags.HasErrors() {
 		lang.WriteText(e.stderr, sourcesOf(r.Plan().Source), diags, e.textOptions())
 		err := fmt.Errorf("run %s: the recorded context does not parse", r.ID)
@@ -196,7 +127,7 @@ func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, set 
 		e.errorf("%v", err)
 		return exitInput
 	}
-	tools, err := goalTools(set, c)
+	tools, err := set.CallerOf(c.Tools)
 	if err != nil {
 		r.Leave(err)
 		e.errorf("%v", err)

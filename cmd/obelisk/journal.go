@@ -19,7 +19,6 @@ import (
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 	"github.com/obelisk-plan/obelisk/toolkit/permission"
-	"github.com/obelisk-plan/obelisk/toolkit/replay"
 	"github.com/obelisk-plan/obelisk/toolset"
 	"github.com/obelisk-plan/obelisk/vm"
 	"github.com/obelisk-plan/obelisk/vm/fill"
@@ -99,10 +98,6 @@ type execFlags struct {
 	approvalTimeout time.Duration
 	approvalDefault string
 	runTimeout      time.Duration
-	// recorder and replayer are what wrapTools made of --record and
-	// --replay, which the fillings go through too (wrapFiller).
-	recorder *replay.Recorder
-	replayer *replay.Replayer
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
@@ -152,40 +147,6 @@ func (xf *execFlags) approver(e *env) vm.Approver {
 	return nil
 }
 
-// wrapTools puts the recorder of --record in front of the tools, or the
-// recording of --replay in their place. close finishes the recording.
-func (xf *execFlags) wrapTools(tools vm.Caller) (vm.Caller, func() error, error) {
-	if xf.replay != "" {
-		p, err := replay.Load(xf.replay)
-		if err != nil {
-			return nil, nil, err
-		}
-		tools, xf.replayer = p, p
-	}
-	if xf.record != "" {
-		rec, err := replay.NewRecorder(tools, xf.record)
-		if err != nil {
-			return nil, nil, err
-		}
-		xf.recorder = rec
-		return rec, rec.Close, nil
-	}
-	return tools, func() error { return nil }, nil
-}
-
-// wrapFiller gives the fillings of a run the recording of --replay in
-// place of f, and records them with --record, as wrapTools does for the
-// tool calls (which it must have been called for).
-func (xf *execFlags) wrapFiller(f vm.Filler) vm.Filler {
-	if xf.replayer != nil {
-		f = fill.Replayed(xf.replayer)
-	}
-	if xf.recorder != nil && f != nil {
-		f = fill.Recorded(f, xf.recorder)
-	}
-	return f
-}
-
 // closeReporting calls close and reports its error: for a deferred close.
 func closeReporting(e *env, close func() error) {
 	if err := close(); err != nil {
@@ -229,7 +190,7 @@ func mocksFile(given string, off bool, base string) string {
 type toolSettings struct {
 	toolset.Config
 	// Fill says what completes the plan's holes and tasks.
-	Fill fillSettings `json:"fill,omitzero"`
+	Fill fill.Settings `json:"fill,omitzero"`
 }
 
 // record returns the settings a run records: its limits and approval
@@ -272,10 +233,7 @@ func (s *toolSettings) open(ctx context.Context, e *env, cmd string, src *planfi
 // recordedTools returns the tools a recorded plan calls, and what keeps them
 // from running (see toolset.Set.Preflight).
 func recordedTools(set *toolset.Set, plan *durable.Plan) (toolkit.Chain, []string, error) {
-	if diags := set.BindDiagnostics(); diags.HasErrors() {
-		return toolkit.Chain{}, nil, diags
-	}
-	chain, err := set.Caller()
+	chain, err := set.CallerOf(nil)
 	if err != nil {
 		return toolkit.Chain{}, nil, err
 	}
@@ -306,16 +264,16 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 // --approve or --yes, --run-timeout), and reports how it went. The plan
 // of a streamed run is read from text as it arrives; nil reads it from
 // the journal, for a resumed run.
-func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fillSettings) int {
+func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fill.Settings) int {
 	if xf.runTimeout < 0 {
 		return usageError(e, e.cmd, "--run-timeout must not be negative")
 	}
-	tools, closeTools, err := xf.wrapTools(chain)
+	rec, err := fill.NewRecording(chain, xf.record, xf.replay)
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	defer closeReporting(e, closeTools)
+	defer closeReporting(e, rec.Close)
 	events, closeEvents, err := eventsFile(xf.events)
 	if err != nil {
 		e.errorf("%v", err)
@@ -332,17 +290,17 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	switch {
 	case xf.replay != "":
 	case r.Plan().Program == nil:
-		filler, err = fs.streamFiller(e)
+		filler, err = openFiller(e, fs, nil)
 	default:
-		filler, err = fs.filler(e, r.Plan().Program)
+		filler, err = openFiller(e, fs, r.Plan().Program)
 	}
 	if err != nil {
 		progress.stop()
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	o := durable.ExecOptions{Tools: tools, Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
-		Filler: xf.wrapFiller(filler), MaxFills: fs.MaxFills}
+	o := durable.ExecOptions{Tools: rec.Tools(), Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
+		Filler: rec.Filler(filler), MaxFills: fs.MaxFills}
 	var res *vm.Result
 	var rejected lang.Diagnostics
 	if r.Streamed() {

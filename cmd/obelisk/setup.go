@@ -76,9 +76,8 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	p := &prepared{checked: c, prog: prog}
 	p.source = rf.source(c)
 	p.cfg, _, _, _ = rf.config(c.src)
-	base := strings.TrimSuffix(strings.TrimSuffix(planPath(c.src), ".plan"), ".json")
 	var err error
-	if p.input, err = rf.readInput(c, base); err != nil {
+	if p.input, err = rf.readInput(c); err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage
 	}
@@ -100,32 +99,14 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 
 // base returns the plan's path without its extension, for the files
 // beside it (NAME.fills.json); "" for a plan read from standard input.
-func (p *prepared) base() string {
-	if planPath(p.src) == "" {
-		return ""
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(planPath(p.src), ".plan"), ".json")
-}
+func (p *prepared) base() string { return planfile.Base(planPath(p.src)) }
 
-// readInput reads --input, or NAME.input.json, or the input a JSON plan
-// carries.
-func (rf *runFlags) readInput(c *checked, base string) (map[string]any, error) {
-	var raw []byte
-	switch {
-	case strings.HasPrefix(rf.input, "@"):
-		b, err := os.ReadFile(rf.input[1:])
-		if err != nil {
-			return nil, fmt.Errorf("reading input: %w", err)
-		}
-		raw = b
-	case rf.input != "":
-		raw = []byte(rf.input)
-	case planPath(c.src) != "":
-		if b, err := os.ReadFile(base + ".input.json"); err == nil {
-			raw = b
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("reading input: %w", err)
-		}
+// readInput reads --input, or NAME.input.json beside the plan
+// (planfile.ReadInput), or the input a JSON plan carries.
+func (rf *runFlags) readInput(c *checked) (map[string]any, error) {
+	raw, err := planfile.ReadInput(rf.input, planPath(c.src))
+	if err != nil {
+		return nil, err
 	}
 	if raw == nil {
 		return c.file.InputValues, nil

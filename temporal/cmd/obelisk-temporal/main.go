@@ -318,19 +318,9 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 	f, diags := src.Parse()
 	c, _ := planfile.Build(f, diags, compiler.Config{Imports: compiler.ImportDir(filepath.Dir(path))}, compiler.Options{})
 	p.Imports = planfile.Imports(c.Info)
-	var in []byte
-	switch {
-	case strings.HasPrefix(input, "@"):
-		if in, err = os.ReadFile(input[1:]); err != nil {
-			return p, nil, fmt.Errorf("reading input: %w", err)
-		}
-	case input != "":
-		in = []byte(input)
-	default:
-		base := strings.TrimSuffix(strings.TrimSuffix(path, ".plan"), ".json")
-		if in, err = os.ReadFile(base + ".input.json"); err != nil && !os.IsNotExist(err) {
-			return p, nil, fmt.Errorf("reading input: %w", err)
-		}
+	in, err := planfile.ReadInput(input, path)
+	if err != nil {
+		return p, nil, err
 	}
 	if len(in) > 0 && !json.Valid(in) {
 		return p, nil, errors.New("the input is not JSON")
