@@ -47,11 +47,11 @@ func TestAdvise(t *testing.T) {
 // sets a limit, though the library's message names its Go setting.
 func TestAdvicePrinted(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"p.plan": "tool f(x: int) -> int pure\nf(x: 1) -> †state.r\n  hint researcher\noutput †state.r\n"})
-	code, _, stderr := cli(t, "check", filepath.Join(dir, "p.plan"))
+	code, _, stderr := runCLI(t, "check", filepath.Join(dir, "p.plan"))
 	if code != exitOK || !strings.Contains(stderr, "the operator declares no hints (--hints), so it routes nothing [routing-hint]") || strings.Contains(stderr, "compiler.Config") {
 		t.Errorf("check: exit %d\n%s", code, stderr)
 	}
-	code, stdout, _ := cli(t, "check", "--format", "json", filepath.Join(dir, "p.plan"))
+	code, stdout, _ := runCLI(t, "check", "--format", "json", filepath.Join(dir, "p.plan"))
 	if code != exitOK || !strings.Contains(stdout, "(compiler.Config.Hints)") {
 		t.Errorf("check --format json: exit %d; a program reads the library's names:\n%s", code, stdout)
 	}

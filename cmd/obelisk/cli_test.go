@@ -26,9 +26,9 @@ func TestHelpOnStdout(t *testing.T) {
 		}
 	}
 	for _, c := range commands() {
-		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {"help", c.name}} {
+		for _, args := range [][]string{{c.Name, "-h"}, {c.Name, "--help"}, {"help", c.Name}} {
 			code, stdout, stderr := runHere(t, "", args...)
-			if code != exitOK || !strings.HasPrefix(stdout, "usage: obelisk "+c.name) || stderr != "" {
+			if code != exitOK || !strings.HasPrefix(stdout, "usage: obelisk "+c.Name) || stderr != "" {
 				t.Errorf("obelisk %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
 			}
 		}
@@ -40,10 +40,10 @@ func TestHelpOnStdout(t *testing.T) {
 // exit 2, nothing on stdout.
 func TestBadFlagOneLine(t *testing.T) {
 	for _, c := range commands() {
-		code, stdout, stderr := runHere(t, "", c.name, "--no-such-flag", "x")
-		want := fmt.Sprintf("obelisk %s: flag provided but not defined: -no-such-flag\nRun 'obelisk %s -h' for usage.\n", c.name, c.name)
+		code, stdout, stderr := runHere(t, "", c.Name, "--no-such-flag", "x")
+		want := fmt.Sprintf("obelisk %s: flag provided but not defined: -no-such-flag\nRun 'obelisk %s -h' for usage.\n", c.Name, c.Name)
 		if code != exitUsage || stdout != "" || stderr != want {
-			t.Errorf("obelisk %s --no-such-flag: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", c.name, code, stdout, stderr, want)
+			t.Errorf("obelisk %s --no-such-flag: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", c.Name, code, stdout, stderr, want)
 		}
 	}
 	code, _, stderr := runHere(t, "", "check", "--max-steps", "many", "x.plan")
@@ -230,15 +230,15 @@ func TestPlanApplyMCP(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"p.plan": "greet(name: \"Ada\") -> †state.hello\noutput †state.hello\n"})
 	server := fmt.Sprintf("calc='%s' calc", os.Args[0])
 	pf := filepath.Join(dir, "p.planfile")
-	code, stdout, stderr := cli(t, "plan", "--mcp", server, "-o", pf, filepath.Join(dir, "p.plan"))
+	code, stdout, stderr := runCLI(t, "plan", "--mcp", server, "-o", pf, filepath.Join(dir, "p.plan"))
 	if code != exitOK || !strings.Contains(stdout, "greet") {
 		t.Fatalf("plan --mcp: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = cli(t, "apply", "--no-journal", "--mcp", server, pf)
+	code, stdout, stderr = runCLI(t, "apply", "--no-journal", "--mcp", server, pf)
 	if code != exitOK || strings.TrimSpace(stdout) != `"Hello, Ada!"` {
 		t.Errorf("apply --mcp: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	code, _, stderr = cli(t, "apply", "--no-journal", pf)
+	code, _, stderr = runCLI(t, "apply", "--no-journal", pf)
 	if code != exitInput || !strings.Contains(stderr, "give it with --mcp") {
 		t.Errorf("apply without the server: exit %d, want 1\n%s", code, stderr)
 	}

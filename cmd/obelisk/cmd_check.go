@@ -109,10 +109,10 @@ func (cf *checkFlags) load(e *env, arg string, opts compiler.Options) (*checked,
 
 func checkCommand() *command {
 	return &command{
-		name:    "check",
-		args:    "FILE...",
-		summary: "type-check plans and report every problem, with its position and a suggested fix",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "check",
+		Args:    "FILE...",
+		Summary: "type-check plans and report every problem, with its position and a suggested fix",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
@@ -134,7 +134,7 @@ func checkCommand() *command {
 				for _, arg := range args {
 					c, err := cf.load(e, arg, compiler.Options{})
 					if err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						status = max(status, exitUsage)
 						continue
 					}
@@ -143,9 +143,9 @@ func checkCommand() *command {
 					}
 					switch *format {
 					case "json":
-						lang.Report{File: c.src.Name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: []byte(c.src.Text), Max: e.maxDiagnostics}.WriteJSON(e.stdout)
+						lang.Report{File: c.src.Name, OK: !c.diags.HasErrors(), Diagnostics: c.diags, Source: []byte(c.src.Text), Max: e.maxDiagnostics}.WriteJSON(e.Stdout)
 					default:
-						lang.WriteText(e.stderr, c.srcs, c.diags, e.textOptions())
+						lang.WriteText(e.Stderr, c.srcs, c.diags, e.textOptions())
 					}
 				}
 				return status

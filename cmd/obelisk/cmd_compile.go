@@ -14,17 +14,17 @@ import (
 func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*checked, *compiler.Program, int) {
 	c, err := cf.load(e, arg, opts)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, nil, exitUsage
 	}
 	if len(c.diags) > 0 {
-		lang.WriteText(e.stderr, c.srcs, c.diags, e.textOptions())
+		lang.WriteText(e.Stderr, c.srcs, c.diags, e.textOptions())
 	}
 	if c.diags.HasErrors() {
 		return c, nil, exitInput
 	}
 	if c.prog == nil {
-		e.errorf("%v", c.err)
+		e.Errorf("%v", c.err)
 		return c, nil, exitInput
 	}
 	return c, c.prog, exitOK
@@ -32,10 +32,10 @@ func (cf *checkFlags) compileOne(e *env, arg string, opts compiler.Options) (*ch
 
 func compileCommand() *command {
 	return &command{
-		name:    "compile",
-		args:    "FILE",
-		summary: "check a plan and print the compiled plan as JSON: steps, edges, levels, critical path, estimates",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "compile",
+		Args:    "FILE",
+		Summary: "check a plan and print the compiled plan as JSON: steps, edges, levels, critical path, estimates",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
@@ -56,10 +56,10 @@ func compileCommand() *command {
 				}
 				b, err := prog.JSON()
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk compile: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk compile: %v\n", err)
 					return exitUsage
 				}
-				e.stdout.Write(lang.EscapeControlJSON(b))
+				e.Stdout.Write(lang.EscapeControlJSON(b))
 				return exitOK
 			}
 		},
@@ -68,10 +68,10 @@ func compileCommand() *command {
 
 func graphCommand() *command {
 	return &command{
-		name:    "graph",
-		args:    "FILE",
-		summary: "draw a plan's dependency graph in Graphviz DOT or Mermaid",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "graph",
+		Args:    "FILE",
+		Summary: "draw a plan's dependency graph in Graphviz DOT or Mermaid",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var cf checkFlags
 			cf.register(fs)
@@ -95,12 +95,12 @@ func graphCommand() *command {
 				}
 				var err error
 				if *format == "mermaid" {
-					err = prog.WriteMermaid(e.stdout)
+					err = prog.WriteMermaid(e.Stdout)
 				} else {
-					err = prog.WriteDOT(e.stdout)
+					err = prog.WriteDOT(e.Stdout)
 				}
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk graph: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk graph: %v\n", err)
 					return exitUsage
 				}
 				return exitOK

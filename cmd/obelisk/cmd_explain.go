@@ -11,13 +11,13 @@ import (
 
 func explainCommand() *command {
 	return &command{
-		name:    "explain",
-		args:    "[CODE]",
-		summary: "describe a diagnostic code, with an example and how to fix it (all codes without CODE)",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "explain",
+		Args:    "[CODE]",
+		Summary: "describe a diagnostic code, with an example and how to fix it (all codes without CODE)",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return func(ctx context.Context, args []string) int {
 				docs := lang.CodeDocs()
-				w := advisingWriter{escapingWriter{e.stdout}}
+				w := advisingWriter{escapingWriter{e.Stdout}}
 				if len(args) == 0 {
 					for _, d := range docs {
 						fmt.Fprintf(w, "%-22s %-7s %s\n", d.Code, d.Severity, d.Summary)

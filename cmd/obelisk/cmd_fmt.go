@@ -11,10 +11,10 @@ import (
 
 func fmtCommand() *command {
 	return &command{
-		name:    "fmt",
-		args:    "FILE...",
-		summary: "print plans in the canonical layout (-w rewrites .plan files in place); a JSON plan is printed as .plan text",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "fmt",
+		Args:    "FILE...",
+		Summary: "print plans in the canonical layout (-w rewrites .plan files in place); a JSON plan is printed as .plan text",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			write := fs.Bool("w", false, "rewrite .plan files in place instead of printing them")
 			list := fs.Bool("l", false, "list the files whose layout differs from the canonical one")
@@ -26,7 +26,7 @@ func fmtCommand() *command {
 				for _, arg := range args {
 					src, err := readSource(e, arg)
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk fmt: %v\n", err)
+						fmt.Fprintf(e.Stderr, "obelisk fmt: %v\n", err)
 						status = max(status, exitUsage)
 						continue
 					}
@@ -44,17 +44,17 @@ func fmtCommand() *command {
 					switch {
 					case *list:
 						if changed {
-							fmt.Fprintln(e.stdout, src.Name)
+							fmt.Fprintln(e.Stdout, src.Name)
 						}
 					case *write:
 						if changed {
 							if err := os.WriteFile(src.Name, out, 0o644); err != nil {
-								fmt.Fprintf(e.stderr, "obelisk fmt: %v\n", err)
+								fmt.Fprintf(e.Stderr, "obelisk fmt: %v\n", err)
 								status = max(status, exitUsage)
 							}
 						}
 					default:
-						e.stdout.Write(out)
+						e.Stdout.Write(out)
 					}
 				}
 				return status

@@ -32,10 +32,10 @@ const envMCPToken = "OBELISK_MCP_TOKEN"
 
 func mcpServerCommand() *command {
 	return &command{
-		name:    "mcp-server",
-		args:    "",
-		summary: "serve plan mode to MCP clients, on stdio or over HTTP (--http): they find tools, check, dry-run and run plans",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "mcp-server",
+		Args:    "",
+		Summary: "serve plan mode to MCP clients, on stdio or over HTTP (--http): they find tools, check, dry-run and run plans",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var rf runFlags
 			rf.registerTools(fs)
 			rf.registerLimits(fs)
@@ -83,17 +83,17 @@ func mcpServerCommand() *command {
 				}
 				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, MaxCost: rf.limits.MaxCost}
 				if opts.settings, err = opts.tools.record(vmo, policy); err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				stateDir, err := filepath.Abs(sf.dir)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				store, err := (&stateFlags{dir: stateDir}).open()
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				defer store.Close()
@@ -117,14 +117,14 @@ func mcpServerCommand() *command {
 					Log:            e.log.Named("mcp-server"),
 				})
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				defer srv.Close()
 				if *httpAddr == "" {
 					e.log.Info("serving MCP on stdio", "journal", store.Path())
 					if err := srv.RunStdio(ctx, os.Stdin, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 					return exitOK
@@ -150,22 +150,22 @@ type serverSetup struct {
 func (rf *runFlags) serverOptions(e *env) (*serverSetup, int) {
 	_, srcs, diags, err := rf.config(&planfile.Source{Name: "<mcp-server>"})
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, exitUsage
 	}
 	if diags.HasErrors() {
-		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+		lang.WriteText(e.Stderr, srcs, diags, e.textOptions())
 		return nil, exitUsage
 	}
 	// The operator's tools are every tool a plan can call: those with a
 	// binding are bound now, not per plan.
 	if bd := rf.set.BindDiagnostics(); bd.HasErrors() {
-		lang.WriteText(e.stderr, srcs, bd, e.textOptions())
+		lang.WriteText(e.Stderr, srcs, bd, e.textOptions())
 		return nil, exitUsage
 	}
 	caller, err := rf.set.Caller()
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, exitUsage
 	}
 	preflight := func(prog *compiler.Program) []string {
@@ -221,7 +221,7 @@ func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) 
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		e.errorf("--http: %v", err)
+		e.Errorf("--http: %v", err)
 		return exitUsage
 	}
 	mux := http.NewServeMux()
@@ -229,15 +229,15 @@ func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) 
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	if made {
-		fmt.Fprintf(e.stderr, "obelisk mcp-server: serving MCP at %s\nclients send the header: Authorization: Bearer %s\n", url, token)
+		fmt.Fprintf(e.Stderr, "obelisk mcp-server: serving MCP at %s\nclients send the header: Authorization: Bearer %s\n", url, token)
 	} else {
-		fmt.Fprintf(e.stderr, "obelisk mcp-server: serving MCP at %s (clients send the token of %s)\n", url, envMCPToken)
+		fmt.Fprintf(e.Stderr, "obelisk mcp-server: serving MCP at %s (clients send the token of %s)\n", url, envMCPToken)
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
 	case err := <-done:
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	case <-ctx.Done():
 	}

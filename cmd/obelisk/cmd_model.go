@@ -90,19 +90,19 @@ func (gf *goalFlags) load(ctx context.Context, e *env, cmd string) (c agent.Cont
 func (gf *goalFlags) goalContext(e *env, cmd string) (agent.Context, compiler.Config, int) {
 	ps, srcs, diags, err := gf.goalSource(e)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+		fmt.Fprintf(e.Stderr, "obelisk %s: %v\n", cmd, err)
 		return agent.Context{}, compiler.Config{}, exitUsage
 	}
 	var input map[string]any
 	if gf.input != "" {
 		if input, err = readJSONObject(gf.input); err != nil {
-			fmt.Fprintf(e.stderr, "obelisk %s: the input: %v\n", cmd, err)
+			fmt.Fprintf(e.Stderr, "obelisk %s: the input: %v\n", cmd, err)
 			return agent.Context{}, compiler.Config{}, exitUsage
 		}
 	}
 	c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 	if diags = append(diags, cd...); diags.HasErrors() {
-		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+		lang.WriteText(e.Stderr, srcs, diags, e.textOptions())
 		return c, cfg, exitInput
 	}
 	return c, cfg, exitOK
@@ -123,10 +123,10 @@ func readJSONObject(arg string) (map[string]any, error) {
 
 func generateCommand() *command {
 	return &command{
-		name:    "generate",
-		args:    "--goal GOAL",
-		summary: "ask a model for a plan that reaches a goal, check it, and send the diagnostics back until it checks",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "generate",
+		Args:    "--goal GOAL",
+		Summary: "ask a model for a plan that reaches a goal, check it, and send the diagnostics back until it checks",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var gf goalFlags
 			gf.register(fs)
@@ -147,7 +147,7 @@ func generateCommand() *command {
 				}
 				planner, _, settings, err := mf.models(e)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk generate: %v\n", err)
 					return exitUsage
 				}
 				repairs := *maxRepairs
@@ -159,17 +159,17 @@ func generateCommand() *command {
 					MaxRepairs: repairs, MinSteps: *minSteps, MaxSteps: *maxSteps, Form: gf.form,
 					Round: func(r agent.Round) {
 						if r.Fallback != "" {
-							fmt.Fprintf(e.stderr, "obelisk generate: warning: %s\n", r.Fallback)
+							fmt.Fprintf(e.Stderr, "obelisk generate: warning: %s\n", r.Fallback)
 						}
 						if r.Cut != "" {
-							fmt.Fprintf(e.stderr, "obelisk generate: round %d: %s; the plan is asked for again\n", r.N, r.Cut)
+							fmt.Fprintf(e.Stderr, "obelisk generate: round %d: %s; the plan is asked for again\n", r.N, r.Cut)
 						}
 						e.log.Info("round", "n", r.N, "form", r.Form, "errors", r.Diagnostics.Count(lang.SeverityError), "prompt_tokens", r.Usage.Input)
 					}})
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk generate: %v\n", err)
 					if g != nil && g.Rounds > 0 {
-						fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
+						fmt.Fprintf(e.Stderr, "%s\n", roundsLine(g))
 					}
 					if errors.Is(err, llm.ErrTruncated) {
 						return exitInput // the model answered, but never whole
@@ -178,26 +178,26 @@ func generateCommand() *command {
 				}
 				srcs := lang.Sources{g.Name: []byte(g.Answer)}
 				if !g.OK {
-					lang.WriteText(e.stderr, srcs, g.Diagnostics, e.textOptions())
-					fmt.Fprintf(e.stderr, "obelisk generate: the plan still has errors after %s; nothing written\n%s\n", plural(g.Rounds-1, "repair"), roundsLine(g))
+					lang.WriteText(e.Stderr, srcs, g.Diagnostics, e.textOptions())
+					fmt.Fprintf(e.Stderr, "obelisk generate: the plan still has errors after %s; nothing written\n%s\n", plural(g.Rounds-1, "repair"), roundsLine(g))
 					return exitInput
 				}
 				if len(g.Diagnostics) > 0 {
-					lang.WriteText(e.stderr, srcs, g.Diagnostics, e.textOptions())
+					lang.WriteText(e.Stderr, srcs, g.Diagnostics, e.textOptions())
 				}
 				if *out == "" {
 					// Shown to be read: a comment of the model's
 					// cannot act on the terminal. Its string
 					// literals are escaped already; -o writes the
 					// plan as it is.
-					escapingWriter{e.stdout}.Write(g.Plan)
+					escapingWriter{e.Stdout}.Write(g.Plan)
 				} else if err := writeFileAtomic(*out, g.Plan); err != nil {
-					fmt.Fprintf(e.stderr, "obelisk generate: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk generate: %v\n", err)
 					return exitUsage
 				} else {
-					fmt.Fprintf(e.stderr, "wrote %s\n", *out)
+					fmt.Fprintf(e.Stderr, "wrote %s\n", *out)
 				}
-				fmt.Fprintf(e.stderr, "%s\n", roundsLine(g))
+				fmt.Fprintf(e.Stderr, "%s\n", roundsLine(g))
 				return exitOK
 			}
 		},
@@ -249,10 +249,10 @@ func writeFileAtomic(path string, data []byte) error {
 
 func agentCommand() *command {
 	return &command{
-		name:    "agent",
-		args:    "--goal GOAL",
-		summary: "pursue a goal: a model writes plans turn by turn, they run, and the model sees the results, until it gives the output",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "agent",
+		Args:    "--goal GOAL",
+		Summary: "pursue a goal: a model writes plans turn by turn, they run, and the model sees the results, until it gives the output",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var gf goalFlags
 			gf.register(fs)
@@ -298,30 +298,30 @@ func agentCommand() *command {
 				defer stop()
 				ps, srcs, diags, err := gf.goalSource(e)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				var input map[string]any
 				if gf.input != "" {
 					if input, err = readJSONObject(gf.input); err != nil {
-						e.errorf("the input: %v", err)
+						e.Errorf("the input: %v", err)
 						return exitUsage
 					}
 				}
 				c, cfg, cd := contextOf(ps, durable.GoalContext{ToolFiles: gf.tf.Tools, Builtins: gf.builtins, Input: input}, gf.set)
 				if diags = append(diags, cd...); diags.HasErrors() {
-					lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+					lang.WriteText(e.Stderr, srcs, diags, e.textOptions())
 					return exitInput
 				}
 				ts := &toolSettings{Config: gf.set.Config()}
 				tools, err := gf.set.CallerOf(c.Tools)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				planner, evaluator, settings, err := mf.models(e)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				if !*evaluate {
@@ -329,7 +329,7 @@ func agentCommand() *command {
 				}
 				set, err := ts.record(vm.Options{MaxParallel: *maxParallel, StepTimeout: *stepTimeout, RunTimeout: max(*runTimeout, 0)}, policy)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				set.Goal = &durable.GoalSpec{Goal: gf.goal, Mode: *mode, Form: gf.form, MaxGoalSteps: limits[0], MaxReplanAttempts: limits[1], MaxRepairs: *maxRepairs,
@@ -347,7 +347,7 @@ func agentCommand() *command {
 				case *yes:
 					gx.approver = approveAll{}
 				case *approve:
-					gx.approver = &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+					gx.approver = &terminalApprover{in: bufio.NewReader(e.Stdin), out: e.Stderr}
 				}
 				return gx.pursue(ctx, e, r, c, cfg, tools)
 			}
@@ -380,14 +380,14 @@ func turnLines(e *env) vm.Observer {
 	return func(ev vm.Event) {
 		switch ev.Type {
 		case agent.TurnFinished:
-			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
+			fmt.Fprintf(e.Stderr, "%s\n", ev.Message)
 		case agent.FormFallback:
-			fmt.Fprintf(e.stderr, "obelisk agent: warning: %s\n", ev.Message)
+			fmt.Fprintf(e.Stderr, "obelisk agent: warning: %s\n", ev.Message)
 		case agent.AnswerCut:
-			fmt.Fprintf(e.stderr, "%s\n", ev.Message)
+			fmt.Fprintf(e.Stderr, "%s\n", ev.Message)
 		case vm.StepFailed:
 			if ev.Error != nil {
-				fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
+				fmt.Fprintf(e.Stderr, "  %s failed: %s [%s]\n", ev.Step, ev.Error.Message, ev.Error.Code)
 			}
 		}
 	}

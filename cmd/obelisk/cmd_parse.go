@@ -9,10 +9,10 @@ import (
 
 func parseCommand() *command {
 	return &command{
-		name:    "parse",
-		args:    "FILE",
-		summary: "print the syntax tree of a plan as JSON",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "parse",
+		Args:    "FILE",
+		Summary: "print the syntax tree of a plan as JSON",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
@@ -20,11 +20,11 @@ func parseCommand() *command {
 				}
 				src, err := readSource(e, args[0])
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				f, diags := src.Parse()
-				e.stdout.Write(lang.EscapeControlJSON(lang.DumpJSON(f)))
+				e.Stdout.Write(lang.EscapeControlJSON(lang.DumpJSON(f)))
 				if len(diags) > 0 {
 					printDiagnostics(e, lang.Sources{src.Name: []byte(src.Text)}, diags)
 				}

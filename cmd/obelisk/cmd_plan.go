@@ -21,10 +21,10 @@ import (
 
 func planCommand() *command {
 	return &command{
-		name:    "plan",
-		args:    "FILE",
-		summary: "check and compile a plan with its input, show what it will do, and with -o write it as a planfile for obelisk apply",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "plan",
+		Args:    "FILE",
+		Summary: "check and compile a plan with its input, show what it will do, and with -o write it as a planfile for obelisk apply",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
@@ -44,7 +44,7 @@ func planCommand() *command {
 				}
 				pf, err := planfile.New(p.source, p.prog, p.input)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk plan: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk plan: %v\n", err)
 					return exitUsage
 				}
 				writePlan(e, p, pf)
@@ -56,10 +56,10 @@ func planCommand() *command {
 					err = os.WriteFile(*out, b, 0o644)
 				}
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk plan: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk plan: %v\n", err)
 					return exitUsage
 				}
-				fmt.Fprintf(e.stderr, "wrote %s; run exactly this plan with: obelisk apply %s\n", *out, shellQuote(*out))
+				fmt.Fprintf(e.Stderr, "wrote %s; run exactly this plan with: obelisk apply %s\n", *out, shellQuote(*out))
 				return exitOK
 			}
 		},
@@ -68,7 +68,7 @@ func planCommand() *command {
 
 // writePlan prints what a planfile will do.
 func writePlan(e *env, p *prepared, pf *planfile.Planfile) {
-	w := escapingWriter{e.stdout}
+	w := escapingWriter{e.Stdout}
 	fmt.Fprintf(w, "plan %s\nhash %s\n", pf.Source.Name, pf.Hash)
 	fmt.Fprintf(w, "\ninput:\n%s\n", indentLines(jsonText(pf.Input)))
 	fmt.Fprintf(w, "\nsteps, in the order they are declared:\n")
@@ -102,10 +102,10 @@ func writePlan(e *env, p *prepared, pf *planfile.Planfile) {
 
 func applyCommand() *command {
 	return &command{
-		name:    "apply",
-		args:    "PLANFILE",
-		summary: "run exactly the plan of a planfile (made with obelisk plan -o), refusing it if a tool it calls has changed since",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "apply",
+		Args:    "PLANFILE",
+		Summary: "run exactly the plan of a planfile (made with obelisk plan -o), refusing it if a tool it calls has changed since",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var xf execFlags
 			xf.register(fs, true)
@@ -132,24 +132,24 @@ func applyCommand() *command {
 				}
 				b, err := os.ReadFile(args[0])
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk apply: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk apply: %v\n", err)
 					return exitUsage
 				}
 				pf, err := planfile.Read(b)
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk apply: %s: %v\n", args[0], err)
+					fmt.Fprintf(e.Stderr, "obelisk apply: %s: %v\n", args[0], err)
 					return exitInput
 				}
 				fill, err := ff.settings("")
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				ts := &toolSettings{Config: toolset.Config{MCP: mcpSpecs, MCPParallel: mcpParallel, AllowCommands: *allowCommands,
 					Tools: toolset.OperatorFiles(pf.Source.Tools), Grants: gf.Args()}, Fill: fill}
 				if *files != "" {
 					if ts.Files, err = filepath.Abs(*files); err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 				}
@@ -167,34 +167,34 @@ func applyCommand() *command {
 					err = pf.Stale(now)
 				}
 				if err != nil {
-					e.errorf("%s: %v", args[0], err)
+					e.Errorf("%s: %v", args[0], err)
 					var stale *planfile.StaleError
 					if errors.As(err, &stale) {
-						fmt.Fprintf(e.stderr, "The plan was made against other tools: check it, and make it again with obelisk plan.\n")
+						fmt.Fprintf(e.Stderr, "The plan was made against other tools: check it, and make it again with obelisk plan.\n")
 					}
 					return exitInput
 				}
 				plan, diags, err := durable.FromPlanfile(pf)
 				if err != nil {
-					lang.WriteText(e.stderr, sourcesOf(&pf.Source), diags, e.textOptions())
-					e.errorf("%s: %v", args[0], err)
+					lang.WriteText(e.Stderr, sourcesOf(&pf.Source), diags, e.textOptions())
+					e.Errorf("%s: %v", args[0], err)
 					return exitInput
 				}
 				tools, problems, err := recordedTools(tset, plan)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				if len(problems) > 0 && xf.replay == "" {
 					for _, pr := range problems {
-						e.errorf("%s", pr)
+						e.Errorf("%s", pr)
 					}
 					return exitUsage
 				}
 				ts.Config = tset.Config()
 				set, err := ts.record(vm.Options{MaxParallel: pf.Source.MaxParallel, StepTimeout: *stepTimeout, RunTimeout: max(xf.runTimeout, 0)}, policy)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				r, store, status := xf.create(e, plan, set)

@@ -22,10 +22,10 @@ import (
 
 func runCommand() *command {
 	return &command{
-		name:    "run",
-		args:    "FILE",
-		summary: "run a plan: print its output (JSON) on stdout and a summary on stderr; the run is journaled in --state-dir",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "run",
+		Args:    "FILE",
+		Summary: "run a plan: print its output (JSON) on stdout and a summary on stderr; the run is journaled in --state-dir",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
@@ -64,7 +64,7 @@ func runCommand() *command {
 					}
 					fill, err := ff.settings(base)
 					if err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 					return runEager(ctx, e, &rf, &xf, args[0], opts, policy, fill)
@@ -80,18 +80,18 @@ func runCommand() *command {
 				}
 				fill, err := ff.settings(p.base())
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				if _, err := openFiller(e, fill, p.prog); err != nil && xf.replay == "" {
 					// Refused before the run starts, as missing tools are.
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				ts := toolSettings{Config: rf.set.Config(), Fill: fill}
 				set, err := ts.record(opts, policy)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				set.Limits = rf.limits
@@ -119,27 +119,27 @@ func report(e *env, res *vm.Result, runID string) int {
 	if res.Status == vm.RunCompleted || res.Status == vm.RunPartial {
 		b, err := marshalJSON(res.Output, true)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "obelisk run: encoding the output: %v\n", err)
+			fmt.Fprintf(e.Stderr, "obelisk run: encoding the output: %v\n", err)
 			return exitUsage
 		}
-		e.stdout.Write(append(b, '\n'))
+		e.Stdout.Write(append(b, '\n'))
 	}
 	if runID != "" {
-		fmt.Fprintf(e.stderr, "run %s ", runID)
+		fmt.Fprintf(e.Stderr, "run %s ", runID)
 	}
-	fmt.Fprintln(e.stderr, summary(res))
+	fmt.Fprintln(e.Stderr, summary(res))
 	printed := false
 	for _, s := range res.Steps {
 		if s.Status == vm.StatusFailed && !s.Handled {
-			fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", s.ID, s.Error.Message, s.Error.Code)
+			fmt.Fprintf(e.Stderr, "  %s failed: %s [%s]\n", s.ID, s.Error.Message, s.Error.Code)
 			printed = true
 		}
 	}
 	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled) {
 		if re := (*toolkit.Error)(nil); errors.As(res.Err, &re) {
-			fmt.Fprintf(e.stderr, "  %v [%s]\n", res.Err, re.Code)
+			fmt.Fprintf(e.Stderr, "  %v [%s]\n", res.Err, re.Code)
 		} else {
-			fmt.Fprintf(e.stderr, "  %v\n", res.Err)
+			fmt.Fprintf(e.Stderr, "  %v\n", res.Err)
 		}
 	}
 	if res.Status != vm.RunCompleted {
@@ -257,10 +257,10 @@ func indentLines(s string) string {
 
 func dryRunCommand() *command {
 	return &command{
-		name:    "dry-run",
-		args:    "FILE",
-		summary: "simulate a plan without calling any tool: the schedule, the makespan against the critical path, the final state and output, and the problems found",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "dry-run",
+		Args:    "FILE",
+		Summary: "simulate a plan without calling any tool: the schedule, the makespan against the critical path, the final state and output, and the problems found",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var rf runFlags
 			rf.register(fs)
@@ -285,7 +285,7 @@ func dryRunCommand() *command {
 				}
 				res, err := vm.Simulate(ctx, p.prog, p.input, vm.SimOptions{MaxParallel: rf.maxParallel, Seed: *seed, Mocks: p.mocks, Symbolic: *symbolic, MaxCost: rf.limits.MaxCost})
 				if err != nil {
-					fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
+					fmt.Fprintf(e.Stderr, "obelisk dry-run: %v\n", err)
 					return exitInput
 				}
 				if *format == "json" {
@@ -295,12 +295,12 @@ func dryRunCommand() *command {
 					}{SimResult: res}
 					b, err := marshalJSON(out, true)
 					if err != nil {
-						fmt.Fprintf(e.stderr, "obelisk dry-run: %v\n", err)
+						fmt.Fprintf(e.Stderr, "obelisk dry-run: %v\n", err)
 						return exitUsage
 					}
-					e.stdout.Write(append(b, '\n'))
+					e.Stdout.Write(append(b, '\n'))
 				} else {
-					writeDryRun(escapingWriter{e.stdout}, p, res, *seed, *symbolic, rf.maxParallel)
+					writeDryRun(escapingWriter{e.Stdout}, p, res, *seed, *symbolic, rf.maxParallel)
 				}
 				if len(res.Problems) > 0 {
 					return exitInput
@@ -501,23 +501,23 @@ func (rf *runFlags) preflight(e *env, p *prepared) int {
 		unimplemented = true
 		switch pr.Code {
 		case toolset.FilesOff:
-			fmt.Fprintf(e.stderr, "obelisk run: %s\n", toolAdvice(pr))
+			fmt.Fprintf(e.Stderr, "obelisk run: %s\n", toolAdvice(pr))
 		case toolset.Imported:
-			fmt.Fprintf(e.stderr, "obelisk run: %s\n", importedAdvice(pr, p.src.ImportRoot()))
+			fmt.Fprintf(e.Stderr, "obelisk run: %s\n", importedAdvice(pr, p.src.ImportRoot()))
 		default:
 			missing = append(missing, pr.Tool)
 		}
 	}
 	if unimplemented {
 		if len(missing) > 0 {
-			fmt.Fprintf(e.stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
+			fmt.Fprintf(e.Stderr, "obelisk run: no implementation for %s: answer them in a mocks file (--mocks, or %s.mocks.json beside the plan), or use a dry run (obelisk dry-run)\n",
 				strings.Join(missing, ", "), strings.TrimSuffix(strings.TrimSuffix(relOrSelf(p.src.Name), ".plan"), ".json"))
 		}
 		return exitInput
 	}
 	if advice := toolProblems(problems); len(advice) > 0 {
 		for _, a := range advice {
-			fmt.Fprintf(e.stderr, "obelisk run: %s\n", a)
+			fmt.Fprintf(e.Stderr, "obelisk run: %s\n", a)
 		}
 		return exitUsage
 	}

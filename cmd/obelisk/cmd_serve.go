@@ -18,10 +18,10 @@ const defaultServeAddr = "127.0.0.1:7878"
 
 func serveCommand() *command {
 	return &command{
-		name:    "serve",
-		args:    "",
-		summary: "serve a web console of the journaled runs: their graphs live, their steps, and the approvals to decide",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "serve",
+		Args:    "",
+		Summary: "serve a web console of the journaled runs: their graphs live, their steps, and the approvals to decide",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
 			addr := fs.String("addr", defaultServeAddr, "the address to listen on; on one that is not loopback the console requires a token (--token, or one generated and printed)")
@@ -42,41 +42,41 @@ func serveCommand() *command {
 				defer stop()
 				cfg, srcs, diags, err := cf.config(&planfile.Source{Name: "<console>"})
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				if diags.HasErrors() {
-					lang.WriteText(e.stderr, srcs, diags, lang.TextOptions{})
+					lang.WriteText(e.Stderr, srcs, diags, lang.TextOptions{})
 					return exitInput
 				}
 				st, err := sf.open()
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				defer st.Close()
 				ln, err := net.Listen("tcp", *addr)
 				if err != nil {
-					e.errorf("%v: give another address with --addr", err)
+					e.Errorf("%v: give another address with --addr", err)
 					return exitUsage
 				}
 				srv, err := console.New(st, ln, console.Options{Token: *token, Check: cfg, MaxParallel: *maxParallel,
-					ErrorLog: log.New(e.stderr, "obelisk serve: ", 0)})
+					ErrorLog: log.New(e.Stderr, "obelisk serve: ", 0)})
 				if err != nil {
 					ln.Close()
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
-				fmt.Fprintln(e.stdout, srv.URL())
-				fmt.Fprintf(e.stderr, "obelisk serve: the console of %s is at %s\n", st.Path(), srv.URL())
+				fmt.Fprintln(e.Stdout, srv.URL())
+				fmt.Fprintf(e.Stderr, "obelisk serve: the console of %s is at %s\n", st.Path(), srv.URL())
 				switch {
 				case *token == "" && srv.Token() != "":
-					fmt.Fprintf(e.stderr, "obelisk serve: %s is not a loopback address, so the console requires a token: it was generated and is in the address above; give --token to choose it\n", ln.Addr())
+					fmt.Fprintf(e.Stderr, "obelisk serve: %s is not a loopback address, so the console requires a token: it was generated and is in the address above; give --token to choose it\n", ln.Addr())
 				case srv.Token() == "":
-					fmt.Fprintf(e.stderr, "obelisk serve: it answers only on this machine, at localhost; stop it with Ctrl-C\n")
+					fmt.Fprintf(e.Stderr, "obelisk serve: it answers only on this machine, at localhost; stop it with Ctrl-C\n")
 				}
 				if err := srv.Serve(ctx); err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				return exitOK

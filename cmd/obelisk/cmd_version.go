@@ -10,19 +10,19 @@ import (
 
 func versionCommand() *command {
 	return &command{
-		name:    "version",
-		summary: "print obelisk's version, the Go version it was built with, and its source revision",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "version",
+		Summary: "print obelisk's version, the Go version it was built with, and its source revision",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
 					return usageError(e, "version", "expected no arguments, got %d", len(args))
 				}
 				info, ok := debug.ReadBuildInfo()
 				if !ok {
-					e.errorf("this binary carries no build information")
+					e.Errorf("this binary carries no build information")
 					return exitUsage
 				}
-				writeVersion(e.stdout, info)
+				writeVersion(e.Stdout, info)
 				return exitOK
 			}
 		},

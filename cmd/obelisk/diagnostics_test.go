@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func checkOneLine(tb testing.TB, args ...string) (status int, written int64, hea
 	runtime.GC()
 	var out byteCounter
 	h := startHeapPeak()
-	status = run(context.Background(), append([]string{"check"}, args...), &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out})
+	status = run(context.Background(), append([]string{"check"}, args...), &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}})
 	return status, out.n, h.stop()
 }
 
@@ -179,7 +180,7 @@ func TestCheckOneLineBounded(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	status := run(context.Background(), []string{"check", "--tools", tools, "--max-diagnostics", "0", plan}, &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &out})
+	status := run(context.Background(), []string{"check", "--tools", tools, "--max-diagnostics", "0", plan}, &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &out}})
 	if n := strings.Count(out.String(), "[unapproved-effect]"); status != exitOK || n != 10000 {
 		t.Errorf("--max-diagnostics 0: exit status %d, %d warnings printed, want 10000", status, n)
 	}

@@ -276,7 +276,7 @@ func isCommand(text string) bool {
 	case "go", "/tmp/obelisk", "/tmp/toolserver", "kill":
 		return true
 	case "obelisk":
-		return len(words) > 1 && slices.ContainsFunc(commands(), func(c *command) bool { return c.name == words[1] })
+		return len(words) > 1 && slices.ContainsFunc(commands(), func(c *command) bool { return c.Name == words[1] })
 	}
 	return false
 }

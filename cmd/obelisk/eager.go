@@ -18,12 +18,12 @@ import (
 // it is complete and checked. The run is journaled as its text arrives,
 // unless --no-journal.
 func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg string, opts vm.Options, policy durable.ApprovalPolicy, fs fill.Settings) int {
-	var r io.Reader = e.stdin
+	var r io.Reader = e.Stdin
 	name := "<stdin>"
 	if arg != "-" {
 		f, err := os.Open(arg)
 		if err != nil {
-			e.errorf("%v", err)
+			e.Errorf("%v", err)
 			return exitUsage
 		}
 		defer f.Close()
@@ -35,33 +35,33 @@ func runEager(ctx context.Context, e *env, rf *runFlags, xf *execFlags, arg stri
 	}
 	cfg, srcs, diags, err := rf.config(src)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	// Tools files given with --tools may bind tools; a streamed plan's
 	// imports are read as it arrives, too late to bind theirs.
 	diags = append(diags, rf.set.BindDiagnostics()...)
 	if diags.HasErrors() {
-		lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+		lang.WriteText(e.Stderr, srcs, diags, e.textOptions())
 		return exitInput
 	}
 	var input map[string]any
 	if rf.input != "" {
 		c := &checked{src: src, file: &lang.File{}}
 		if input, err = rf.readInput(c); err != nil {
-			e.errorf("%v", err)
+			e.Errorf("%v", err)
 			return exitUsage
 		}
 	}
 	tools, err := rf.set.Caller()
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	ts := &toolSettings{Config: rf.set.Config(), Fill: fs}
 	set, err := ts.record(opts, policy)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	set.Limits = rf.limits

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestRunFillsHoleFromModel(t *testing.T) {
 	defer srv.Close()
 	dir := writeHolePlan(t)
 	var stdout, stderr strings.Builder
-	e := &env{stdin: strings.NewReader("y\n"), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+	e := &env{Env: cli.Env{Stdin: strings.NewReader("y\n"), Stdout: &stdout, Stderr: &stderr}, getenv: func(string) string { return "" }}
 	code := run(t.Context(), []string{"run", "--no-journal", "--approve", "--base-url", srv.URL + "/v1", "--model", "local", filepath.Join(dir, "refund.plan")}, e)
 	if code != exitOK || !strings.Contains(stdout.String(), `"confirmationId": "RF-42"`) {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())

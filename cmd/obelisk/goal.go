@@ -72,17 +72,17 @@ type goalExec struct {
 func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.Context, cfg compiler.Config, tools toolkit.Chain) int {
 	events, closeEvents, err := eventsFile(gx.events)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	defer closeReporting(e, closeEvents)
-	observers := []vm.Observer{vm.LogEvents(e.log.Named(e.cmd)), turnLines(e), events}
+	observers := []vm.Observer{vm.LogEvents(e.log.Named(e.Cmd)), turnLines(e), events}
 	opts := agent.Options{Context: c, Planner: gx.planner, Evaluator: gx.evaluator, Check: cfg, Tools: tools,
 		Approver: gx.approver, Observer: vm.Observers(observers...), RunTimeout: gx.runTimeout,
 		Filler: &fill.Model{Model: gx.planner}}
 	res, err := r.Pursue(ctx, opts, tools.Mocks)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		if res == nil {
 			return exitUsage
 		}
@@ -95,18 +95,18 @@ func (gx *goalExec) pursue(ctx context.Context, e *env, r *durable.Run, c agent.
 	}{res.Status, res.Output, res.Error(), res.GoalExecution}
 	b, err := json.MarshalIndent(envelope, "", "  ")
 	if err != nil {
-		e.errorf("encoding the result: %v", err)
+		e.Errorf("encoding the result: %v", err)
 		return exitUsage
 	}
-	e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
-	fmt.Fprintln(e.stderr, goalSummary(res))
+	e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+	fmt.Fprintln(e.Stderr, goalSummary(res))
 	switch {
 	case res.Status == agent.GoalWaiting && r.Journaled():
 		saved(e, r, "goal", gx.also)
 		return exitWaiting
 	case res.Status != agent.GoalCompleted:
 		if r.Journaled() && res.Status == agent.GoalCanceled {
-			fmt.Fprintf(e.stderr, "continue the goal with obelisk resume%s %s\n", gx.also, r.ID)
+			fmt.Fprintf(e.Stderr, "continue the goal with obelisk resume%s %s\n", gx.also, r.ID)
 		}
 		return exitInput
 	}
@@ -121,23 +121,23 @@ func resumeGoal(ctx context.Context, e *env, r *durable.Run, xf *execFlags, set 
 	spec := r.Goal()
 	c, cfg, diags := contextOf(r.Plan().Source, spec.GoalContext, set)
 	if diags.HasErrors() {
-		lang.WriteText(e.stderr, sourcesOf(r.Plan().Source), diags, e.textOptions())
+		lang.WriteText(e.Stderr, sourcesOf(r.Plan().Source), diags, e.textOptions())
 		err := fmt.Errorf("run %s: the recorded context does not parse", r.ID)
 		r.Fail(err)
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitInput
 	}
 	tools, err := set.CallerOf(c.Tools)
 	if err != nil {
 		r.Leave(err)
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	m := modelFlags{settings: spec.Models.Under(mf.settings)}
 	planner, evaluator, _, err := m.models(e)
 	if err != nil {
 		r.Leave(err)
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	if !spec.Evaluate {

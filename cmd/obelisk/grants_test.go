@@ -73,7 +73,7 @@ func TestGrantFlags(t *testing.T) {
 		{"--deny-env=A-B", `"A-B" is not an environment variable name`},
 	} {
 		for _, cmd := range []string{"run", "check", "dry-run", "compile", "graph", "plan", "resume", "apply", "agent"} {
-			code, stdout, stderr := cli(t, cmd, tc.flag, plan)
+			code, stdout, stderr := runCLI(t, cmd, tc.flag, plan)
 			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
 				t.Errorf("%s %s: exit %d, stdout %q; want 2 and %q in:\n%s", cmd, tc.flag, code, stdout, tc.want, stderr)
 			}
@@ -84,7 +84,7 @@ func TestGrantFlags(t *testing.T) {
 	// for all of them.
 	for _, cmd := range []string{"check", "compile", "dry-run", "run"} {
 		args := []string{cmd, "--allow-net", "--allow-net=10.0.0.0/8,[::1]:8080", "--deny-net=*.internal.example", "--allow-env=A,B", "--allow-env", "--deny-env=SECRET", plan}
-		if code, _, stderr := cli(t, args...); code != exitOK {
+		if code, _, stderr := runCLI(t, args...); code != exitOK {
 			t.Errorf("%s: exit %d\n%s", cmd, code, stderr)
 		}
 	}
@@ -116,13 +116,13 @@ output {
 `})
 	plan := filepath.Join(dir, "p.plan")
 	input := fmt.Sprintf(`{"base": %q}`, srv.URL)
-	if code, stdout, stderr := cli(t, "check", plan); code != exitOK {
+	if code, stdout, stderr := runCLI(t, "check", plan); code != exitOK {
 		t.Fatalf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, stdout, stderr := cli(t, "dry-run", "--input", input, plan); code != exitOK {
+	if code, stdout, stderr := runCLI(t, "dry-run", "--input", input, plan); code != exitOK {
 		t.Fatalf("dry-run: exit %d\n%s%s", code, stdout, stderr)
 	}
-	code, stdout, stderr := cli(t, "run", "--yes", "--input", input, plan)
+	code, stdout, stderr := runCLI(t, "run", "--yes", "--input", input, plan)
 	for _, want := range []string{
 		"obelisk run: http.get reaches the network, which is off: run again with --allow-net=HOST,… naming the hosts the plan may reach (bare --allow-net: any public host), or answer it in a mocks file",
 		"obelisk run: http.request reaches the network, which is off",
@@ -138,21 +138,21 @@ output {
 	// Allowed elsewhere: the calls fail and say which grant would allow
 	// the host: in the plan's data by its name in the library, and on
 	// stderr as the flag.
-	code, stdout, stderr = cli(t, "run", "--yes", "--no-journal", "--allow-net=api.example.com", "--input", input, plan)
+	code, stdout, stderr = runCLI(t, "run", "--yes", "--no-journal", "--allow-net=api.example.com", "--input", input, plan)
 	if code != exitOK || !strings.Contains(stdout, `"code": "permission-denied"`) ||
 		!strings.Contains(stdout, "http.get: "+srv.host()+" is not among the allowed hosts: allow "+srv.host()+" (permission.NetOptions.Allow)") ||
 		!strings.Contains(stderr, "http.get: "+srv.host()+" is not in --allow-net: run again with --allow-net="+srv.host()) {
 		t.Fatalf("run with another host allowed: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// Any public host: loopback is not one.
-	code, stdout, _ = cli(t, "run", "--yes", "--no-journal", "--allow-net", "--input", input, plan)
+	code, stdout, _ = runCLI(t, "run", "--yes", "--no-journal", "--allow-net", "--input", input, plan)
 	if code != exitOK || !strings.Contains(stdout, "is a loopback address, reached only when named") {
 		t.Fatalf("run with bare --allow-net: exit %d\n%s", code, stdout)
 	}
 	if n := srv.count(); n != 0 {
 		t.Fatalf("the server got %d requests", n)
 	}
-	code, stdout, stderr = cli(t, "run", "--yes", "--no-journal", "--allow-net="+srv.host(), "--input", input, plan)
+	code, stdout, stderr = runCLI(t, "run", "--yes", "--no-journal", "--allow-net="+srv.host(), "--input", input, plan)
 	if code != exitOK || !strings.Contains(stdout, `"status": 200`) || !strings.Contains(stdout, `"sent": 200`) || srv.count() != 2 {
 		t.Fatalf("run with the host allowed: exit %d, %d requests\n%s\n%s", code, srv.count(), stdout, stderr)
 	}
@@ -166,20 +166,20 @@ func TestResumeTakesGrantsFromItsCommandLine(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"p.plan": "input {\n  base: string\n}\n\nsend: http.request(method: \"POST\", url: †input.base + \"/send\") -> †state.sent\n  approve \"Send?\"\n\noutput †state.sent.status\n"})
 	state := filepath.Join(dir, "state")
 	input := fmt.Sprintf(`{"base": %q}`, srv.URL)
-	if code, _, stderr := cli(t, "run", "--state-dir", state, "--run-id", "r1", "--allow-net="+srv.host(), "--input", input, filepath.Join(dir, "p.plan")); code != exitWaiting {
+	if code, _, stderr := runCLI(t, "run", "--state-dir", state, "--run-id", "r1", "--allow-net="+srv.host(), "--input", input, filepath.Join(dir, "p.plan")); code != exitWaiting {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := cli(t, "approve", "--state-dir", state, "r1"); code != exitOK {
+	if code, _, stderr := runCLI(t, "approve", "--state-dir", state, "r1"); code != exitOK {
 		t.Fatalf("approve: exit %d\n%s", code, stderr)
 	}
-	code, _, stderr := cli(t, "resume", "--state-dir", state, "r1")
+	code, _, stderr := runCLI(t, "resume", "--state-dir", state, "r1")
 	if code != exitUsage || !strings.Contains(stderr, "obelisk resume: http.request reaches the network, which is off: run again with --allow-net=HOST") {
 		t.Fatalf("resume without --allow-net: exit %d\n%s", code, stderr)
 	}
-	if _, stdout, _ := cli(t, "runs", "--state-dir", state); !strings.Contains(stdout, "waiting") || srv.count() != 0 {
+	if _, stdout, _ := runCLI(t, "runs", "--state-dir", state); !strings.Contains(stdout, "waiting") || srv.count() != 0 {
 		t.Fatalf("after the refused resume (%d requests):\n%s", srv.count(), stdout)
 	}
-	code, stdout, stderr := cli(t, "resume", "--state-dir", state, "--allow-net="+srv.host(), "r1")
+	code, stdout, stderr := runCLI(t, "resume", "--state-dir", state, "--allow-net="+srv.host(), "r1")
 	if code != exitOK || strings.TrimSpace(stdout) != "200" || srv.count() != 1 {
 		t.Fatalf("resume with --allow-net: exit %d, %d requests\n%s\n%s", code, srv.count(), stdout, stderr)
 	}
@@ -212,7 +212,7 @@ output {
 	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": plan})
 	state := filepath.Join(dir, "state")
 	events, record := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "calls.jsonl")
-	code, stdout, stderr := cli(t, "run", "--tools", filepath.Join(dir, "tools.json"), "--state-dir", state, "--run-id", "s1", "--events", events, "--record", record,
+	code, stdout, stderr := runCLI(t, "run", "--tools", filepath.Join(dir, "tools.json"), "--state-dir", state, "--run-id", "s1", "--events", events, "--record", record,
 		"--allow-env=OBELISK_TEST_BASE,OBELISK_TEST_TOKEN,OBELISK_TEST_KEY", "--allow-net="+srv.host(), filepath.Join(dir, "p.plan"))
 	if code != exitOK || srv.count() != 2 || !strings.Contains(stdout, `"denied": "GET http://`+srv.host()+`/status%2F401: 401 Unauthorized`) {
 		t.Fatalf("run: exit %d, %d requests\n%s\n%s", code, srv.count(), stdout, stderr)
@@ -226,7 +226,7 @@ output {
 		seen[filepath.Base(f)] = string(b)
 	}
 	for _, args := range [][]string{{"show", "--state-dir", state, "s1"}, {"show", "--state-dir", state, "--events", "--format", "json", "s1"}, {"runs", "--state-dir", state}} {
-		_, out, errOut := cli(t, args...)
+		_, out, errOut := runCLI(t, args...)
 		seen[strings.Join(args, " ")] = out + errOut
 	}
 	files, _ := os.ReadDir(state)

@@ -54,17 +54,17 @@ func (sf *stateFlags) open() (*durable.Store, error) {
 func (sf *stateFlags) openRun(e *env, arg string) (*durable.Store, string, int) {
 	st, err := durable.OpenExisting(sf.dir, durable.Options{})
 	if errors.Is(err, durable.ErrNoJournal) {
-		e.errorf("no run %s: %v", arg, err)
+		e.Errorf("no run %s: %v", arg, err)
 		return nil, "", exitInput
 	}
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, "", exitUsage
 	}
 	id, err := st.Lookup(arg)
 	if err != nil {
 		st.Close()
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, "", exitInput
 	}
 	return st, id, exitOK
@@ -142,7 +142,7 @@ func (xf *execFlags) approver(e *env) vm.Approver {
 	case xf.yes:
 		return approveAll{}
 	case xf.approve:
-		return &terminalApprover{in: bufio.NewReader(e.stdin), out: e.stderr}
+		return &terminalApprover{in: bufio.NewReader(e.Stdin), out: e.Stderr}
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (xf *execFlags) approver(e *env) vm.Approver {
 // closeReporting calls close and reports its error: for a deferred close.
 func closeReporting(e *env, close func() error) {
 	if err := close(); err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 	}
 }
 
@@ -249,7 +249,7 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 	r, st, err := durable.Start(p, set, durable.StartOptions{Dir: xf.dir, NoJournal: xf.noJournal, ID: xf.runID})
 	switch {
 	case err != nil:
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, nil, exitUsage
 	case st == nil:
 		e.log.Info("running without a journal", "run", r.ID)
@@ -266,17 +266,17 @@ func (xf *execFlags) create(e *env, p *durable.Plan, set durable.Settings) (*dur
 // the journal, for a resumed run.
 func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain toolkit.Chain, text io.Reader, fs fill.Settings) int {
 	if xf.runTimeout < 0 {
-		return usageError(e, e.cmd, "--run-timeout must not be negative")
+		return usageError(e, e.Cmd, "--run-timeout must not be negative")
 	}
 	rec, err := fill.NewRecording(chain, xf.record, xf.replay)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	defer closeReporting(e, rec.Close)
 	events, closeEvents, err := eventsFile(xf.events)
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	defer closeReporting(e, closeEvents)
@@ -285,7 +285,7 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		total = len(p.Steps)
 	}
 	progress := newProgress(e, total)
-	observer := vm.Observers(vm.LogEvents(e.log.Named(e.cmd)), showReplans(e), events, progress.observe)
+	observer := vm.Observers(vm.LogEvents(e.log.Named(e.Cmd)), showReplans(e), events, progress.observe)
 	var filler vm.Filler
 	switch {
 	case xf.replay != "":
@@ -296,7 +296,7 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	}
 	if err != nil {
 		progress.stop()
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return exitUsage
 	}
 	o := durable.ExecOptions{Tools: rec.Tools(), Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
@@ -306,17 +306,17 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	if r.Streamed() {
 		res, rejected, err = r.ExecuteStream(ctx, text, o)
 		if len(rejected) > 0 {
-			lang.WriteText(e.stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
+			lang.WriteText(e.Stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
 		}
 	} else {
 		res, err = r.Execute(ctx, o)
 	}
 	progress.stop()
 	if m, ok := filler.(*fill.Model); ok && m.Usage().Requests > 0 {
-		fmt.Fprintf(e.stderr, "fills: tokens: %s\n", usageText(m.Usage()))
+		fmt.Fprintf(e.Stderr, "fills: tokens: %s\n", usageText(m.Usage()))
 	}
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		if res == nil {
 			return exitInput
 		}
@@ -339,17 +339,17 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 func showReplans(e *env) vm.Observer {
 	return func(ev vm.Event) {
 		if ev.Type == vm.Replanned && ev.Diff != "" {
-			fmt.Fprintf(e.stderr, "replanned (%s): %s\n%s\n", ev.Message, ev.Reason, indentLines(ev.Diff))
+			fmt.Fprintf(e.Stderr, "replanned (%s): %s\n%s\n", ev.Message, ev.Reason, indentLines(ev.Diff))
 		}
 	}
 }
 
 // waiting tells the user what to run next for a run that waits.
 func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
-	fmt.Fprintln(e.stderr, summary(res))
+	fmt.Fprintln(e.Stderr, summary(res))
 	saved(e, r, "run", xf.also())
 	if policy := r.Settings().Approval; policy.Timeout > 0 {
-		fmt.Fprintf(e.stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
+		fmt.Fprintf(e.Stderr, "Without a decision, a resumed run takes the default after %s: %s.\n", policy.Timeout, policy)
 	}
 	return exitWaiting
 }
@@ -360,20 +360,20 @@ func (xf *execFlags) waiting(e *env, r *durable.Run, res *vm.Result) int {
 func saved(e *env, r *durable.Run, what, also string) {
 	pending, err := r.Pending()
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 	}
 	for _, p := range pending {
-		fmt.Fprintf(e.stderr, "  waiting for approval of %s\n", durable.Describe(p))
+		fmt.Fprintf(e.Stderr, "  waiting for approval of %s\n", durable.Describe(p))
 	}
-	fmt.Fprintf(e.stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the %s with\n  obelisk resume%s %s\n", r.ID, also, r.ID, what, also, r.ID)
+	fmt.Fprintf(e.Stderr, "run %s is saved, waiting for a decision. Record one with\n  obelisk approve%s %s          (or --reject, --note TEXT)\nthen continue the %s with\n  obelisk resume%s %s\n", r.ID, also, r.ID, what, also, r.ID)
 }
 
 func resumeCommand() *command {
 	return &command{
-		name:    "resume",
-		args:    "RUN",
-		summary: "continue a run from its journal (stopped, crashed, or waiting for a decision); steps that finished are not run again",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "resume",
+		Args:    "RUN",
+		Summary: "continue a run from its journal (stopped, crashed, or waiting for a decision); steps that finished are not run again",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var xf execFlags
 			xf.register(fs, false)
@@ -394,9 +394,9 @@ func resumeCommand() *command {
 				r, err := st.Resume(id, *force)
 				if err != nil {
 					if ce := (*durable.CompileError)(nil); errors.As(err, &ce) {
-						lang.WriteText(e.stderr, sourcesOf(ce.Source), ce.Diagnostics, e.textOptions())
+						lang.WriteText(e.Stderr, sourcesOf(ce.Source), ce.Diagnostics, e.textOptions())
 					}
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitInput
 				}
 				ts, set, stop, status := resumedTools(ctx, e, r, &gf)
@@ -411,12 +411,12 @@ func resumeCommand() *command {
 				if err != nil {
 					err = fmt.Errorf("run %s: %w", id, err)
 					r.Fail(err)
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitInput
 				}
 				if len(problems) > 0 && xf.replay == "" {
 					for _, pr := range problems {
-						e.errorf("%s", pr)
+						e.Errorf("%s", pr)
 					}
 					// The run is left to be resumed with the grants it needs.
 					r.Leave(errors.New("its tools may not run: " + problems[0]))
@@ -435,7 +435,7 @@ func resumeCommand() *command {
 func resumedTools(ctx context.Context, e *env, r *durable.Run, grants *permission.Flags) (*toolSettings, *toolset.Set, func(), int) {
 	var ts toolSettings
 	if err := r.Caller(&ts); err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, nil, nil, exitInput
 	}
 	set, stop, status := ts.open(ctx, e, "resume", r.Plan().Source, grants)
@@ -459,10 +459,10 @@ func sourcesOf(src *planfile.Source) lang.Sources {
 
 func approveCommand() *command {
 	return &command{
-		name:    "approve",
-		args:    "RUN [STEP]",
-		summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "approve",
+		Args:    "RUN [STEP]",
+		Summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var sf stateFlags
 			sf.register(fs)
@@ -487,14 +487,14 @@ func approveCommand() *command {
 				}
 				ap, err := st.Choose(id, step)
 				if ce := (*durable.ChoiceError)(nil); errors.As(err, &ce) {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					listPending(e, ce.Waiting)
 					if len(ce.Waiting) > 1 && ce.Step == "" {
 						return exitUsage
 					}
 					return exitInput
 				} else if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				dec := durable.Decision{Approved: !*reject, Note: *note, By: "obelisk approve"}
@@ -503,7 +503,7 @@ func approveCommand() *command {
 						return usageError(e, "approve", "--edit replaces the whole plan: it applies to an approval of the plan, and %s is a step", ap.Step)
 					}
 					if dec.Plan, err = os.ReadFile(*edit); err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 					dec.PlanName = *edit
@@ -516,19 +516,19 @@ func approveCommand() *command {
 				}
 				if err := st.Decide(id, ap, dec); err != nil {
 					if diags := lang.Diagnostics(nil); errors.As(err, &diags) {
-						lang.WriteText(e.stderr, lang.Sources{*edit: dec.Plan}, diags, e.textOptions())
-						e.errorf("the edited plan does not check; nothing was recorded")
+						lang.WriteText(e.Stderr, lang.Sources{*edit: dec.Plan}, diags, e.textOptions())
+						e.Errorf("the edited plan does not check; nothing was recorded")
 						return exitInput
 					}
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitInput
 				}
 				verb := "approved"
 				if *reject {
 					verb = "rejected"
 				}
-				fmt.Fprintf(escapingWriter{e.stdout}, "%s %s of run %s\n", verb, durable.Describe(ap), id)
-				fmt.Fprintf(e.stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
+				fmt.Fprintf(escapingWriter{e.Stdout}, "%s %s of run %s\n", verb, durable.Describe(ap), id)
+				fmt.Fprintf(e.Stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
 				return exitOK
 			}
 		},
@@ -541,16 +541,16 @@ func listPending(e *env, list []*durable.Approval) {
 		if step == "" {
 			step = "plan"
 		}
-		fmt.Fprintf(e.stderr, "  %-20s %s\n", step, durable.Describe(p))
+		fmt.Fprintf(e.Stderr, "  %-20s %s\n", step, durable.Describe(p))
 	}
 }
 
 func runsCommand() *command {
 	return &command{
-		name:    "runs",
-		args:    "",
-		summary: "list the journaled runs, the newest first",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "runs",
+		Args:    "",
+		Summary: "list the journaled runs, the newest first",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
 			format := formatFlag(fs)
@@ -567,12 +567,12 @@ func runsCommand() *command {
 				case errors.Is(err, durable.ErrNoJournal):
 					// No journal, no runs: and none is made.
 				case err != nil:
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				default:
 					defer db.Close()
 					if runs, err = db.Runs(); err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 				}
@@ -580,14 +580,14 @@ func runsCommand() *command {
 					if runs == nil {
 						runs = []*durable.Summary{}
 					}
-					e.stdout.Write(append(jsonIndent(runs), '\n'))
+					e.Stdout.Write(append(jsonIndent(runs), '\n'))
 					return exitOK
 				}
 				if len(runs) == 0 {
-					fmt.Fprintf(e.stderr, "no runs are journaled in %s\n", sf.dir)
+					fmt.Fprintf(e.Stderr, "no runs are journaled in %s\n", sf.dir)
 					return exitOK
 				}
-				tw := newTable(escapingWriter{e.stdout})
+				tw := newTable(escapingWriter{e.Stdout})
 				tw.row("RUN", "STATUS", "PLAN", "STEPS", "CREATED", "UPDATED")
 				for _, r := range runs {
 					tw.row(r.ID, string(r.Status), r.Plan, cmp.Or(durable.StepCounts(r.Steps), "-"), r.Created.Local().Format(time.DateTime), r.Updated.Local().Format(time.DateTime))
@@ -609,7 +609,7 @@ func badFormat(e *env, format string) int {
 	if format == "text" || format == "json" {
 		return exitOK
 	}
-	return usageError(e, e.cmd, "unknown format %q: use text or json", format)
+	return usageError(e, e.Cmd, "unknown format %q: use text or json", format)
 }
 
 func jsonIndent(v any) []byte {
@@ -622,10 +622,10 @@ func jsonIndent(v any) []byte {
 
 func showCommand() *command {
 	return &command{
-		name:    "show",
-		args:    "RUN",
-		summary: "print a journaled run: its status, steps (results, errors, timings), approvals and output",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "show",
+		Args:    "RUN",
+		Summary: "print a journaled run: its status, steps (results, errors, timings), approvals and output",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var sf stateFlags
 			sf.register(fs)
 			format := formatFlag(fs)
@@ -644,30 +644,30 @@ func showCommand() *command {
 				defer db.Close()
 				det, err := db.Show(id)
 				if err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				var evs []vm.Event
 				if *events {
 					if evs, err = db.Events(id); err != nil {
-						e.errorf("%v", err)
+						e.Errorf("%v", err)
 						return exitUsage
 					}
 				}
 				if *format == "json" {
 					if *events {
-						obs, _ := vm.JSONLEvents(e.stdout)
+						obs, _ := vm.JSONLEvents(e.Stdout)
 						for _, ev := range evs {
 							obs(ev)
 						}
 						return exitOK
 					}
-					e.stdout.Write(append(jsonIndent(det), '\n'))
+					e.Stdout.Write(append(jsonIndent(det), '\n'))
 					return exitOK
 				}
-				w := escapingWriter{e.stdout}
+				w := escapingWriter{e.Stdout}
 				if err := det.WriteText(w); err != nil {
-					e.errorf("%v", err)
+					e.Errorf("%v", err)
 					return exitUsage
 				}
 				also := sf.also()

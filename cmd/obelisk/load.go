@@ -16,7 +16,7 @@ import (
 // form is the one planfile.IsJSON says.
 func readSource(e *env, arg string) (*planfile.Source, error) {
 	if arg == "-" {
-		b, err := io.ReadAll(e.stdin)
+		b, err := io.ReadAll(e.Stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", err)
 		}
@@ -40,7 +40,7 @@ func planPath(src *planfile.Source) string {
 
 // printDiagnostics writes diagnostics for people on stderr.
 func printDiagnostics(e *env, srcs lang.Sources, diags lang.Diagnostics) {
-	lang.WriteText(e.stderr, srcs, diags, e.textOptions())
+	lang.WriteText(e.Stderr, srcs, diags, e.textOptions())
 }
 
 // registerMaxDiagnostics adds --max-diagnostics to a command that prints

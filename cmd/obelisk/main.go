@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"os"
 	"os/signal"
 
@@ -23,10 +24,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	e := &env{Env: cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}}
 	if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stderr.Fd())) {
 		e.status = &statusWriter{w: os.Stderr}
-		e.stderr = e.status
+		e.Stderr = e.status
 	}
 	code := run(ctx, os.Args[1:], e)
 	stop()

@@ -95,7 +95,7 @@ func TestMCPServerUsage(t *testing.T) {
 		{[]string{"mcp-server", "--http", "8765"}, `--http "8765": give HOST:PORT, such as 127.0.0.1:8765 (port 0 picks one)`},
 		{[]string{"mcp-server", "--approval-default", "maybe"}, `unknown --approval-default "maybe"`},
 	} {
-		code, stdout, stderr := cli(t, tc.args...)
+		code, stdout, stderr := runCLI(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant 2 and %q", tc.args, code, stdout, stderr, tc.want)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -140,7 +141,7 @@ func TestMCPWritesSerialized(t *testing.T) {
 			wg.Go(func() {
 				var stdout, stderr bytes.Buffer
 				tr := &out[i]
-				tr.code = run(context.Background(), args, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr})
+				tr.code = run(context.Background(), args, &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}})
 				tr.stdout, tr.stderr = stdout.String(), stderr.String()
 				saved, err := savedGraph(file)
 				tr.lost, tr.err = lostWrites(names, saved), err

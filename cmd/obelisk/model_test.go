@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +24,7 @@ func withEnv(t *testing.T, environ map[string]string, args ...string) (int, stri
 	t.Helper()
 	t.Setenv("OBELISK_STATE_DIR", t.TempDir()) // goals are journaled
 	var stdout, stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return environ[k] }}
+	e := &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}, getenv: func(k string) string { return environ[k] }}
 	code := run(context.Background(), args, e)
 	return code, stdout.String(), stderr.String()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,7 +60,7 @@ func cliIn(t *testing.T, stdin string, args ...string) (int, string) {
 	t.Helper()
 	t.Setenv("OBELISK_STATE_DIR", t.TempDir())
 	var out bytes.Buffer
-	code := run(context.Background(), args, &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &out})
+	code := run(context.Background(), args, &env{Env: cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &out}})
 	return code, out.String()
 }
 

@@ -33,7 +33,7 @@ func TestCommandToolNotFromPath(t *testing.T) {
 	}
 	t.Setenv("PATH", planted+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Chdir(work)
-	code, stdout, stderr := cli(t, "run", "--no-journal", "--allow-commands", "--tools", "tools.json", "p.plan")
+	code, stdout, stderr := runCLI(t, "run", "--no-journal", "--allow-commands", "--tools", "tools.json", "p.plan")
 	if code != exitOK || strings.TrimSpace(stdout) != `"beside the tools file"` {
 		t.Errorf("run: exit %d, output %s\n%s", code, stdout, stderr)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,7 +97,7 @@ func runScript(t *testing.T, file string, ar *txtar.Archive, examples string) {
 	}
 	t.Chdir(dir)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &env{stdin: bytes.NewReader(stdin), stdout: &stdout, stderr: &stderr})
+	code := run(context.Background(), args, &env{Env: cli.Env{Stdin: bytes.NewReader(stdin), Stdout: &stdout, Stderr: &stderr}})
 	clean := func(b []byte) string {
 		s := strings.ReplaceAll(string(b), examples, "$EXAMPLES")
 		s = logTime.ReplaceAllString(s, "")

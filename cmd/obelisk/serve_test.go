@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"io"
 	"net"
 	"net/http"
@@ -165,13 +166,13 @@ func TestServeExamples(t *testing.T) {
 	for _, plan := range plans {
 		name := strings.TrimSuffix(filepath.Base(plan), ".plan")
 		var out, errOut bytes.Buffer
-		if code := run(context.Background(), []string{"run", "--yes", "--state-dir", state, "--run-id", name, plan}, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}); code != 0 {
+		if code := run(context.Background(), []string{"run", "--yes", "--state-dir", state, "--run-id", name, plan}, &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}}); code != 0 {
 			t.Fatalf("%s: exit %d\n%s", name, code, errOut.String())
 		}
 	}
 	for _, name := range []string{"refund", "travel-pet"} {
 		var out, errOut bytes.Buffer
-		if code := run(context.Background(), []string{"run", "--state-dir", state, "--run-id", name + "-waiting", filepath.Join(root, name+".plan")}, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}); code != exitWaiting {
+		if code := run(context.Background(), []string{"run", "--state-dir", state, "--run-id", name + "-waiting", filepath.Join(root, name+".plan")}, &env{Env: cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}}); code != exitWaiting {
 			t.Fatalf("%s: exit %d\n%s", name, code, errOut.String())
 		}
 	}

@@ -78,16 +78,16 @@ func (rf *runFlags) prepare(e *env, arg string) (*prepared, int) {
 	p.cfg, _, _, _ = rf.config(c.src)
 	var err error
 	if p.input, err = rf.readInput(c); err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, exitUsage
 	}
 	if d := compiler.CheckInput(c.info, p.input); len(d) > 0 {
 		// Known before the run: refused before any step has an effect.
-		lang.WriteText(e.stderr, c.srcs, d, lang.TextOptions{})
+		lang.WriteText(e.Stderr, c.srcs, d, lang.TextOptions{})
 		return nil, exitInput
 	}
 	if p.tools, err = rf.set.Caller(); err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, exitUsage
 	}
 	p.mocks = p.tools.Mocks

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ import (
 func runHere(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
+	code = run(context.Background(), args, &env{Env: cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb},
 		getenv: func(string) string { return "" }})
 	return code, out.String(), errb.String()
 }

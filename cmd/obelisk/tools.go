@@ -21,7 +21,7 @@ import (
 func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), int) {
 	cfg, err := cf.tf.Config()
 	if err != nil {
-		e.errorf("%v", err)
+		e.Errorf("%v", err)
 		return nil, exitUsage
 	}
 	cfg.MocksFile = cf.mocksFile
@@ -42,7 +42,7 @@ func openTools(ctx context.Context, e *env, cmd string, cfg toolset.Config, work
 	if err != nil {
 		var te *toolset.Error
 		if !errors.As(err, &te) {
-			e.errorf("%v", err)
+			e.Errorf("%v", err)
 			return nil, nil, exitUsage
 		}
 		switch te.Code {
@@ -53,7 +53,7 @@ func openTools(ctx context.Context, e *env, cmd string, cfg toolset.Config, work
 		case toolset.CodeMCPUnknown:
 			return nil, nil, usageError(e, cmd, "--mcp-parallel %v: name one of --mcp", err)
 		}
-		fmt.Fprintf(e.stderr, "obelisk %s: %v\n", cmd, err)
+		fmt.Fprintf(e.Stderr, "obelisk %s: %v\n", cmd, err)
 		return nil, nil, exitUsage
 	}
 	stop := func() {

@@ -43,12 +43,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// cli runs the command line as main does.
-func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+// runCLI runs the command line as main does.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Setenv("OBELISK_STATE_DIR", t.TempDir()) // runs are journaled out of the source tree
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut})
+	e := &env{}
+	e.Stdin, e.Stdout, e.Stderr = strings.NewReader(""), &out, &errOut
+	code = run(context.Background(), args, e)
 	return code, out.String(), errOut.String()
 }
 
@@ -108,11 +110,11 @@ func TestMCPTools(t *testing.T) {
 	plan := filepath.Join(dir, "p.plan")
 	servers := []string{"--mcp", fmt.Sprintf("calc='%s' calc", os.Args[0]), "--mcp", fmt.Sprintf("other='%s' other", os.Args[0])}
 
-	code, stdout, stderr := cli(t, append([]string{"check"}, append(servers, plan)...)...)
+	code, stdout, stderr := runCLI(t, append([]string{"check"}, append(servers, plan)...)...)
 	if code != exitOK || stdout != "" {
 		t.Fatalf("check: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = cli(t, append([]string{"run", "--yes", "--input", `{"a": 200, "b": 22}`}, append(servers, plan)...)...)
+	code, stdout, stderr = runCLI(t, append([]string{"run", "--yes", "--input", `{"a": 200, "b": 22}`}, append(servers, plan)...)...)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\nstderr:\n%s", code, stderr)
 	}
@@ -120,7 +122,7 @@ func TestMCPTools(t *testing.T) {
 
 	// A bare add is ambiguous: the checker says so, with the names to use.
 	os.WriteFile(plan, []byte(mcpPlan), 0o644)
-	code, _, stderr = cli(t, append([]string{"check"}, append(servers, plan)...)...)
+	code, _, stderr = runCLI(t, append([]string{"check"}, append(servers, plan)...)...)
 	if code != exitInput || !strings.Contains(stderr, "unknown tool add: calc.add and other.add share that name, so call one of them by its full name") {
 		t.Errorf("check with an ambiguous add: exit %d, want 1 and a hint at calc.add:\n%s", code, stderr)
 	}
@@ -143,7 +145,7 @@ func TestMCPServerFailures(t *testing.T) {
 		if tc.cmd == "compile" {
 			args = []string{tc.cmd, "--mcp", tc.spec, "--mcp", tc.spec, plan}
 		}
-		code, stdout, stderr := cli(t, args...)
+		code, stdout, stderr := runCLI(t, args...)
 		if code != exitUsage || stdout != "" {
 			t.Errorf("%s --mcp %s: exit %d, stdout %q; want 2 and nothing on stdout", tc.cmd, tc.spec, code, stdout)
 		}
@@ -167,12 +169,12 @@ func TestMCPParallelFlag(t *testing.T) {
 		{"calc=0", `--mcp-parallel "calc=0": give NAME=N, with N a whole number of calls, 1 or more`},
 		{"other=1", "--mcp-parallel other: no server is named other: name one of --mcp"},
 	} {
-		code, _, stderr := cli(t, "check", "--mcp", server, "--mcp-parallel", tc.value, plan)
+		code, _, stderr := runCLI(t, "check", "--mcp", server, "--mcp-parallel", tc.value, plan)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("--mcp-parallel %s: exit %d, want 2 and %q:\n%s", tc.value, code, tc.want, stderr)
 		}
 	}
-	code, stdout, stderr := cli(t, "run", "--mcp", server, "--mcp-parallel", "calc=1", plan)
+	code, stdout, stderr := runCLI(t, "run", "--mcp", server, "--mcp-parallel", "calc=1", plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "10" {
 		t.Errorf("run with --mcp-parallel calc=1: exit %d, output %q\n%s", code, stdout, stderr)
 	}
@@ -246,7 +248,7 @@ func TestHTTPTools(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"tools.json": weatherTools, "p.plan": weatherPlan})
 	plan, tools := filepath.Join(dir, "p.plan"), filepath.Join(dir, "tools.json")
 
-	code, stdout, stderr := cli(t, "check", plan)
+	code, stdout, stderr := runCLI(t, "check", plan)
 	if code != exitOK || stdout != "" {
 		t.Fatalf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -263,7 +265,7 @@ func TestHTTPTools(t *testing.T) {
 		// The token is not set.
 		{[]string{allowEnv}, "obelisk run: forecast needs the environment variable OBELISK_TEST_TOKEN (its http block in " + tools + ")"},
 	} {
-		code, _, stderr = cli(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
+		code, _, stderr = runCLI(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
 		}
@@ -278,7 +280,7 @@ func TestHTTPTools(t *testing.T) {
 		{[]string{allowEnv, "--allow-net"}, "obelisk run: forecast (its http block in " + tools + "): " + host + " is a loopback address, reached only when named: run again with --allow-net=" + host},
 		{[]string{allowEnv, "--allow-net=127.0.0.1", "--deny-net=" + host}, "is denied by --deny-net (" + host + ")"},
 	} {
-		code, _, stderr = cli(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
+		code, _, stderr = runCLI(t, append(append([]string{"run", "--tools", tools}, tc.args...), plan)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Fatalf("run %s: exit %d\n%s", tc.args, code, stderr)
 		}
@@ -289,7 +291,7 @@ func TestHTTPTools(t *testing.T) {
 	if sent != 0 {
 		t.Fatalf("the API got %d requests", sent)
 	}
-	code, stdout, stderr = cli(t, "run", "--tools", tools, allowEnv, "--allow-net="+host, plan)
+	code, stdout, stderr = runCLI(t, "run", "--tools", tools, allowEnv, "--allow-net="+host, plan)
 	if code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
@@ -305,7 +307,7 @@ func TestHTTPTools(t *testing.T) {
 	// without signatures and arrives on a stream (eager mode).
 	eager := strings.Replace(weatherPlan, `import "tools.json"`, "tool forecast\ntool notes.add", 1)
 	os.WriteFile(plan, []byte(eager), 0o644)
-	code, stdout, stderr = cli(t, "run", "--mode", "eager", "--tools", filepath.Join(dir, "tools.json"), allowEnv, "--allow-net="+host, plan)
+	code, stdout, stderr = runCLI(t, "run", "--mode", "eager", "--tools", filepath.Join(dir, "tools.json"), allowEnv, "--allow-net="+host, plan)
 	if code != exitOK {
 		t.Fatalf("eager run: exit %d\n%s", code, stderr)
 	}
@@ -320,7 +322,7 @@ func TestBadBindings(t *testing.T) {
    "http": {"url": "http://127.0.0.1/f/{cty}"}}
 ]}`
 	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": "forecast(city: \"x\") -> †state.f\n"})
-	code, _, stderr := cli(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
+	code, _, stderr := runCLI(t, "check", "--tools", filepath.Join(dir, "tools.json"), filepath.Join(dir, "p.plan"))
 	want := "tools.json:3:12: error: the http block of forecast: url: {cty} is not a parameter of forecast (its parameters: city) [import-error]"
 	if code != exitInput || !strings.Contains(stderr, want) {
 		t.Errorf("check: exit %d; want 1 and %q in:\n%s", code, want, stderr)
@@ -343,14 +345,14 @@ func TestCommandTools(t *testing.T) {
 	os.WriteFile(plan, []byte("echo(value: \"first\") -> †state.e\nscore(text: \"hello\") -> †state.s\noutput †state.s.score\n"), 0o644)
 	toolsFile := filepath.Join(dir, "tools.json")
 
-	code, _, stderr := cli(t, "run", "--tools", toolsFile, plan)
+	code, _, stderr := runCLI(t, "run", "--tools", toolsFile, plan)
 	if code != exitUsage || !strings.Contains(stderr, "obelisk run: score runs a program (its command block in "+toolsFile+"); command tools are off: run again with --allow-commands") {
 		t.Fatalf("run without --allow-commands: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(log); err == nil || strings.Contains(stderr, "completed") {
 		t.Fatalf("the program ran, or the run started:\n%s", stderr)
 	}
-	code, stdout, stderr := cli(t, "run", "--tools", toolsFile, "--allow-commands", plan)
+	code, stdout, stderr := runCLI(t, "run", "--tools", toolsFile, "--allow-commands", plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "5" {
 		t.Fatalf("run --allow-commands: exit %d, output %s\n%s", code, stdout, stderr)
 	}
@@ -358,7 +360,7 @@ func TestCommandTools(t *testing.T) {
 		t.Errorf("the program got %q", b)
 	}
 	os.WriteFile(filepath.Join(dir, "p.mocks.json"), []byte(`{"score": {"result": {"score": 42}}}`), 0o644)
-	code, stdout, stderr = cli(t, "run", "--tools", toolsFile, plan)
+	code, stdout, stderr = runCLI(t, "run", "--tools", toolsFile, plan)
 	if code != exitOK || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("run with the tool mocked: exit %d, output %s\n%s", code, stdout, stderr)
 	}
