@@ -8,16 +8,17 @@ import (
 	"text/tabwriter"
 
 	"github.com/obelisk-plan/obelisk/durable"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
 )
 
 func approveCommand() *command {
 	return &command{
-		name:    "approve",
-		args:    "WORKFLOW [STEP]",
-		summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "approve",
+		Args:    "WORKFLOW [STEP]",
+		Summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf connFlags
 			cf.register(fs)
 			reject := fs.Bool("reject", false, "reject instead of approving")
@@ -26,7 +27,7 @@ func approveCommand() *command {
 			wait := fs.Bool("wait", false, "then wait for the run's output, or its next wait for a decision")
 			return func(ctx context.Context, args []string) int {
 				if len(args) < 1 || len(args) > 2 {
-					return e.usageError("expected a workflow and at most one step, got %d arguments", len(args))
+					return e.UsageError("expected a workflow and at most one step, got %d arguments", len(args))
 				}
 				d := obtemporal.Decision{Approve: !*reject, By: *by, Note: *note}
 				if len(args) == 2 {
@@ -40,20 +41,20 @@ func approveCommand() *command {
 				}
 				c, err := cf.dial(e)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				defer c.Close()
 				what, err := obtemporal.Approve(ctx, c, args[0], d)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
+					e.Errorf("%v", err)
+					return cli.ExitInput
 				}
-				fmt.Fprintf(e.stdout, "%s of workflow %s\n", lang.EscapeControl(what), args[0])
+				fmt.Fprintf(e.Stdout, "%s of workflow %s\n", lang.EscapeControl(what), args[0])
 				if *wait {
 					return follow(ctx, e, c, &cf, args[0])
 				}
-				return exitOK
+				return cli.ExitOK
 			}
 		},
 	}
@@ -61,38 +62,38 @@ func approveCommand() *command {
 
 func showCommand() *command {
 	return &command{
-		name:    "show",
-		args:    "WORKFLOW",
-		summary: "print a run's workflow: its status, steps, approvals and output",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "show",
+		Args:    "WORKFLOW",
+		Summary: "print a run's workflow: its status, steps, approvals and output",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf connFlags
 			cf.register(fs)
 			format := fs.String("format", "text", "text or json")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
-					return e.usageError("expected one workflow, got %d", len(args))
+					return e.UsageError("expected one workflow, got %d", len(args))
 				}
 				if *format != "text" && *format != "json" {
-					return e.usageError("unknown format %q: use text or json", *format)
+					return e.UsageError("unknown format %q: use text or json", *format)
 				}
 				c, err := cf.dial(e)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				defer c.Close()
 				st, err := obtemporal.Show(ctx, c, args[0])
 				if err != nil {
-					e.errorf("%v", err)
-					return exitInput
+					e.Errorf("%v", err)
+					return cli.ExitInput
 				}
 				if *format == "json" {
 					b, _ := json.MarshalIndent(st, "", "  ")
-					e.stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
-					return exitOK
+					e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+					return cli.ExitOK
 				}
 				writeStatus(e, st, cf.also())
-				return exitOK
+				return cli.ExitOK
 			}
 		},
 	}
@@ -101,7 +102,7 @@ func showCommand() *command {
 // writeStatus prints a run for people, as obelisk show prints a journaled
 // run.
 func writeStatus(e *env, st *obtemporal.Status, also string) {
-	w := e.stdout
+	w := e.Stdout
 	p := func(format string, args ...any) { fmt.Fprint(w, lang.EscapeControl(fmt.Sprintf(format, args...))) }
 	p("workflow %s: %s\n", st.ID, st.Status)
 	if st.Error != "" {

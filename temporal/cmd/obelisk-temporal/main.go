@@ -26,17 +26,10 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/internal/cli"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
 	"github.com/obelisk-plan/obelisk/vm"
-)
-
-// The exit statuses, as obelisk's.
-const (
-	exitOK      = 0
-	exitInput   = 1
-	exitUsage   = 2
-	exitWaiting = 3
 )
 
 func main() {
@@ -48,28 +41,10 @@ func main() {
 
 // command is a subcommand: its flags, and what it does with its
 // arguments.
-type command struct {
-	name, args, summary string
-	setup               func(fs *flag.FlagSet, e *env) func(ctx context.Context, args []string) int
-}
+type command = cli.Command[*env]
 
 // env is where a command writes.
-type env struct {
-	cmd            string
-	stdout, stderr io.Writer
-}
-
-// errorf writes an error in the one form: obelisk-temporal CMD: message.
-func (e *env) errorf(format string, args ...any) {
-	fmt.Fprintf(e.stderr, "obelisk-temporal %s: %s\n", e.cmd, fmt.Sprintf(format, args...))
-}
-
-// usageError reports a usage error and returns its status.
-func (e *env) usageError(format string, args ...any) int {
-	e.errorf(format, args...)
-	fmt.Fprintf(e.stderr, "Run 'obelisk-temporal %s -h' for usage.\n", e.cmd)
-	return exitUsage
-}
+type env = cli.Env
 
 func commands() []*command {
 	return []*command{workerCommand(), runCommand(), approveCommand(), showCommand()}
@@ -78,63 +53,15 @@ func commands() []*command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "obelisk-temporal runs Obelisk plans on Temporal.\n\nUsage:\n\n\tobelisk-temporal COMMAND [flags] [arguments]\n\nThe commands are:\n\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "\t%-8s %s\n", c.Name, c.Summary)
 	}
 	fmt.Fprintf(w, "\nUse \"obelisk-temporal COMMAND -h\" for more about a command.\n")
 }
 
 // run runs the command args name, and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
-	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		e := &env{cmd: c.name, stdout: stdout, stderr: stderr}
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		do := c.setup(fs, e)
-		rest, err := parseInterspersed(fs, args[1:])
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "usage: obelisk-temporal %s [flags] %s\n\n%s.\n\nFlags:\n", c.name, c.args, c.summary)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return exitOK
-		}
-		if err != nil {
-			return e.usageError("%v", err)
-		}
-		return do(ctx, rest)
-	}
-	fmt.Fprintf(stderr, "obelisk-temporal: unknown command %q\nRun 'obelisk-temporal help' for usage.\n", args[0])
-	return exitUsage
-}
-
-// parseInterspersed parses flags given before, between and after the
-// arguments; -- ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return rest, nil
-		}
-		if args[0] == "--" {
-			return append(rest, args[1:]...), nil
-		}
-		rest = append(rest, args[0])
-		args = args[1:]
-	}
+	p := cli.Program[*env]{Name: "obelisk-temporal", Commands: commands(), Usage: usage}
+	return p.Run(ctx, args, &env{Stdout: stdout, Stderr: stderr})
 }
 
 // connFlags say how to reach Temporal.
@@ -162,7 +89,7 @@ func envOr(name, def string) string {
 
 // dial connects to Temporal.
 func (cf *connFlags) dial(e *env) (client.Client, error) {
-	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: quietLogger{e.stderr}}
+	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: quietLogger{e.Stderr}}
 	if cf.tlsCert != "" || cf.tlsKey != "" || cf.tlsCA != "" || cf.tlsServName != "" {
 		cfg := &tls.Config{ServerName: cf.tlsServName, MinVersion: tls.VersionTLS12}
 		if (cf.tlsCert == "") != (cf.tlsKey == "") {
@@ -212,40 +139,40 @@ var _ log.Logger = quietLogger{}
 
 func workerCommand() *command {
 	return &command{
-		name:    "worker",
-		summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "worker",
+		Summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf connFlags
 			cf.register(fs)
 			var tf toolFlags
 			tf.register(fs)
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
-					return e.usageError("expected no arguments, got %d", len(args))
+					return e.UsageError("expected no arguments, got %d", len(args))
 				}
-				cfg, stop, err := tf.config(ctx, e.stderr)
+				cfg, stop, err := tf.config(ctx, e.Stderr)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				defer stop()
 				c, err := cf.dial(e)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				defer c.Close()
 				w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
-				fmt.Fprintf(e.stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
+				fmt.Fprintf(e.Stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
 				if err := w.Run(interruptOn(ctx)); err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
-				return exitOK
+				return cli.ExitOK
 			}
 		},
 	}
@@ -263,10 +190,10 @@ func interruptOn(ctx context.Context) <-chan any {
 
 func runCommand() *command {
 	return &command{
-		name:    "run",
-		args:    "FILE",
-		summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
-		setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+		Name:    "run",
+		Args:    "FILE",
+		Summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
+		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			var cf connFlags
 			cf.register(fs)
 			input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
@@ -276,29 +203,29 @@ func runCommand() *command {
 			timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 1 {
-					return e.usageError("expected one file, got %d", len(args))
+					return e.UsageError("expected one file, got %d", len(args))
 				}
 				plan, in, err := readPlan(args[0], *input)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				c, err := cf.dial(e)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				defer c.Close()
 				wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
 				if err != nil {
-					e.errorf("%v", err)
-					return exitUsage
+					e.Errorf("%v", err)
+					return cli.ExitUsage
 				}
 				if *detach {
-					fmt.Fprintln(e.stdout, wid)
-					return exitOK
+					fmt.Fprintln(e.Stdout, wid)
+					return cli.ExitOK
 				}
-				fmt.Fprintf(e.stderr, "workflow %s\n", wid)
+				fmt.Fprintf(e.Stderr, "workflow %s\n", wid)
 				return follow(ctx, e, c, &cf, wid)
 			}
 		},
@@ -333,19 +260,19 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) int {
 	out, st, err := obtemporal.Follow(ctx, c, id)
 	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
+		e.Errorf("%v", err)
+		return cli.ExitUsage
 	}
 	if out != nil {
 		return report(e, out)
 	}
 	for _, a := range st.Approvals {
 		if !a.Decided {
-			fmt.Fprintf(e.stderr, "run %s waits for approval of %s: %s\n", id, cmpOr(a.Step, "the plan"), lang.EscapeControl(a.Message))
+			fmt.Fprintf(e.Stderr, "run %s waits for approval of %s: %s\n", id, cmpOr(a.Step, "the plan"), lang.EscapeControl(a.Message))
 		}
 	}
-	fmt.Fprintf(e.stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
-	return exitWaiting
+	fmt.Fprintf(e.Stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
+	return cli.ExitWaiting
 }
 
 // also repeats the connection flags that are not the defaults, for the
@@ -371,33 +298,33 @@ func cmpOr(s, alt string) string {
 // report prints a run's output on stdout and its summary on stderr.
 func report(e *env, out *obtemporal.Outcome) int {
 	if out.Diagnostics != "" {
-		io.WriteString(e.stderr, out.Diagnostics)
+		io.WriteString(e.Stderr, out.Diagnostics)
 	}
 	if len(out.Output) > 0 {
 		var b bytes.Buffer
 		if json.Indent(&b, out.Output, "", "  ") == nil {
 			b.WriteByte('\n')
-			e.stdout.Write(lang.EscapeControlJSON(b.Bytes()))
+			e.Stdout.Write(lang.EscapeControlJSON(b.Bytes()))
 		}
 	}
 	s := out.Summary
-	fmt.Fprintf(e.stderr, "%s: %d steps, %d completed, %d skipped, %d failed", out.Status, s.Steps, s.Completed, s.Skipped, s.Failed)
+	fmt.Fprintf(e.Stderr, "%s: %d steps, %d completed, %d skipped, %d failed", out.Status, s.Steps, s.Completed, s.Skipped, s.Failed)
 	if s.Handled > 0 {
-		fmt.Fprintf(e.stderr, ", %d failed into a || slot", s.Handled)
+		fmt.Fprintf(e.Stderr, ", %d failed into a || slot", s.Handled)
 	}
-	fmt.Fprintf(e.stderr, ", %d retries", s.Retries)
+	fmt.Fprintf(e.Stderr, ", %d retries", s.Retries)
 	if s.Replans > 0 {
-		fmt.Fprintf(e.stderr, ", %d replans", s.Replans)
+		fmt.Fprintf(e.Stderr, ", %d replans", s.Replans)
 	}
-	fmt.Fprintf(e.stderr, ", %d activities\n", s.Activities)
+	fmt.Fprintf(e.Stderr, ", %d activities\n", s.Activities)
 	for _, f := range out.Failed {
-		fmt.Fprintf(e.stderr, "  %s failed: %s [%s]\n", f.Step, lang.EscapeControl(f.Message), f.Code)
+		fmt.Fprintf(e.Stderr, "  %s failed: %s [%s]\n", f.Step, lang.EscapeControl(f.Message), f.Code)
 	}
 	if out.Error != "" && out.Status != vm.RunCompleted && len(out.Failed) == 0 {
-		fmt.Fprintf(e.stderr, "  %s\n", lang.EscapeControl(out.Error))
+		fmt.Fprintf(e.Stderr, "  %s\n", lang.EscapeControl(out.Error))
 	}
 	if out.Status != vm.RunCompleted {
-		return exitInput
+		return cli.ExitInput
 	}
-	return exitOK
+	return cli.ExitOK
 }
