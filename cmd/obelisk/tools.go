@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/obelisk-plan/obelisk/toolset"
 )
@@ -40,20 +38,10 @@ func (cf *checkFlags) connect(ctx context.Context, e *env, cmd string) (func(), 
 func openTools(ctx context.Context, e *env, cmd string, cfg toolset.Config, workDir string) (*toolset.Set, func(), int) {
 	set, err := toolset.Open(ctx, cfg, toolset.Options{Log: e.log, WorkDir: workDir, Explain: toolAdvice})
 	if err != nil {
-		var te *toolset.Error
-		if !errors.As(err, &te) {
-			e.Errorf("%v", err)
-			return nil, nil, exitUsage
+		if fe := toolset.FlagError(err); fe != nil {
+			return nil, nil, usageError(e, cmd, "%v", fe)
 		}
-		switch te.Code {
-		case toolset.CodeMCPSpec:
-			return nil, nil, usageError(e, cmd, "--mcp %v", err)
-		case toolset.CodeMCPParallel:
-			return nil, nil, usageError(e, cmd, "--mcp-parallel %v", err)
-		case toolset.CodeMCPUnknown:
-			return nil, nil, usageError(e, cmd, "--mcp-parallel %v: name one of --mcp", err)
-		}
-		fmt.Fprintf(e.Stderr, "obelisk %s: %v\n", cmd, err)
+		e.Errorf("%v", err)
 		return nil, nil, exitUsage
 	}
 	stop := func() {
@@ -75,20 +63,8 @@ func (cf *checkFlags) serverTools(server string) ([]string, error) {
 }
 
 // toolAdvice says what keeps a tool from running, and which flag or file
-// lets it run.
-func toolAdvice(p toolset.Problem) string {
-	switch p.Code {
-	case toolset.CommandsOff:
-		return fmt.Sprintf("%s runs a program (its command block in %s); command tools are off: run again with --allow-commands to let them run", p.Tool, p.File)
-	case toolset.NetworkOff:
-		return fmt.Sprintf("%s reaches the network, which is off: run again with --allow-net=HOST,… naming the hosts the plan may reach (bare --allow-net: any public host), or answer it in a mocks file", p.Tool)
-	case toolset.EnvUnset:
-		return fmt.Sprintf("%s needs the environment variable %s (its http block in %s): set it, or answer the tool in a mocks file", p.Tool, strings.Join(p.Env, ", "), p.File)
-	case toolset.FilesOff:
-		return fmt.Sprintf("%s is off: the file tools work only in a directory the command line names: give --files DIR to let the plan read and write the files in DIR, or answer it in a mocks file", p.Tool)
-	}
-	return p.Error()
-}
+// lets it run (toolset.FlagAdvice).
+func toolAdvice(p toolset.Problem) string { return toolset.FlagAdvice(p, "run again") }
 
 // importedAdvice says how to call a tool whose binding is in a file the
 // plan imports: dir is the directory the plan's imports are read from.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,18 +55,10 @@ func (tf *toolFlags) config(ctx context.Context, stderr io.Writer) (obtemporal.C
 	}
 	cfg.MocksFile = tf.mocks
 	log := hclog.New(&hclog.LoggerOptions{Name: "obelisk-temporal worker", Output: stderr, Level: hclog.Warn})
-	set, err := toolset.Open(ctx, cfg, toolset.Options{Log: log, Explain: explain})
+	set, err := toolset.Open(ctx, cfg, toolset.Options{Log: log, Explain: workerAdvice})
 	if err != nil {
-		var te *toolset.Error
-		if errors.As(err, &te) {
-			switch te.Code {
-			case toolset.CodeMCPSpec:
-				err = fmt.Errorf("--mcp %w", err)
-			case toolset.CodeMCPParallel:
-				err = fmt.Errorf("--mcp-parallel %w", err)
-			case toolset.CodeMCPUnknown:
-				err = fmt.Errorf("--mcp-parallel %w: name one of --mcp", err)
-			}
+		if fe := toolset.FlagError(err); fe != nil {
+			err = fe
 		}
 		return obtemporal.Config{}, nil, err
 	}
@@ -95,11 +86,6 @@ func (tf *toolFlags) config(ctx context.Context, stderr io.Writer) (obtemporal.C
 	}, func() { set.Close() }, nil
 }
 
-// explain says what keeps a tool from running on this worker, and which
-// flag lets it run.
-func explain(p toolset.Problem) string {
-	if p.Code == toolset.CommandsOff {
-		return p.Error() + ": start the worker with --allow-commands to let them run"
-	}
-	return p.Error()
-}
+// workerAdvice says what keeps a tool from running on this worker, and
+// which flag lets it run.
+func workerAdvice(p toolset.Problem) string { return toolset.FlagAdvice(p, "start the worker") }
