@@ -57,7 +57,26 @@ func (s *Server) addTools() {
 		{toolStatus, runIDSchema, readOnly, s.runStatus},
 		{toolResume, runIDSchema, runs, s.resumeRun},
 	} {
-		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, t.h)
+		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, s.advised(t.h))
+	}
+}
+
+// advised returns h with Options.Advise applied to the text of its
+// answers.
+func (s *Server) advised(h sdk.ToolHandler) sdk.ToolHandler {
+	if s.opts.Advise == nil {
+		return h
+	}
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		res, err := h(ctx, req)
+		if res != nil {
+			for _, c := range res.Content {
+				if tc, ok := c.(*sdk.TextContent); ok {
+					tc.Text = s.opts.Advise(tc.Text)
+				}
+			}
+		}
+		return res, err
 	}
 }
 

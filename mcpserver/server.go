@@ -99,6 +99,11 @@ type Options struct {
 	// Name names the server instance, as the operator gave it; "" is a
 	// name too.
 	Name string
+	// Advise, when set, rewrites the text of every answer of the
+	// server's tools before the client reads it: a command line turns
+	// the library's names of limits and grants ("(vm.Options.RunTimeout)")
+	// into advice about its own flags. It must keep JSON text JSON.
+	Advise func(string) string
 	// Grants describe what the tools may reach besides their definitions
 	// (the permission grants, the MCP servers behind the tools, the
 	// directory of the file tools…), in any form the program chooses that

@@ -426,3 +426,16 @@ func TestResources(t *testing.T) {
 		t.Errorf("prompt: %v %v", err, p)
 	}
 }
+
+// TestAdvise: Options.Advise rewrites the text of every answer, and JSON
+// answers stay JSON.
+func TestAdvise(t *testing.T) {
+	h := start(t, Options{Advise: func(s string) string {
+		return strings.ReplaceAll(s, "is left for a model to fill", "is left for the operator's --model")
+	}}, nil)
+	holed := strings.Replace(refund, "charge(amount: 20)", `charge(amount: ? "the amount the customer asks back")`, 1)
+	got, _ := h.call(t, toolCheck, map[string]any{"plan": holed, "input": map[string]any{"id": "c1"}})
+	if !json.Valid([]byte(got)) || !strings.Contains(got, "argument amount of charge is left for the operator's --model") {
+		t.Errorf("check_plan's answer, advised: %s", got)
+	}
+}

@@ -99,6 +99,7 @@ func mcpServerCommand() *command {
 				defer store.Close()
 				wd, _ := os.Getwd()
 				srv, err := mcpserver.New(mcpserver.Options{
+					Advise:         advise,
 					Version:        moduleVersion(),
 					Tools:          opts.files,
 					Caller:         opts.caller,
