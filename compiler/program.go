@@ -420,16 +420,24 @@ func (p *Program) Programs() iter.Seq2[string, *Program] {
 }
 
 // CalledTools returns the tools the program and its sub-plans may call,
-// each once, in the order of their first call: the steps' tools, their
+// each once, in the order the plan's steps and then its sub-plans' (see
+// Programs) first name them: the steps' tools, their
 // fallbacks and the candidates of their tasks. Sub-plans are not tools
 // and are left out, as are the tools of steps whose result is known (the
 // `result` option), which are never called.
-func (p *Program) CalledTools() []*Tool {
+func (p *Program) CalledTools() []*Tool { return p.tools(false) }
+
+// NamedTools returns the tools the program and its sub-plans name, as
+// CalledTools does, with those of steps whose result is known: every tool
+// whose signature the plan was checked against.
+func (p *Program) NamedTools() []*Tool { return p.tools(true) }
+
+func (p *Program) tools(known bool) []*Tool {
 	seen := map[string]bool{}
 	var out []*Tool
 	for _, prog := range p.Programs() {
 		for _, s := range prog.Steps {
-			if s.Result != nil {
+			if s.Result != nil && !known {
 				continue
 			}
 			tools := []*Tool{s.Tool}

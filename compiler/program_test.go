@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,5 +340,52 @@ func TestSlotIndexes(t *testing.T) {
 	}
 	if refs == 0 {
 		t.Error("no †state reference was checked")
+	}
+}
+
+// TestCalledTools: the tools a program and its sub-plans call, each once
+// in the order of their first call, fallbacks included, sub-plans and the
+// tools of steps with a known result left out; NamedTools keeps the
+// latter.
+func TestCalledTools(t *testing.T) {
+	src := `tool f(x: int) -> string idempotent
+tool g(x: int) -> string idempotent
+tool h(x: int) -> string idempotent
+tool known(x: int) -> string idempotent
+plan sub(x: int) -> string {
+  h(x: †input.x) -> †state.out
+  output †state.out
+}
+a: f(x: 1) -> †state.a
+  fallback g(x: 1)
+b: known(x: 1) -> †state.b
+  result "fixed"
+c: sub(x: 2) -> †state.c
+d: f(x: 3) -> †state.d
+`
+	info, diags := checkSource("a.plan", []byte(src), Config{})
+	prog, err := Compile(info, diags, Options{})
+	if err != nil {
+		t.Fatal(err, diags)
+	}
+	names := func(tools []*Tool) string {
+		var out []string
+		for _, tl := range tools {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(prog.CalledTools()); got != "f g h" {
+		t.Errorf("CalledTools: %s, want f g h", got)
+	}
+	if got := names(prog.NamedTools()); got != "f g known h" {
+		t.Errorf("NamedTools: %s, want f g known h", got)
+	}
+	var progs []string
+	for name := range prog.Programs() {
+		progs = append(progs, fmt.Sprintf("%q", name))
+	}
+	if got := strings.Join(progs, " "); got != `"" "sub"` {
+		t.Errorf("Programs: %s", got)
 	}
 }

@@ -180,25 +180,9 @@ type Signature struct {
 // sub-plans' included, fallbacks too), sorted by name. Sub-plans are part
 // of the plan and have none.
 func Signatures(prog *compiler.Program) []Signature {
-	seen := map[string]bool{}
 	var out []Signature
-	for _, p := range prog.Programs() {
-		for _, s := range p.Steps {
-			tools := []*compiler.Tool{s.Tool}
-			if s.Fallback != nil {
-				tools = append(tools, s.Fallback.Tool)
-			}
-			if s.Task != nil {
-				tools = append(tools, s.Task.Candidates...)
-			}
-			for _, t := range tools {
-				if t == nil || t.Plan != nil || seen[t.Name] {
-					continue
-				}
-				seen[t.Name] = true
-				out = append(out, Signature{Name: t.Name, Signature: signature(t)})
-			}
-		}
+	for _, t := range prog.NamedTools() {
+		out = append(out, Signature{Name: t.Name, Signature: signature(t)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
