@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/obelisk-plan/obelisk/lang"
 )
@@ -632,7 +633,7 @@ func isClosingFence(line, fence string) bool {
 // setting. A sentence that starts with a plan keyword and goes on in
 // words ("output the total") is a sentence.
 func startsStatement(line string) bool {
-	return statementStart.MatchString(line)
+	return statementStart().MatchString(line)
 }
 
 const (
@@ -640,17 +641,21 @@ const (
 	toolName = name + `(?:[.-]` + name + `)*`
 )
 
-var statementStart = regexp.MustCompile(`^(?:` +
-	name + `[ \t]*:[ \t]*(?:for[ \t]+each[ \t]|` + toolName + `[ \t]*\()` + // label: call, label: for each
-	`|` + toolName + `\(` + // call
-	`|for[ \t]+each[ \t]` +
-	`|tool[ \t]+` + toolName + `(?:[ \t(]|$)` +
-	`|type[ \t]+` + name + `[ \t]+(?:[{\["']|` + name + `[ \t]*\??[ \t]*(?:$|\|))` +
-	`|(?:input|state)[ \t]*\{` +
-	`|plan[ \t]+` + name + `[ \t]*\(` +
-	`|output[ \t]*(?:[{\[(†$"'-]|[0-9]|(?:true|false|null)[ \t]*$|` + name + `(?:\.` + name + `)*[ \t]*$)` +
-	`|mode[ \t]+(?:eager|lazy)\b` +
-	`|on[ \t]+failure\b` +
-	`|approve(?:[ \t]+["']|[ \t]*$)` +
-	`|import[ \t]+["']` +
-	`)`)
+// statementStart is compiled when first used, not when the package is
+// loaded: most commands never read a model's answer.
+var statementStart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:` +
+		name + `[ \t]*:[ \t]*(?:for[ \t]+each[ \t]|` + toolName + `[ \t]*\()` + // label: call, label: for each
+		`|` + toolName + `\(` + // call
+		`|for[ \t]+each[ \t]` +
+		`|tool[ \t]+` + toolName + `(?:[ \t(]|$)` +
+		`|type[ \t]+` + name + `[ \t]+(?:[{\["']|` + name + `[ \t]*\??[ \t]*(?:$|\|))` +
+		`|(?:input|state)[ \t]*\{` +
+		`|plan[ \t]+` + name + `[ \t]*\(` +
+		`|output[ \t]*(?:[{\[(†$"'-]|[0-9]|(?:true|false|null)[ \t]*$|` + name + `(?:\.` + name + `)*[ \t]*$)` +
+		`|mode[ \t]+(?:eager|lazy)\b` +
+		`|on[ \t]+failure\b` +
+		`|approve(?:[ \t]+["']|[ \t]*$)` +
+		`|import[ \t]+["']` +
+		`)`)
+})
