@@ -83,10 +83,13 @@ func (s *Server) start(r *durable.Run) *activeRun {
 			s.warn("a run ended with an error", "run", r.ID, "error", err)
 		}
 		ar.err = err
-		close(ar.done)
+		// Gone from the active runs before its followers hear that it
+		// ended: a call that comes after one of them answered resumes
+		// the run again instead of following the one that ended.
 		s.mu.Lock()
 		delete(s.active, r.ID)
 		s.mu.Unlock()
+		close(ar.done)
 	}()
 	return ar
 }
