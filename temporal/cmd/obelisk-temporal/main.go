@@ -47,7 +47,31 @@ type command = cli.Command[*env]
 type env = cli.Env
 
 func commands() []*command {
-	return []*command{workerCommand(), runCommand(), approveCommand(), showCommand()}
+	return []*command{
+		{
+			Name:    "worker",
+			Summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
+			Setup:   setupWorker,
+		},
+		{
+			Name:    "run",
+			Args:    "FILE",
+			Summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
+			Setup:   setupRun,
+		},
+		{
+			Name:    "approve",
+			Args:    "WORKFLOW [STEP]",
+			Summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
+			Setup:   setupApprove,
+		},
+		{
+			Name:    "show",
+			Args:    "WORKFLOW",
+			Summary: "print a run's workflow: its status, steps, approvals and output",
+			Setup:   setupShow,
+		},
+	}
 }
 
 func usage(w io.Writer) {
@@ -70,7 +94,9 @@ type connFlags struct {
 	tlsCert, tlsKey, tlsCA, tlsServName string
 }
 
-func (cf *connFlags) register(fs *flag.FlagSet) {
+// registerConn registers the flags that say how to reach Temporal.
+func registerConn(fs *flag.FlagSet) *connFlags {
+	cf := new(connFlags)
 	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT; $TEMPORAL_ADDRESS sets the default")
 	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace; $TEMPORAL_NAMESPACE sets the default")
 	fs.StringVar(&cf.queue, "task-queue", "obelisk", "the task queue the workers of the plans poll")
@@ -78,6 +104,7 @@ func (cf *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
 	fs.StringVar(&cf.tlsCA, "tls-ca", "", "the certificate authorities (PEM) the server's certificate is checked against (default: the system's)")
 	fs.StringVar(&cf.tlsServName, "tls-server-name", "", "the server name the server's certificate must have (default: the host of --temporal); any --tls flag turns TLS on")
+	return cf
 }
 
 func envOr(name, def string) string {
@@ -137,44 +164,38 @@ func (l quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
-func workerCommand() *command {
-	return &command{
-		Name:    "worker",
-		Summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			var tf toolFlags
-			tf.register(fs)
-			return func(ctx context.Context, args []string) int {
-				if len(args) != 0 {
-					return e.UsageError("expected no arguments, got %d", len(args))
-				}
-				cfg, stop, err := tf.config(ctx, e.Stderr)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer stop()
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				fmt.Fprintf(e.Stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
-				if err := w.Run(interruptOn(ctx)); err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				return cli.ExitOK
-			}
-		},
+// setupWorker registers the flags of worker, which runs the tools of plans.
+func setupWorker(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	var tf toolFlags
+	tf.register(fs)
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 0 {
+			return e.UsageError("expected no arguments, got %d", len(args))
+		}
+		cfg, stop, err := tf.config(ctx, e.Stderr)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer stop()
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		fmt.Fprintf(e.Stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
+		if err := w.Run(interruptOn(ctx)); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		return cli.ExitOK
 	}
 }
 
@@ -188,47 +209,40 @@ func interruptOn(ctx context.Context) <-chan any {
 	return ch
 }
 
-func runCommand() *command {
-	return &command{
-		Name:    "run",
-		Args:    "FILE",
-		Summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
-			id := fs.String("id", "", "the workflow ID (default: a new one)")
-			detach := fs.Bool("detach", false, "print the workflow ID and return at once, without waiting for the output")
-			yes := fs.Bool("yes", false, "approve every approval the run asks for")
-			timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
-			return func(ctx context.Context, args []string) int {
-				if len(args) != 1 {
-					return e.UsageError("expected one file, got %d", len(args))
-				}
-				plan, in, err := readPlan(args[0], *input)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				if *detach {
-					fmt.Fprintln(e.Stdout, wid)
-					return cli.ExitOK
-				}
-				fmt.Fprintf(e.Stderr, "workflow %s\n", wid)
-				return follow(ctx, e, c, &cf, wid)
-			}
-		},
+// setupRun registers the flags of run, which starts a plan as a workflow and follows it.
+func setupRun(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
+	id := fs.String("id", "", "the workflow ID (default: a new one)")
+	detach := fs.Bool("detach", false, "print the workflow ID and return at once, without waiting for the output")
+	yes := fs.Bool("yes", false, "approve every approval the run asks for")
+	timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one file, got %d", len(args))
+		}
+		plan, in, err := readPlan(args[0], *input)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		if *detach {
+			fmt.Fprintln(e.Stdout, wid)
+			return cli.ExitOK
+		}
+		fmt.Fprintf(e.Stderr, "workflow %s\n", wid)
+		return follow(ctx, e, c, cf, wid)
 	}
 }
 
