@@ -2,11 +2,14 @@ package obtemporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -30,13 +33,86 @@ func StartRun(ctx context.Context, c client.Client, taskQueue, id string, s Star
 	return run.GetID(), nil
 }
 
-// Wait waits for a run's workflow to end and returns its outcome.
+// Wait waits for a run's workflow to end and returns its outcome. A run
+// canceled (Cancel) or terminated (Terminate, or by the server) has an
+// outcome too, with the status vm.RunCanceled and an error that says why.
 func Wait(ctx context.Context, c client.Client, id string) (*Outcome, error) {
 	var out Outcome
-	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil {
-		return nil, fmt.Errorf("waiting for workflow %s: %w", id, err)
+	err := c.GetWorkflow(ctx, id, "").Get(ctx, &out)
+	if err == nil {
+		return &out, nil
 	}
-	return &out, nil
+	if ce := (*temporal.CanceledError)(nil); errors.As(err, &ce) {
+		if ce.HasDetails() && ce.Details(&out) == nil {
+			return &out, nil
+		}
+		return &Outcome{Status: vm.RunCanceled, Error: "the run's workflow was canceled"}, nil
+	}
+	if te := (*temporal.TerminatedError)(nil); errors.As(err, &te) {
+		msg := "the run's workflow was terminated"
+		if reason := terminatedReason(ctx, c, id); reason != "" {
+			msg += ": " + reason
+		}
+		return &Outcome{Status: vm.RunCanceled, Error: msg + "; what it had done is in obelisk-temporal show"}, nil
+	}
+	return nil, fmt.Errorf("waiting for workflow %s: %w", id, err)
+}
+
+// terminatedReason returns why a terminated workflow was terminated, as
+// its history's last event says: the reason given to Terminate, or the
+// server's (a history over its limits); "" when the history cannot be
+// read.
+func terminatedReason(ctx context.Context, c client.Client, id string) string {
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return ""
+		}
+		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
+			return a.GetReason()
+		}
+	}
+	return ""
+}
+
+// Cancel asks a run's workflow to stop: it starts no more calls and ends
+// with the status vm.RunCanceled and what it had done; calls that a
+// worker has under way are asked to stop and may still finish. It
+// returns once the request is recorded.
+func Cancel(ctx context.Context, c client.Client, id string) error {
+	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+		return fmt.Errorf("canceling workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// Terminate ends a run's workflow at once, with no worker involved: it
+// runs no code of the workflow's, and calls under way are abandoned.
+// reason is kept in the workflow's history. Prefer Cancel, which lets the
+// run record how it ended.
+func Terminate(ctx context.Context, c client.Client, id, reason string) error {
+	if err := c.TerminateWorkflow(ctx, id, "", reason); err != nil {
+		return fmt.Errorf("terminating workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// LastPoll returns when a worker last polled a task queue for the
+// workflow tasks of runs, as the server remembers it (for a few minutes);
+// the zero time when no worker did.
+func LastPoll(ctx context.Context, c client.Client, taskQueue string) (time.Time, error) {
+	resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("describing task queue %s: %w", taskQueue, err)
+	}
+	var last time.Time
+	for _, p := range resp.GetPollers() {
+		if t := p.GetLastAccessTime().AsTime(); t.After(last) {
+			last = t
+		}
+	}
+	return last, nil
 }
 
 // followInterval is how often Follow looks at a run.
@@ -67,10 +143,39 @@ func Follow(ctx context.Context, c client.Client, id string) (*Outcome, *Status,
 	}
 }
 
+// pollWindow is how recently a worker must have polled a run's task
+// queue for a decision to be sent to the run.
+const pollWindow = time.Minute
+
+// ErrNoWorker is returned, wrapped, by Approve when no worker polls the
+// run's task queue: the decision was not sent.
+var ErrNoWorker = errors.New("no worker polls the run's task queue")
+
 // Approve records a decision on an approval a run waits for. It returns
 // what was decided ("approved step x"), or an error that says which
 // approvals the run waits for when the decision names none of them.
+//
+// A decision is taken by the run's worker. When no worker has polled the
+// run's task queue lately, Approve sends nothing and returns ErrNoWorker
+// at once: a decision sent then would wait in the server and be applied
+// whenever a worker came back, long after its caller gave up on it.
 func Approve(ctx context.Context, c client.Client, id string, d Decision) (string, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "", fmt.Errorf("workflow %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return "", fmt.Errorf("workflow %s has ended (%s): it waits for no decision", id, strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")))
+	}
+	queue := info.GetTaskQueue()
+	last, err := LastPoll(ctx, c, queue)
+	if err != nil {
+		return "", err
+	}
+	if last.IsZero() || time.Since(last) > pollWindow {
+		return "", fmt.Errorf("%w: no worker has polled task queue %s in the last %s, so the decision was not sent; start one (obelisk-temporal worker --task-queue %s) and decide again", ErrNoWorker, queue, pollWindow, queue)
+	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: ApproveUpdate, Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err != nil {
 		return "", err

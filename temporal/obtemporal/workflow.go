@@ -124,12 +124,12 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		}
 		if deadline.IsZero() {
 			if err := workflow.Await(ctx, func() bool { return r.changed }); err != nil {
-				return nil, err
+				return nil, r.canceled(res, err)
 			}
 		} else {
 			ok, err := workflow.AwaitWithTimeout(ctx, deadline.Sub(workflow.Now(ctx)), func() bool { return r.changed })
 			if err != nil {
-				return nil, err
+				return nil, r.canceled(res, err)
 			}
 			if !ok {
 				out := r.outcome(res)
@@ -140,6 +140,19 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		}
 		r.changed = false
 	}
+}
+
+// canceled is the workflow's error when its wait ended with err: when
+// the run was canceled, a canceled error that carries the run's outcome
+// so far, which Wait returns.
+func (r *run) canceled(res *vm.Result, err error) error {
+	if !temporal.IsCanceledError(err) {
+		return err
+	}
+	out := r.outcome(res)
+	out.Status = vm.RunCanceled
+	out.Error = "the run was canceled: it started no call after the request (calls under way when it came may have finished in their workers)"
+	return temporal.NewCanceledError(out)
 }
 
 // pass is one run of the plan over what the history holds.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -41,6 +42,10 @@ func setupApprove(fs *flag.FlagSet, e *env) func(context.Context, []string) int 
 		}
 		defer c.Close()
 		what, err := obtemporal.Approve(ctx, c, args[0], d)
+		if errors.Is(err, obtemporal.ErrNoWorker) {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
 		if err != nil {
 			e.Errorf("%v", err)
 			return cli.ExitInput
@@ -145,5 +150,56 @@ func writeStatus(e *env, st *obtemporal.Status, also string) {
 	}
 	if st.Status == "waiting" {
 		p("\ndecide with obelisk-temporal approve%s %s [STEP]\n", also, st.ID)
+	}
+}
+
+// setupCancel registers the flags of cancel, which asks a run's workflow
+// to stop.
+func setupCancel(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	wait := fs.Bool("wait", false, "then wait for the run to end and report it")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		if err := obtemporal.Cancel(ctx, c, args[0]); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		fmt.Fprintf(e.Stdout, "asked workflow %s to stop: it starts no more calls\n", args[0])
+		if *wait {
+			return follow(ctx, e, c, cf, args[0])
+		}
+		return cli.ExitOK
+	}
+}
+
+// setupTerminate registers the flags of terminate, which ends a run's
+// workflow at once.
+func setupTerminate(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	reason := fs.String("reason", "terminated with obelisk-temporal terminate", "why, as the workflow's history keeps it")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		if err := obtemporal.Terminate(ctx, c, args[0], *reason); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		fmt.Fprintf(e.Stdout, "terminated workflow %s\n", args[0])
+		return cli.ExitOK
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -70,6 +71,18 @@ func commands() []*command {
 			Args:    "WORKFLOW",
 			Summary: "print a run's workflow: its status, steps, approvals and output",
 			Setup:   setupShow,
+		},
+		{
+			Name:    "cancel",
+			Args:    "WORKFLOW",
+			Summary: "ask a run's workflow to stop: it starts no more calls and ends canceled with what it had done",
+			Setup:   setupCancel,
+		},
+		{
+			Name:    "terminate",
+			Args:    "WORKFLOW",
+			Summary: "end a run's workflow at once, with no worker involved (calls under way are abandoned)",
+			Setup:   setupTerminate,
 		},
 	}
 }
@@ -272,7 +285,10 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 // follow waits for a run's workflow to end, or to wait for a decision,
 // and reports it.
 func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) int {
+	fctx, stop := context.WithCancel(ctx)
+	go warnNoWorker(fctx, e, c, cf, id)
 	out, st, err := obtemporal.Follow(ctx, c, id)
+	stop()
 	if err != nil {
 		e.Errorf("%v", err)
 		return cli.ExitUsage
@@ -287,6 +303,31 @@ func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id stri
 	}
 	fmt.Fprintf(e.Stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
 	return cli.ExitWaiting
+}
+
+// noWorkerAfter is how long a run waits for a worker before the command
+// says that none polls its task queue.
+const noWorkerAfter = 10 * time.Second
+
+// warnNoWorker says, once, on stderr, when no worker has polled the task
+// queue of run id for a while: the run then waits, silently, until one
+// does.
+func warnNoWorker(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(noWorkerAfter):
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return
+	}
+	queue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	last, err := obtemporal.LastPoll(ctx, c, queue)
+	if err != nil || (!last.IsZero() && time.Since(last) < time.Minute) || ctx.Err() != nil {
+		return
+	}
+	fmt.Fprintf(e.Stderr, "no worker has polled task queue %s in the last minute: the run waits until one does (obelisk-temporal worker%s --task-queue %s)\n", queue, cf.also(), queue)
 }
 
 // also repeats the connection flags that are not the defaults, for the
