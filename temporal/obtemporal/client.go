@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -38,7 +39,7 @@ func StartRun(ctx context.Context, c client.Client, taskQueue, id string, s Star
 // outcome too, with the status vm.RunCanceled and an error that says why.
 func Wait(ctx context.Context, c client.Client, id string) (*Outcome, error) {
 	var out Outcome
-	err := c.GetWorkflow(ctx, id, "").Get(ctx, &out)
+	err := retrying(ctx, func() error { return c.GetWorkflow(ctx, id, "").Get(ctx, &out) })
 	if err == nil {
 		return &out, nil
 	}
@@ -115,31 +116,82 @@ func LastPoll(ctx context.Context, c client.Client, taskQueue string) (time.Time
 	return last, nil
 }
 
-// followInterval is how often Follow looks at a run.
-const followInterval = 200 * time.Millisecond
+// followInterval is how often Follow first looks at a run, and
+// followMax how often at the least, once the run has gone on a while.
+const (
+	followInterval = 200 * time.Millisecond
+	followMax      = 2 * time.Second
+)
+
+// unreachableFor is how long Wait and Follow go on trying while the
+// server cannot be reached (restarted, or failing over) before they
+// give up; a run goes on without them, and Wait or Follow again later
+// finds it.
+const unreachableFor = 2 * time.Minute
+
+// transient reports whether err is the server's being unreachable for a
+// while, which Wait and Follow wait out.
+func transient(err error) bool {
+	var u *serviceerror.Unavailable
+	var d *serviceerror.DeadlineExceeded
+	return errors.As(err, &u) || errors.As(err, &d)
+}
+
+// retrying calls f until it returns an error that is not transient, or
+// the server has been unreachable for unreachableFor, or ctx ends.
+func retrying(ctx context.Context, f func() error) error {
+	var since time.Time
+	wait := followInterval
+	for {
+		err := f()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) > unreachableFor {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, followMax)
+	}
+}
 
 // Follow waits until a run's workflow ends, and returns its outcome, or
 // until the run waits for a decision, and returns its state, whose
-// Approvals say which.
+// Approvals say which. It looks at the run with the status query, more
+// rarely as the run goes on, and waits out a server that cannot be
+// reached for a while.
 func Follow(ctx context.Context, c client.Client, id string) (*Outcome, *Status, error) {
+	wait := followInterval
 	for {
-		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		var running bool
+		err := retrying(ctx, func() error {
+			desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+			running = err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			return err
+		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("following workflow %s: %w", id, err)
 		}
-		if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if !running {
 			out, err := Wait(ctx, c, id)
 			return out, nil, err
 		}
 		// A query is answered once a worker has taken the run.
-		if st, err := Show(ctx, c, id); err == nil && st.Status == vm.RunWaiting {
+		if st, err := query(ctx, c, id, StatusQuery); err == nil && st.Status == vm.RunWaiting {
 			return nil, st, nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil, nil, fmt.Errorf("following workflow %s: %w", id, ctx.Err())
-		case <-time.After(followInterval):
+		case <-time.After(wait):
 		}
+		wait = min(wait+wait/2, followMax)
 	}
 }
 
@@ -189,7 +241,12 @@ func Approve(ctx context.Context, c client.Client, id string, d Decision) (strin
 
 // Show returns a run's state: its steps, approvals and output.
 func Show(ctx context.Context, c client.Client, id string) (*Status, error) {
-	v, err := c.QueryWorkflow(ctx, id, "", ShowQuery)
+	return query(ctx, c, id, ShowQuery)
+}
+
+// query asks a run's workflow one of its queries.
+func query(ctx context.Context, c client.Client, id, name string) (*Status, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", name)
 	if err != nil {
 		return nil, err
 	}

@@ -103,4 +103,17 @@ func TestApproveNoWorker(t *testing.T) {
 	if len(st.Approvals) != 1 || st.Approvals[0].Decided {
 		t.Errorf("approvals %+v", st.Approvals)
 	}
+	// Following a run asks the status query, which answers the status and
+	// the approvals waited for, without the steps show lists.
+	v, err := c.QueryWorkflow(ctx, id, "", obtemporal.StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var brief obtemporal.Status
+	if err := v.Get(&brief); err != nil {
+		t.Fatal(err)
+	}
+	if brief.Status != vm.RunWaiting || len(brief.Steps) != 0 || len(brief.Approvals) != 1 || brief.Approvals[0].Step != "refund" || len(st.Steps) == 0 {
+		t.Errorf("status query %+v, show %d steps", brief, len(st.Steps))
+	}
 }

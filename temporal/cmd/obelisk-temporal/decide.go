@@ -203,3 +203,22 @@ func setupTerminate(fs *flag.FlagSet, e *env) func(context.Context, []string) in
 		return cli.ExitOK
 	}
 }
+
+// setupWait registers the flags of wait, which follows a run's workflow
+// as run does: to re-attach to a run started with run --detach, or by a
+// run that gave up.
+func setupWait(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		return follow(ctx, e, c, cf, args[0])
+	}
+}

@@ -73,6 +73,12 @@ func commands() []*command {
 			Setup:   setupShow,
 		},
 		{
+			Name:    "wait",
+			Args:    "WORKFLOW",
+			Summary: "follow a run's workflow as run does, until it ends or waits for a decision (re-attach to a run)",
+			Setup:   setupWait,
+		},
+		{
 			Name:    "cancel",
 			Args:    "WORKFLOW",
 			Summary: "ask a run's workflow to stop: it starts no more calls and ends canceled with what it had done",
@@ -291,6 +297,7 @@ func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id stri
 	stop()
 	if err != nil {
 		e.Errorf("%v", err)
+		fmt.Fprintf(e.Stderr, "the run goes on without this command: follow it again with obelisk-temporal wait%s %s\n", cf.also(), id)
 		return cli.ExitUsage
 	}
 	if out != nil {
