@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/internal/cli"
@@ -111,11 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type connFlags struct {
 	address, namespace, queue           string
 	tlsCert, tlsKey, tlsCA, tlsServName string
+	// logLevel is the least level of the Temporal SDK's log lines that
+	// are written on stderr.
+	logLevel string
 }
 
 // registerConn registers the flags that say how to reach Temporal.
 func registerConn(fs *flag.FlagSet) *connFlags {
-	cf := new(connFlags)
+	cf := &connFlags{logLevel: "warn"}
 	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT; $TEMPORAL_ADDRESS sets the default")
 	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace; $TEMPORAL_NAMESPACE sets the default")
 	fs.StringVar(&cf.queue, "task-queue", "obelisk", "the task queue the workers of the plans poll")
@@ -123,6 +126,13 @@ func registerConn(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
 	fs.StringVar(&cf.tlsCA, "tls-ca", "", "the certificate authorities (PEM) the server's certificate is checked against (default: the system's)")
 	fs.StringVar(&cf.tlsServName, "tls-server-name", "", "the server name the server's certificate must have (default: the host of --temporal); any --tls flag turns TLS on")
+	fs.Func("log-level", "the least level of the Temporal SDK's log lines written on stderr: error, warn, info, debug or trace (default warn)", func(v string) error {
+		if hclog.LevelFromString(v) == hclog.NoLevel {
+			return fmt.Errorf("%q: give error, warn, info, debug or trace", v)
+		}
+		cf.logLevel = v
+		return nil
+	})
 	return cf
 }
 
@@ -135,7 +145,7 @@ func envOr(name, def string) string {
 
 // dial connects to Temporal.
 func (cf *connFlags) dial(e *env) (client.Client, error) {
-	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: quietLogger{e.Stderr}}
+	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: hclog.New(&hclog.LoggerOptions{Name: "temporal", Output: e.Stderr, Level: hclog.LevelFromString(cf.logLevel)})}
 	if cf.tlsCert != "" || cf.tlsKey != "" || cf.tlsCA != "" || cf.tlsServName != "" {
 		cfg := &tls.Config{ServerName: cf.tlsServName, MinVersion: tls.VersionTLS12}
 		if (cf.tlsCert == "") != (cf.tlsKey == "") {
@@ -168,29 +178,21 @@ func (cf *connFlags) dial(e *env) (client.Client, error) {
 	return c, nil
 }
 
-// quietLogger writes the SDK's warnings and errors on stderr, and drops
-// its debug and info lines.
-type quietLogger struct{ w io.Writer }
-
-func (l quietLogger) Debug(string, ...any) {}
-func (l quietLogger) Info(string, ...any)  {}
-func (l quietLogger) Warn(msg string, kv ...any) {
-	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
-}
-func (l quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
-}
-
-var _ log.Logger = quietLogger{}
-
 // setupWorker registers the flags of worker, which runs the tools of plans.
 func setupWorker(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 	cf := registerConn(fs)
 	var tf toolFlags
 	tf.register(fs)
+	var wo worker.Options
+	fs.IntVar(&wo.MaxConcurrentActivityExecutionSize, "max-concurrent-activities", 0, "the most tool calls this worker makes at once, over all runs (0: the SDK's default, 1000)")
+	fs.IntVar(&wo.MaxConcurrentWorkflowTaskExecutionSize, "max-concurrent-workflow-tasks", 0, "the most workflow tasks (engine passes) this worker runs at once (0: the SDK's default)")
+	fs.DurationVar(&wo.StickyScheduleToStartTimeout, "sticky-timeout", 0, "how long a run's next workflow task waits for this worker, which holds the run in its cache, before another worker takes it (0: the SDK's default, 5s)")
 	return func(ctx context.Context, args []string) int {
 		if len(args) != 0 {
 			return e.UsageError("expected no arguments, got %d", len(args))
+		}
+		if wo.MaxConcurrentActivityExecutionSize < 0 || wo.MaxConcurrentWorkflowTaskExecutionSize < 0 || wo.StickyScheduleToStartTimeout < 0 {
+			return e.UsageError("--max-concurrent-activities, --max-concurrent-workflow-tasks and --sticky-timeout must not be negative")
 		}
 		cfg, stop, err := tf.config(ctx, e.Stderr)
 		if err != nil {
@@ -204,7 +206,7 @@ func setupWorker(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			return cli.ExitUsage
 		}
 		defer c.Close()
-		w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
+		w, err := obtemporal.NewWorker(c, cf.queue, cfg, wo)
 		if err != nil {
 			e.Errorf("%v", err)
 			return cli.ExitUsage
