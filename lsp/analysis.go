@@ -3,6 +3,7 @@ package lsp
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
@@ -52,8 +53,12 @@ type analysis struct {
 	json    bool
 	// c is the plan as far as it went from text towards a program.
 	c *planfile.Compiled
-	// occ holds the occurrences sorted by start.
-	occ []occurrence
+	// occ holds the occurrences sorted by start, made on first use
+	// (indexOnce): diagnostics do without them.
+	occ       []occurrence
+	indexOnce sync.Once
+	// plans are the names of the file's sub-plans.
+	plans map[string]bool
 }
 
 // analyze parses and checks a document's text through planfile, the one
@@ -70,10 +75,24 @@ func analyze(name, dir string, version int, t *text, base compiler.Config) *anal
 	c, _ := src.Load(cfg) // the diagnostics say what stopped it
 	a := &analysis{version: version, text: t, json: src.JSON, c: c}
 	c.Diagnostics.Sort()
-	if c.File != nil {
-		a.index(c.File.Items, "")
+	return a
+}
+
+// indexed returns the analysis with its occurrences recorded.
+func (a *analysis) indexed() *analysis {
+	a.indexOnce.Do(func() {
+		if a.c.File == nil {
+			return
+		}
+		a.plans = map[string]bool{}
+		for _, it := range a.c.File.Items {
+			if p, ok := it.(*lang.PlanDecl); ok && p.Name != nil {
+				a.plans[p.Name.Name] = true
+			}
+		}
+		a.index(a.c.File.Items, "")
 		sort.SliceStable(a.occ, func(i, j int) bool { return a.occ[i].start < a.occ[j].start })
-	}
+	})
 	return a
 }
 
@@ -89,17 +108,7 @@ func (a *analysis) plan(name string) *compiler.Plan {
 }
 
 // isPlan reports whether name is a sub-plan of the file.
-func (a *analysis) isPlan(name string) bool {
-	if a.c.File == nil {
-		return false
-	}
-	for _, it := range a.c.File.Items {
-		if p, ok := it.(*lang.PlanDecl); ok && p.Name != nil && p.Name.Name == name {
-			return true
-		}
-	}
-	return false
-}
+func (a *analysis) isPlan(name string) bool { return a.plans[name] }
 
 // add records an occurrence of an identifier; ident's span must lie in
 // the text.

@@ -248,7 +248,7 @@ func (s *server) dispatch(ctx context.Context, method string, params *json.RawMe
 	if d == nil {
 		return nil, errNoDocument
 	}
-	return h(d, d.current(s.opts.Config))
+	return h(d, d.current(s.opts.Config).indexed())
 }
 
 func invalid(err error) error {
