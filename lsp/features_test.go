@@ -237,3 +237,48 @@ func TestReadWorkspace(t *testing.T) {
 
 // utf16Len is the length of s in UTF-16 code units.
 func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// TestSubPlan: a sub-plan's slots are its own; a call of the sub-plan
+// goes to its declaration and hovers with its signature.
+func TestSubPlan(t *testing.T) {
+	plan := `tool double(n: int) -> int pure
+
+plan twice(n: int) -> int {
+  a: double(n: †input.n) -> †state.x
+  b: double(n: †state.x) -> †state.y
+  output †state.y
+}
+
+first: twice(n: 2) -> †state.x
+second: twice(n: †state.x) -> †state.y
+`
+	c := newClient(t, Options{Debounce: time.Millisecond})
+	uri := "file:///tmp/obelisk-lsp-test/sub.plan"
+	if ds := c.open(uri, plan); len(ds) != 0 {
+		t.Fatalf("diagnostics: %+v", ds)
+	}
+	var refs []location
+	c.must("textDocument/references", map[string]any{"textDocument": map[string]any{"uri": uri}, "position": at(t, plan, "x\n", 0, 0), "context": map[string]any{"includeDeclaration": true}}, &refs)
+	if len(refs) != 2 || refs[0].Range.Start.Line != 3 || refs[1].Range.Start.Line != 4 {
+		t.Errorf("references of the sub-plan's †state.x: %+v, want its lines 4 and 5 only", refs)
+	}
+	var locs []location
+	c.must("textDocument/definition", docPos(uri, at(t, plan, "twice(n: 2)", 0, 1)), &locs)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, plan, "twice", 0, 0) {
+		t.Errorf("definition of the sub-plan: %+v", locs)
+	}
+	var h *hover
+	c.must("textDocument/hover", docPos(uri, at(t, plan, "twice(n: 2)", 0, 1)), &h)
+	if h == nil || !strings.Contains(h.Contents.Value, "plan twice(n: int) -> int") {
+		t.Errorf("hover on the sub-plan: %+v", h)
+	}
+	c.must("textDocument/hover", docPos(uri, at(t, plan, "n)", 0, 0)), &h)
+	if h == nil || !strings.Contains(h.Contents.Value, "†input.n: int") {
+		t.Errorf("hover on the sub-plan's †input.n: %+v", h)
+	}
+	var syms []documentSymbol
+	c.must("textDocument/documentSymbol", map[string]any{"textDocument": map[string]any{"uri": uri}}, &syms)
+	if len(syms) != 4 || syms[1].Name != "twice" || len(syms[1].Children) != 4 {
+		t.Errorf("symbols: %+v", syms)
+	}
+}

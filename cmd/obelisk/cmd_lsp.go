@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
@@ -36,7 +38,9 @@ func lspCommand() *command {
 				if ws != nil {
 					cf.tf.Tools = append(cf.tf.Tools, ws.Tools...)
 					if len(ws.MCP) > 0 && !*allowMCP {
-						e.log.Warn("the workspace file names MCP servers; not starting them without --workspace-mcp", "servers", ws.MCP)
+						// Said whatever the log level: hover and completion
+						// will not know these servers' tools.
+						fmt.Fprintf(e.Stderr, "obelisk lsp: not starting the MCP servers %s names (%s): give --workspace-mcp to start them\n", lsp.WorkspaceFile, strings.Join(ws.MCP, ", "))
 					} else {
 						cf.tf.MCP = append(cf.tf.MCP, ws.MCP...)
 					}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,35 @@ func TestLSPOverStdio(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("obelisk lsp after shutdown and exit: %v\nstderr:\n%s", err, stderr.String())
 	}
+}
+
+// TestLSPWorkspaceMCPNeedsFlag: the MCP servers obelisk.json names are
+// programs; the server starts them only when its operator passes
+// --workspace-mcp, never because a folder the editor opened says so.
+func TestLSPWorkspaceMCPNeedsFlag(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		dir := writeFiles(t, map[string]string{"obelisk.json": `{"mcp": ["evil=touch started"]}`})
+		args := []string{"lsp"}
+		if allow {
+			args = append(args, "--workspace-mcp")
+		}
+		cmd := obelisk(t, dir, args...)
+		// An editor that starts the server and leaves at once.
+		cmd.Stdin = strings.NewReader(lspMessage(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`) +
+			lspMessage(`{"jsonrpc":"2.0","id":2,"method":"shutdown"}`) + lspMessage(`{"jsonrpc":"2.0","method":"exit"}`))
+		out, _ := cmd.CombinedOutput()
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		switch {
+		case !allow && err == nil:
+			t.Errorf("without --workspace-mcp the workspace's MCP server was started\n%s", out)
+		case !allow && !strings.Contains(string(out), "--workspace-mcp"):
+			t.Errorf("without --workspace-mcp the server did not say why it started no MCP server:\n%s", out)
+		case allow && err != nil:
+			t.Errorf("with --workspace-mcp the workspace's MCP server was not started: %v\n%s", err, out)
+		}
+	}
+}
+
+func lspMessage(body string) string {
+	return "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
