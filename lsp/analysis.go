@@ -72,6 +72,11 @@ func analyze(name, dir string, version int, t *text, base compiler.Config) *anal
 	} else {
 		cfg.Imports = nil
 	}
+	if src.JSON && strings.TrimSpace(t.s) != "" && !lang.IsJSONPlan([]byte(t.s)) {
+		// Other JSON an editor sends (a tools file, obelisk.json): not
+		// a plan, and nothing to say about it.
+		return &analysis{version: version, text: t, json: true, c: &planfile.Compiled{}}
+	}
 	c, _ := src.Load(cfg) // the diagnostics say what stopped it
 	a := &analysis{version: version, text: t, json: src.JSON, c: c}
 	c.Diagnostics.Sort()

@@ -205,6 +205,10 @@ func TestJSONPlan(t *testing.T) {
 	if len(locs) != 1 || locs[0].Range.Start != at(t, plan, "w\"", 1, 0) {
 		t.Errorf("definition in a JSON plan: %+v", locs)
 	}
+	// Other JSON is not a plan, and gets no diagnostics.
+	if ds := c.open("file:///tmp/obelisk-lsp-test/obelisk.json", `{"tools": ["tools.json"]}`); len(ds) != 0 {
+		t.Errorf("a JSON file that is no plan got diagnostics: %+v", ds)
+	}
 	var edits []textEdit
 	c.must("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}}, &edits)
 	if len(edits) != 0 {
