@@ -263,7 +263,7 @@ func (s *server) initialize() initializeResult {
 		PositionEncoding:   "utf-16",
 		TextDocumentSync:   map[string]any{"openClose": true, "change": 2, "save": false},
 		HoverProvider:      true,
-		CompletionProvider: map[string]any{"triggerCharacters": []string{".", "†", "$", "(", ",", " "}},
+		CompletionProvider: map[string]any{"triggerCharacters": []string{".", "†", "$", "(", ","}},
 		DefinitionProvider: true,
 		ReferencesProvider: true,
 		RenameProvider:     true,
