@@ -66,6 +66,7 @@ func commands() []*command {
 		generateCommand(),
 		agentCommand(),
 		mcpServerCommand(),
+		lspCommand(),
 		versionCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
