@@ -14,10 +14,12 @@
 // vm.GroupJournal: every event is written before the run's observer hears
 // of it, and a step's outcome is committed, with its event, before the
 // step counts as finished and before any step that reads it starts.
-// Events are committed in groups: a run appends them without waiting,
-// and the first goroutine that needs one written commits everything
-// appended so far (up to 1024 events, of all the runs of the process) in
-// one transaction, while the events appended meanwhile wait for the next;
+// Events, and every other record of a run (the answers of mocks, texts,
+// facts, approvals asked, replans), are committed in groups: a run
+// appends them without waiting, and the first goroutine that needs one
+// written commits everything appended so far (up to 1024 records, of all
+// the runs of the process) in one transaction of prepared statements,
+// while the records appended meanwhile wait for the next;
 // so steps that settle together share one transaction and one sync to
 // disk, and a step waits for at most the commit under way and its own. A
 // step's start is written within vm.GroupDelay of its tool's call, or
