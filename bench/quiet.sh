@@ -125,9 +125,9 @@ startup() {
   rm -rf "$hello" "$times"
 }
 
-section runvsminimal go test ./vm -run '^$' -bench 'RunVsMinimal' -benchtime 20x -count "$COUNT"
-section journal go test ./vm/journal -run '^$' -bench 'Journal' -benchtime 5x -count 3
-section frontend go test ./compiler -run '^$' -bench 'FrontEnd/json|DecodeJSON' -benchtime 10x -count "$COUNT"
+section runvsminimal go test ./vm -timeout 60m -run '^$' -bench 'RunVsMinimal' -benchtime 20x -count "$COUNT"
+section journal go test ./vm/journal -timeout 60m -run '^$' -bench 'Journal' -benchtime 5x -count 3
+section frontend go test ./compiler -timeout 60m -run '^$' -bench 'FrontEnd/json|DecodeJSON' -benchtime 10x -count "$COUNT"
 section obelisk-run obelisk_run
 section startup startup
 echo
