@@ -92,7 +92,9 @@ func TestGroupRecordsSurviveKill(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGroupRecordsKillChild$")
+	// The child's own time limit ends it should it hang before its first
+	// step is reported.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGroupRecordsKillChild$", "-test.timeout=5m")
 	cmd.Env = append(os.Environ(), "OBELISK_JOURNAL_KILL_DIR="+dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
