@@ -59,8 +59,7 @@ func (a *approver) Approve(ctx context.Context, req vm.ApprovalRequest) (vm.Deci
 			return vm.Decision{}, fmt.Errorf("recording the approval request: %w", err)
 		}
 		now := d.now()
-		if _, err := d.exec(`INSERT INTO approvals (run, round, step, tool, message, args, plan, diff, requested) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.r.ID, req.Round, req.Step, req.Tool, req.Message, args, req.Plan, req.Diff, now.UnixNano()); err != nil {
+		if err := a.r.write(anApproval, a.r.ID, req.Round, req.Step, req.Tool, req.Message, args, req.Plan, req.Diff, now.UnixNano()); err != nil {
 			return vm.Decision{}, fmt.Errorf("recording the approval request: %w", err)
 		}
 		ap = &Approval{Run: a.r.ID, Round: req.Round, Step: req.Step, Requested: now}
@@ -261,8 +260,7 @@ func (p *replanner) Replan(ctx context.Context, req *vm.ReplanRequest) (*lang.Fi
 	if err != nil || f == nil {
 		return f, err
 	}
-	if _, err := d.exec(`INSERT INTO replans (run, round, plan, created) VALUES (?, ?, ?, ?)`,
-		p.r.ID, req.Attempt, string(lang.Format(f)), d.now().UnixNano()); err != nil {
+	if err := p.r.write(aReplan, p.r.ID, req.Attempt, string(lang.Format(f)), d.now().UnixNano()); err != nil {
 		return nil, fmt.Errorf("recording the new plan: %w", err)
 	}
 	return f, nil

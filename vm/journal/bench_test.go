@@ -70,15 +70,19 @@ func BenchmarkStep(b *testing.B) {
 // x-unjournaled, the journaled time over the other; cpu-us/step and
 // none-cpu-us/step are the CPU time of each (both cores, the collector
 // included), which the load of others disturbs less; commits/run counts
-// the transactions of a journaled run.
+// the transactions of a journaled run. NAME/mocks answers the calls from
+// mocks, whose answers the journaled run records, as `obelisk run`
+// does with a mocks file.
 func BenchmarkJournal(b *testing.B) {
-	plans := []*bench.Plan{
-		bench.Layered(100, 100, 0, bench.LayeredSeed(100, 100)),
-		bench.FanOut(10000, 0),
-		bench.Chain(1000, 0),
-	}
-	for _, p := range plans {
-		b.Run(p.Name, func(b *testing.B) {
+	layered := bench.Layered(100, 100, 0, bench.LayeredSeed(100, 100))
+	plans := []*bench.Plan{layered, bench.FanOut(10000, 0), bench.Chain(1000, 0), layered}
+	for k, p := range plans {
+		mocked := k == len(plans)-1
+		name := p.Name
+		if mocked {
+			name += "/mocks"
+		}
+		b.Run(name, func(b *testing.B) {
 			src := &planfile.Source{Name: p.Name + ".plan", Text: string(p.Text())}
 			prog, _, err := src.Compile()
 			if err != nil {
@@ -90,12 +94,20 @@ func BenchmarkJournal(b *testing.B) {
 			}
 			reg := toolkit.NewRegistry()
 			reg.MustRegister(file.Tools[0], toolkit.ToolFunc(bench.Work))
+			var tools vm.Caller = reg
+			mocks, err := toolkit.ParseMocks([]byte(`{"work": {"result": 1}}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if mocked {
+				tools = toolkit.Chain{Mocks: mocks, Registry: reg}
+			}
 			d := open(b, Options{})
 			commits := 0
 			d.committed = func([]record) { commits++ }
 			input := map[string]any{"seed": int64(0)}
 			run := func(o vm.Options) (wall, cpu time.Duration) {
-				o.Tools, o.MaxParallel, o.Observer = reg, 8, func(vm.Event) {}
+				o.Tools, o.MaxParallel, o.Observer = tools, 8, func(vm.Event) {}
 				runtime.GC()
 				t0, c0 := time.Now(), cpuTime()
 				res, err := vm.Run(context.Background(), prog, input, o)
@@ -108,12 +120,14 @@ func BenchmarkJournal(b *testing.B) {
 			var plain, journaled, plainCPU, journaledCPU []time.Duration
 			i := 0
 			for b.Loop() {
+				mocks.OnAnswer(nil)
 				w, c := run(vm.Options{})
 				plain, plainCPU = append(plain, w), append(plainCPU, c)
 				r, err := d.Create(NewRun{ID: fmt.Sprintf("r%d", i), Source: src, Input: input})
 				if err != nil {
 					b.Fatal(err)
 				}
+				mocks.OnAnswer(r.RecordMockCall)
 				i++
 				w, c = run(vm.Options{Journal: r, RunID: r.ID, Restore: r.Restore})
 				journaled, journaledCPU = append(journaled, w), append(journaledCPU, c)

@@ -18,10 +18,14 @@ import (
 // wait for the last.
 const maxBatch = 1024
 
-// record is an event of a run waiting to be written, with the state of
-// the step it decides.
+// record is what a run writes, waiting to be written: an event, with the
+// state of the step it decides, or (kind) another of its records.
 type record struct {
-	run   *Run
+	run *Run
+	// kind is what the record writes: an event, or a row of another
+	// table, with args the arguments of its statement.
+	kind  kind
+	args  []any
 	seq   int64
 	round int
 	now   int64
@@ -34,10 +38,60 @@ type record struct {
 	goal bool
 }
 
+// kind is what a record writes.
+type kind uint8
+
+const (
+	// anEvent is an event of the run, and what it changes of its step
+	// and of the run.
+	anEvent kind = iota
+	// aMockCall is how many calls of a mocked tool were answered (run,
+	// tool, calls).
+	aMockCall
+	// aTextPiece is a piece of a text the run receives (run, name,
+	// piece, run, name).
+	aTextPiece
+	// aTextEnd is the end of a text (run, name, meta).
+	aTextEnd
+	// aFact is a fact of a goal (run, key, value, step, run).
+	aFact
+	// anApproval is an approval asked (run, round, step, tool, message,
+	// args, plan, diff, requested).
+	anApproval
+	// aReplan is a plan a replan gave (run, round, plan, created).
+	aReplan
+	kinds
+)
+
+// kindQueries are the statements that write the records of each kind but
+// events.
+var kindQueries = [kinds]string{
+	aMockCall: `INSERT INTO mock_calls (run, tool, calls) VALUES (?, ?, ?)
+		ON CONFLICT (run, tool) DO UPDATE SET calls = max(calls, excluded.calls)`,
+	aTextPiece: `INSERT INTO texts (run, name, seq, text)
+		SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM texts WHERE run = ? AND name = ?`,
+	aTextEnd: `INSERT INTO text_ends (run, name, meta) VALUES (?, ?, ?)
+		ON CONFLICT (run, name) DO UPDATE SET meta = excluded.meta`,
+	aFact: `INSERT INTO facts (run, key, value, step, seq)
+		SELECT ?, ?, ?, ?, coalesce(max(seq), 0) + 1 FROM facts WHERE run = ?
+		ON CONFLICT (run, key) DO NOTHING`,
+	anApproval: `INSERT INTO approvals (run, round, step, tool, message, args, plan, diff, requested) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	aReplan:    `INSERT INTO replans (run, round, plan, created) VALUES (?, ?, ?, ?)`,
+}
+
 // durable reports whether the record decides a step, the run or a wait,
 // and is synced to disk before the run goes on; the rest survives a
 // crash of the process and is synced with the next.
 func (rec *record) durable() bool {
+	switch rec.kind {
+	case anEvent:
+	case anApproval, aReplan:
+		// A gate's request and a new plan are acted on (a person asked,
+		// the plan run) once kept.
+		return true
+	default:
+		return false
+	}
 	switch rec.ev.Type {
 	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped, vm.StepWaiting, vm.PlanFinished, vm.ApprovalDecided, vm.Replanned:
 		return true
@@ -51,6 +105,9 @@ func (rec *record) durable() bool {
 
 // decides reports whether the record writes a step's outcome.
 func (rec *record) decides() bool {
+	if rec.kind != anEvent {
+		return false
+	}
 	switch rec.ev.Type {
 	case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
 		return rec.hasStep
@@ -63,6 +120,12 @@ type stepKey struct {
 	run   *Run
 	round int
 	step  string
+}
+
+// mockKey names a mocked tool of a run in a batch.
+type mockKey struct {
+	run  *Run
+	tool string
 }
 
 // writer commits the records of a database's runs in groups: the first
@@ -84,6 +147,9 @@ type writer struct {
 	// the commit's own lists, reused from one to the next.
 	decided map[stepKey]int
 	started map[stepKey]int64
+	// mocks is the record of the most calls of each mocked tool of a
+	// run, the only one of its kind the batch writes.
+	mocks   map[mockKey]int
 	buf     []byte
 	ends    []int
 	bodies  [][]byte
@@ -92,7 +158,7 @@ type writer struct {
 }
 
 func newWriter() *writer {
-	w := &writer{decided: map[stepKey]int{}, started: map[stepKey]int64{}}
+	w := &writer{decided: map[stepKey]int{}, started: map[stepKey]int64{}, mocks: map[mockKey]int{}}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -175,7 +241,9 @@ func containsRun(runs []*Run, r *Run) bool {
 
 // statements are the prepared statements of the write path.
 type statements struct {
-	start, retry, waiting, finish, normal, full *sql.Stmt
+	start, retry, waiting, finish, fill, element, normal, full *sql.Stmt
+	// kinds write the records of each kind but events.
+	kinds [kinds]*sql.Stmt
 	// events and steps insert rows of events and of steps' outcomes,
 	// chunk[k] rows at once.
 	events, steps [len(chunk)]*sql.Stmt
@@ -229,9 +297,16 @@ func (d *DB) prepare() (*statements, error) {
 		prep(&s.waiting, `INSERT INTO steps (run, round, id, tool, status) VALUES (?, ?, ?, ?, 'waiting')
 			ON CONFLICT (run, round, id) DO UPDATE SET status = 'waiting'`),
 		prep(&s.finish, `UPDATE runs SET status = ?, error = ?, updated = ?, finished = ? WHERE id = ?`),
+		prep(&s.fill, `INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`),
+		prep(&s.element, `INSERT INTO steps (run, round, id, tool, status, attempts, result, finished) VALUES (?, ?, ?, ?, 'completed', ?, ?, ?)
+			ON CONFLICT (run, round, id) DO UPDATE SET status = 'completed', attempts = excluded.attempts, result = excluded.result, finished = excluded.finished`),
 		prep(&s.normal, `PRAGMA synchronous = NORMAL`),
 		prep(&s.full, `PRAGMA synchronous = FULL`),
 	)
+	for k := aMockCall; k < kinds; k++ {
+		err = errors.Join(err, prep(&s.kinds[k], kindQueries[k]))
+	}
 	for k, n := range chunk {
 		err = errors.Join(err,
 			prep(&s.events[k], eventInsert+rows(n, eventColumns)),
@@ -249,7 +324,9 @@ func (d *DB) prepare() (*statements, error) {
 
 // close closes the statements.
 func (s *statements) close() {
-	for _, st := range append([]*sql.Stmt{s.start, s.retry, s.waiting, s.finish, s.normal, s.full}, append(s.events[:], s.steps[:]...)...) {
+	all := []*sql.Stmt{s.start, s.retry, s.waiting, s.finish, s.fill, s.element, s.normal, s.full}
+	all = append(all, s.kinds[aMockCall:]...)
+	for _, st := range append(all, append(s.events[:], s.steps[:]...)...) {
 		st.Close()
 	}
 }
@@ -271,6 +348,10 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 	for i := range batch {
 		rec := &batch[i]
 		durable = durable || rec.durable()
+		if rec.kind != anEvent {
+			ends, results = append(ends, len(buf)), append(results, nil)
+			continue
+		}
 		var result []byte
 		if rec.ev.Result != nil {
 			if result, err = json.Marshal(rec.ev.Result); err != nil {
@@ -298,11 +379,21 @@ func (d *DB) writeBatch(w *writer, batch []record) error {
 	// A step started and decided in the same batch gets one row, its
 	// last: the start and the retries before the outcome are not
 	// written apart.
+	// Of the calls of a mocked tool answered in the batch, the most is
+	// written (the row keeps the most).
 	clear(w.decided)
 	clear(w.started)
+	clear(w.mocks)
 	for i := range batch {
-		if rec := &batch[i]; rec.decides() {
+		rec := &batch[i]
+		switch {
+		case rec.decides():
 			w.decided[stepKey{rec.run, rec.round, rec.ev.Step}] = i
+		case rec.kind == aMockCall:
+			key := mockKey{rec.run, rec.args[1].(string)}
+			if j, ok := w.mocks[key]; !ok || rec.args[2].(int) >= batch[j].args[2].(int) {
+				w.mocks[key] = i
+			}
 		}
 	}
 	d.wmu.Lock()
@@ -342,8 +433,9 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies,
 	args := w.args[:0]
 	defer func() { clear(args); w.args = args[:0] }()
 	for i := range batch {
-		rec := &batch[i]
-		args = append(args, rec.run.ID, rec.seq, rec.ev.Time.UnixNano(), string(rec.ev.Type), rec.ev.Step, bodies[i])
+		if rec := &batch[i]; rec.kind == anEvent {
+			args = append(args, rec.run.ID, rec.seq, rec.ev.Time.UnixNano(), string(rec.ev.Type), rec.ev.Step, bodies[i])
+		}
 	}
 	if err := insertRows(&ts, &st.events, args, eventColumns); err != nil {
 		return err
@@ -351,7 +443,17 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies,
 	args = args[:0]
 	for i := range batch {
 		rec := &batch[i]
-		r, ev := rec.run, &rec.ev
+		r := rec.run
+		if rec.kind != anEvent {
+			if rec.kind == aMockCall && w.mocks[mockKey{r, rec.args[1].(string)}] != i {
+				continue
+			}
+			if _, err := ts.get(st.kinds[rec.kind]).Exec(rec.args...); err != nil {
+				return err
+			}
+			continue
+		}
+		ev := &rec.ev
 		key := stepKey{r, rec.round, ev.Step}
 		var err error
 		switch ev.Type {
@@ -377,9 +479,9 @@ func writeRecords(tx *sql.Tx, st *statements, w *writer, batch []record, bodies,
 			}
 			_, err = ts.get(st.waiting).Exec(r.ID, rec.round, ev.Step, ev.Tool)
 		case vm.ElementCompleted:
-			err = writeElement(tx, r.ID, rec.round, ev, rec.now)
+			err = writeElement(ts.get(st.element), r.ID, rec.round, ev, rec.now)
 		case vm.StepFilled:
-			err = writeFill(tx, r.ID, rec.round, ev)
+			err = writeFill(ts.get(st.fill), r.ID, rec.round, ev)
 		case vm.StepCompleted, vm.StepFailed, vm.StepSkipped:
 			if !rec.hasStep {
 				continue

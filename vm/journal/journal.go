@@ -14,10 +14,12 @@
 // vm.GroupJournal: every event is written before the run's observer hears
 // of it, and a step's outcome is committed, with its event, before the
 // step counts as finished and before any step that reads it starts.
-// Events are committed in groups: a run appends them without waiting,
-// and the first goroutine that needs one written commits everything
-// appended so far (up to 1024 events, of all the runs of the process) in
-// one transaction, while the events appended meanwhile wait for the next;
+// Events, and every other record of a run (the answers of mocks, texts,
+// facts, approvals asked, replans), are committed in groups: a run
+// appends them without waiting, and the first goroutine that needs one
+// written commits everything appended so far (up to 1024 records, of all
+// the runs of the process) in one transaction of prepared statements,
+// while the records appended meanwhile wait for the next;
 // so steps that settle together share one transaction and one sync to
 // disk, and a step waits for at most the commit under way and its own. A
 // step's start is written within vm.GroupDelay of its tool's call, or
@@ -300,7 +302,7 @@ type DB struct {
 	stmts  *statements
 	// committed, when set (by tests), is called with each batch of
 	// records once it is committed, before anyone waiting for it goes
-	// on.
+	// on, and with nil for each other transaction.
 	committed func([]record)
 }
 
@@ -385,23 +387,18 @@ func (d *DB) Path() string { return d.path }
 func (d *DB) exec(query string, args ...any) (sql.Result, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	return d.db.Exec(query, args...)
+	res, err := d.db.Exec(query, args...)
+	if err == nil && d.committed != nil {
+		d.committed(nil)
+	}
+	return res, err
 }
 
-// tx runs fn in a transaction and commits it. A durable commit is synced
-// to disk when it returns. Another is not synced itself (synchronous=
-// NORMAL): it survives the death of the process, since the operating
-// system has it, and is synced with the next durable commit; only a
-// power loss before that can lose it.
-func (d *DB) tx(durable bool, fn func(tx *sql.Tx) error) error {
+// tx runs fn in a transaction and commits it, synced to disk when it
+// returns.
+func (d *DB) tx(fn func(tx *sql.Tx) error) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if !durable {
-		if _, err := d.db.Exec(`PRAGMA synchronous = NORMAL`); err != nil {
-			return err
-		}
-		defer d.db.Exec(`PRAGMA synchronous = FULL`)
-	}
 	tx, err := d.db.Begin()
 	if err != nil {
 		return err
@@ -410,7 +407,13 @@ func (d *DB) tx(durable bool, fn func(tx *sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if d.committed != nil {
+		d.committed(nil)
+	}
+	return nil
 }
 
 // NewRun is what a run starts from.
@@ -559,7 +562,7 @@ func (e *FinishedError) Error() string {
 // set.
 func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 	var was vm.RunStatus
-	err := d.tx(true, func(tx *sql.Tx) error {
+	err := d.tx(func(tx *sql.Tx) error {
 		var status string
 		var o owner
 		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
@@ -757,7 +760,7 @@ func fillKey(round int, step, argument string) string {
 
 // writeFill keeps an answer a model gave for a hole or a task, which a
 // resumed run takes instead of asking again.
-func writeFill(tx *sql.Tx, run string, round int, ev *vm.Event) error {
+func writeFill(stmt *sql.Stmt, run string, round int, ev *vm.Event) error {
 	if ev.Verdict != vm.FillAccepted {
 		return nil
 	}
@@ -765,8 +768,7 @@ func writeFill(tx *sql.Tx, run string, round int, ev *vm.Event) error {
 	if err != nil {
 		return fmt.Errorf("encoding the filling of %s: %w", ev.Step, err)
 	}
-	_, err = tx.Exec(`INSERT INTO fills (run, round, step, argument, value) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (run, round, step, argument) DO UPDATE SET value = excluded.value`, run, round, ev.Step, ev.Message, value)
+	_, err = stmt.Exec(run, round, ev.Step, ev.Message, value)
 	return err
 }
 
@@ -809,14 +811,12 @@ func (r *Run) RestoreFill(round int, step, argument string) (any, bool) {
 
 // writeElement records an element of a for each that returned, as a step
 // of its own ("fetch[2]"), for Restore to give it back.
-func writeElement(tx *sql.Tx, run string, round int, ev *vm.Event, now int64) error {
+func writeElement(stmt *sql.Stmt, run string, round int, ev *vm.Event, now int64) error {
 	result, err := json.Marshal(ev.Result)
 	if err != nil {
 		return fmt.Errorf("encoding the result of %s: %w", ev.Step, err)
 	}
-	_, err = tx.Exec(`INSERT INTO steps (run, round, id, tool, status, attempts, result, finished) VALUES (?, ?, ?, ?, 'completed', ?, ?, ?)
-		ON CONFLICT (run, round, id) DO UPDATE SET status = 'completed', attempts = excluded.attempts, result = excluded.result, finished = excluded.finished`,
-		run, round, ev.Step, ev.Tool, ev.Attempt, result, now)
+	_, err = stmt.Exec(run, round, ev.Step, ev.Tool, ev.Attempt, result, now)
 	return err
 }
 

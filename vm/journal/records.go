@@ -12,9 +12,9 @@ import (
 // The records of this file are what a run receives or keeps besides its
 // steps, which a resumed run needs to go on where it was: the positions of
 // its mocks' sequences, the texts it read as they arrived (a plan streamed
-// in, a model's answers), and the facts of a goal. Each is written as it
-// happens, in a transaction that survives the death of the process (it is
-// synced to disk with the next step's outcome).
+// in, a model's answers), and the facts of a goal. Each goes through the
+// journal's group commit with the run's events (see writer), in the order
+// it happens, and is synced to disk with the next step's outcome.
 
 // MockCalls returns how many calls of each mocked tool the run's earlier
 // processes had answered: where their sequences were.
@@ -39,12 +39,39 @@ func (r *Run) MockCalls() (map[string]int, error) {
 // RecordMockCall records that calls calls of a mocked tool have been
 // answered (see toolkit.Mocks.OnAnswer). Calls answered at once may be
 // recorded out of order: the most is kept.
+//
+// It does not wait for the record to be written: it is committed with the
+// next record the run waits for, at the latest with the outcome of the
+// step whose call it answers, so that a resumed run finds the position of
+// every answer a recorded outcome holds. An answer whose step's outcome
+// was not recorded is given again when the run is resumed, as the step
+// runs again.
 func (r *Run) RecordMockCall(tool string, calls int) error {
-	return r.d.tx(false, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO mock_calls (run, tool, calls) VALUES (?, ?, ?)
-			ON CONFLICT (run, tool) DO UPDATE SET calls = max(calls, excluded.calls)`, r.ID, tool, calls)
+	_, err := r.put(aMockCall, r.ID, tool, calls)
+	return err
+}
+
+// put queues a record of kind k, other than an event, with the arguments
+// of its statement, to be written after the records appended before it,
+// and returns its position for Sync.
+func (r *Run) put(k kind, args ...any) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, r.err
+	}
+	return r.d.w.add(record{run: r, kind: k, args: args}), nil
+}
+
+// write writes a record of kind k, other than an event, and returns once
+// it is committed (synced to disk for a durable kind; otherwise in the
+// operating system's hands, which survives the death of the process).
+func (r *Run) write(k kind, args ...any) error {
+	pos, err := r.put(k, args...)
+	if err != nil {
 		return err
-	})
+	}
+	return r.Sync(pos)
 }
 
 // AppendText records a piece of a text the run receives as it arrives,
@@ -54,21 +81,13 @@ func (r *Run) AppendText(name string, piece []byte) error {
 	if len(piece) == 0 {
 		return nil
 	}
-	return r.d.tx(false, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO texts (run, name, seq, text)
-			SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM texts WHERE run = ? AND name = ?`, r.ID, name, piece, r.ID, name)
-		return err
-	})
+	return r.write(aTextPiece, r.ID, name, piece, r.ID, name)
 }
 
 // EndText records that a text is whole, with meta, the caller's own
 // record of it (a model's answer's usage, say).
 func (r *Run) EndText(name string, meta json.RawMessage) error {
-	return r.d.tx(false, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO text_ends (run, name, meta) VALUES (?, ?, ?)
-			ON CONFLICT (run, name) DO UPDATE SET meta = excluded.meta`, r.ID, name, []byte(meta))
-		return err
-	})
+	return r.write(aTextEnd, r.ID, name, []byte(meta))
 }
 
 // Text returns a text as the run's earlier processes recorded it: its
@@ -116,12 +135,7 @@ func (r *Run) RecordFact(f Fact) error {
 	if err != nil {
 		return fmt.Errorf("encoding the fact %s: %w", f.Key, err)
 	}
-	return r.d.tx(false, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO facts (run, key, value, step, seq)
-			SELECT ?, ?, ?, ?, coalesce(max(seq), 0) + 1 FROM facts WHERE run = ?
-			ON CONFLICT (run, key) DO NOTHING`, r.ID, f.Key, v, f.Step, r.ID)
-		return err
-	})
+	return r.write(aFact, r.ID, f.Key, v, f.Step, r.ID)
 }
 
 // Facts returns the facts recorded of a goal, in the order they were
