@@ -149,6 +149,10 @@ func TestVersion(t *testing.T) {
 		}}, "obelisk (devel) (go1.26.8)\nrevision 72958d5f (2026-11-24T08:00:00Z, modified)\n"},
 		{debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "72958d5f"}, {Key: "vcs.modified", Value: "false"}}},
 			"obelisk (devel) (go1.26.8)\nrevision 72958d5f\n"},
+		// Neither a version nor a revision: said plainly.
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "-buildvcs", Value: "false"}}},
+			"obelisk (devel) (go1.26.8)\nthis build recorded no module version and no source revision\n"},
+		{debug.BuildInfo{GoVersion: "go1.26.8"}, "obelisk (devel) (go1.26.8)\nthis build recorded no module version and no source revision\n"},
 	} {
 		var b strings.Builder
 		writeVersion(&b, &c.info)
