@@ -189,6 +189,37 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	}
 }
 
+// TestServeNeedsAJournal: serve with a --state-dir that holds no journal
+// (a typo, the wrong directory) is an error naming the directory, exit 2,
+// and creates nothing; --create starts it on a new, empty journal.
+func TestServeNeedsAJournal(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sd := range []string{"nosuch", filepath.Join("nosuch", "deeper"), "empty"} {
+		code, stdout, stderr := runHere(t, "", "serve", "--addr", "127.0.0.1:0", "--state-dir", sd)
+		want := "obelisk serve: no journal in " + sd + ": no run has been journaled there (--state-dir or OBELISK_STATE_DIR names another directory); give --create to start the console on an empty journal there\n"
+		if code != exitUsage || stdout != "" || stderr != want {
+			t.Errorf("serve --state-dir %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant:\n%s", sd, code, stdout, stderr, want)
+		}
+	}
+	if _, err := os.Stat("nosuch"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("serve made the state directory: %v", err)
+	}
+	if entries, err := os.ReadDir("empty"); err != nil || len(entries) != 0 {
+		t.Errorf("serve wrote into an empty state directory: %v %v", entries, err)
+	}
+	if testing.Short() {
+		return
+	}
+	startServe(t, dir, "--state-dir", "new", "--create")
+	if _, err := os.Stat(filepath.Join(dir, "new", "journal.db")); err != nil {
+		t.Errorf("serve --create made no journal: %v", err)
+	}
+}
+
 // TestApplyWaits: apply, with nobody to ask at a step's approval gate,
 // saves the run as waiting and exits 3 with what to run next, as run
 // does; approve and resume then finish it. With --no-journal the gate
