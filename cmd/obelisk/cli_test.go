@@ -294,3 +294,40 @@ func TestFailedRunNoOutput(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// TestPartialRunStdout: stdout carries a run's output only when the run
+// completed (exit 0). A run that ended partial (on failure continue) exits
+// 1 with nothing on stdout, where a script would take its nulls for a
+// result; the summary says where its partial output is (obelisk show
+// RUN, with the flag that names the journal) or, for a run not journaled,
+// prints it on stderr.
+func TestPartialRunStdout(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"p.plan": `on failure continue
+
+tool fetch(id: string) -> string
+
+a: fetch(id: "x") -> †state.a
+
+output {
+  summary: †state.a,
+  other: "x"
+}
+`,
+		"p.mocks.json": `{"fetch": {"error": {"code": "down", "message": "the service is down"}}}`,
+	})
+	t.Chdir(dir)
+	code, stdout, stderr := runHere(t, "", "run", "--state-dir", "st", "--run-id", "r1", "p.plan")
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "run r1 partial in ") ||
+		!strings.Contains(stderr, "its partial output (null for what failed) is not printed on stdout; read it with obelisk show --state-dir st r1\n") {
+		t.Errorf("a partial run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runHere(t, "", "show", "--state-dir", "st", "r1")
+	if code != exitOK || !strings.Contains(stdout, `"summary": null`) {
+		t.Errorf("show of a partial run: exit %d\n%s", code, stdout)
+	}
+	code, stdout, stderr = runHere(t, "", "run", "--no-journal", "p.plan")
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "its partial output (null for what failed), not printed on stdout:\n  {\n    \"other\": \"x\",\n    \"summary\": null\n  }\n") {
+		t.Errorf("a partial run, not journaled: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

@@ -328,7 +328,7 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	if r.Journaled() {
 		runID = r.ID
 	}
-	status := report(e, res, runID)
+	status := report(e, res, runID, xf.also())
 	if rejected.HasErrors() {
 		status = exitInput
 	}
