@@ -537,5 +537,8 @@ func (rf *runFlags) preflight(e *env, p *prepared) int {
 		}
 		return exitUsage
 	}
+	for _, w := range rf.set.WeakSecrets(p.prog) {
+		fmt.Fprintf(e.Stderr, "obelisk run: warning: %s\n", w)
+	}
 	return exitOK
 }
