@@ -69,6 +69,7 @@ func runCommand() *command {
 					}
 					return runEager(ctx, e, &rf, &xf, args[0], opts, policy, fill)
 				}
+				rf.hasEvaluator = xf.evaluator != ""
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
@@ -85,6 +86,10 @@ func runCommand() *command {
 				}
 				if _, err := openFiller(e, fill, p.prog); err != nil && xf.replay == "" {
 					// Refused before the run starts, as missing tools are.
+					e.Errorf("%v", err)
+					return exitUsage
+				}
+				if _, err := xf.openEvaluator(e, fill); err != nil {
 					e.Errorf("%v", err)
 					return exitUsage
 				}
@@ -180,9 +185,9 @@ func summary(res *vm.Result) string {
 	}
 	switch {
 	case res.Unjudged == 1:
-		b.WriteString("; 1 criterion was not judged: no evaluator is configured")
+		b.WriteString("; 1 criterion was not judged: no evaluator is configured (--evaluator)")
 	case res.Unjudged > 1:
-		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured", res.Unjudged)
+		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured (--evaluator)", res.Unjudged)
 	}
 	return b.String()
 }
