@@ -386,7 +386,7 @@ func TestWeakSecretsWithheld(t *testing.T) {
 	// The weak secret, as a word of an unrelated message, echoed, inside a
 	// word or glued to one, in a value or a key: withheld whole.
 	for _, body := range []string{
-		`{"msg": "something went wrong"}`, `{"echo": "wrong"}`, `{"x": "wrongly"}`, `{"x": ["a", {"y": "xwrongx"}]}`, `{"wrong": 1}`,
+		`{"msg": "something went wrong"}`, `{"echo": "wrong"}`, `{"a": "wrong", "b": "x", "c": {"d": "y"}, "e": "z"}`, `{"x": "wrongly"}`, `{"x": ["a", {"y": "xwrongx"}]}`, `{"wrong": 1}`,
 	} {
 		answer(200, body)
 		got, err := call()

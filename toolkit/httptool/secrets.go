@@ -237,7 +237,8 @@ func (s secrets) value(v any) (any, error) {
 		case map[string]any:
 			out := make(map[string]any, len(v))
 			for k, e := range v {
-				out[walk(k).(string)] = walk(e)
+				key, _ := walk(k).(string) // nil once withheld
+				out[key] = walk(e)
 			}
 			return out
 		}
