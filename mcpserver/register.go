@@ -37,34 +37,18 @@ var (
 )
 
 // The output schemas of the server's tools: the shape of each answer's
-// structured content, written by hand, as the input schemas are, to stay
-// short: a client holds them in its context with the tools' list, and
+// structured content, written by hand, as the input schemas are, and as
+// short: a client carries them in its context with the tools' list, and
 // the schemas the SDK infers from the Go types would spell out every
 // nested field of a run's result. They name the fields a client may rely
-// on, and let an answer carry others.
+// on, and let an answer carry others (a run's answer is the check's
+// report, ok false, when its plan does not check).
 var (
-	primerOutput = json.RawMessage(`{"type":"object","properties":{` +
-		`"primer":{"type":"string","description":"Markdown"}},"required":["primer"]}`)
-	searchOutput = json.RawMessage(`{"type":"object","properties":{` +
-		`"tools":{"type":"string","description":"the signatures, as tool lines"},` +
-		`"shown":{"type":"integer"},"total":{"type":"integer","description":"the tools that match"}},` +
-		`"required":["tools","shown","total"]}`)
-	// reportProps are the fields of a check's report (check --format json).
-	reportProps = `"file":{"type":"string"},"ok":{"type":"boolean"},` +
-		`"diagnostics":{"type":"array","items":{"type":"object"}},"counts":{"type":"object"},"omitted":{"type":"object"}`
-	checkOutput = json.RawMessage(`{"type":"object","properties":{` + reportProps + `},"required":["ok","diagnostics"]}`)
-	// A dry run answers the simulation, or the report of a plan or input
-	// that does not check; a run the same, or what it says of the run.
-	dryRunOutput = json.RawMessage(`{"type":"object","description":"the simulation; or, when the plan or its input does not check, the report (ok false)","properties":{` +
-		`"status":{"type":"string"},"output":{},"steps":{"type":"array"},"waves":{"type":"array"},"problems":{"type":"array"},` +
-		`"branches":{"type":"array"},"approvals":{"type":"array"},"fills":{"type":"array"},` + reportProps + `}}`)
-	runOutput = json.RawMessage(`{"type":"object","description":"the run; or, when the plan or its input does not check, the report (ok false)","properties":{` +
-		`"run":{"type":"string"},"status":{"type":"string"},"output":{},"summary":{"type":"string"},` +
-		`"failures":{"type":"array","items":{"type":"string"}},"waiting":{"type":"array","items":{"type":"string"}},"next":{"type":"string"},` + reportProps + `}}`)
-	statusOutput = json.RawMessage(`{"type":"object","properties":{` +
-		`"run":{"type":"string"},"status":{"type":"string"},"output":{},"summary":{"type":"string"},` +
-		`"failures":{"type":"array","items":{"type":"string"}},"waiting":{"type":"array","items":{"type":"string"}},"next":{"type":"string"}},` +
-		`"required":["run","status","summary"]}`)
+	primerOutput = json.RawMessage(`{"type":"object","properties":{"primer":{"type":"string"}}}`)
+	searchOutput = json.RawMessage(`{"type":"object","properties":{"tools":{"type":"string"},"total":{"type":"integer"}}}`)
+	checkOutput  = json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"},"diagnostics":{"type":"array"}}}`)
+	dryRunOutput = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"},"output":{},"problems":{"type":"array"}}}`)
+	runOutput    = json.RawMessage(`{"type":"object","properties":{"run":{"type":"string"},"status":{"type":"string"},"output":{},"next":{"type":"string"}}}`)
 )
 
 // addTools adds the server's tools. None of them approves anything.
@@ -72,7 +56,8 @@ func (s *Server) addTools() {
 	desc := s.descriptions()
 	// Reading, checking and simulating change nothing and reach nothing
 	// outside the server: the same call gives the same answer.
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+	// (destructiveHint means nothing for a read-only tool, and is left out.)
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	// A run calls the operator's tools, which reach the world and may do
 	// what cannot be undone unless every one of them is pure. Starting a
 	// run twice runs it twice; resuming one twice runs nothing again.
@@ -90,8 +75,8 @@ func (s *Server) addTools() {
 		{toolCheck, planSchema, checkOutput, readOnly, s.checkPlan},
 		{toolDryRun, dryRunSchema, dryRunOutput, readOnly, s.dryRun},
 		{toolRun, runSchema, runOutput, runs, s.runPlan},
-		{toolStatus, runIDSchema, statusOutput, readOnly, s.runStatus},
-		{toolResume, runIDSchema, statusOutput, resumes, s.resumeRun},
+		{toolStatus, runIDSchema, runOutput, readOnly, s.runStatus},
+		{toolResume, runIDSchema, runOutput, resumes, s.resumeRun},
 	} {
 		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, OutputSchema: t.out, Annotations: t.ann}, s.advised(t.h))
 	}

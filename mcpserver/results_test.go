@@ -54,11 +54,11 @@ func TestResultShapes(t *testing.T) {
 			t.Fatalf("%s: the output schema does not compile: %v", tool.Name, err)
 		}
 		a := tool.Annotations
-		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+		if a == nil || a.OpenWorldHint == nil || (a.DestructiveHint == nil) != a.ReadOnlyHint {
 			t.Fatalf("%s: hints %+v", tool.Name, a)
 		}
 		type hints struct{ readOnly, idempotent, destructive, openWorld bool }
-		got := hints{a.ReadOnlyHint, a.IdempotentHint, *a.DestructiveHint, *a.OpenWorldHint}
+		got := hints{a.ReadOnlyHint, a.IdempotentHint, a.DestructiveHint != nil && *a.DestructiveHint, *a.OpenWorldHint}
 		want := hints{readOnly: true, idempotent: true}
 		switch tool.Name {
 		case toolRun:
