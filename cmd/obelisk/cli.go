@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -189,3 +191,40 @@ func (s *statusWriter) clear() {
 		s.shown = false
 	}
 }
+
+// formatFlag registers --format of the commands that print runs: text or
+// json.
+func formatFlag(fs *flag.FlagSet) *string { return fs.String("format", "text", "text or json") }
+
+// badFormat reports a --format other than text or json, and returns the
+// exit status: exitOK for those two.
+func badFormat(e *env, format string) int {
+	if format == "text" || format == "json" {
+		return exitOK
+	}
+	return usageError(e, e.Cmd, "unknown format %q: use text or json", format)
+}
+
+func jsonIndent(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return []byte(fmt.Sprintf("%q", err.Error()))
+	}
+	return lang.EscapeControlJSON(b)
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer) *table { return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)} }
+
+// row writes a row. Its cells are escaped (lang.EscapeControl) before
+// they are aligned, so that escapes do not shift the columns.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = lang.EscapeControl(c)
+	}
+	fmt.Fprintln(t.tw, strings.TrimRight(strings.Join(cells, "\t"), "\t"))
+}
+
+func (t *table) flush() { t.tw.Flush() }

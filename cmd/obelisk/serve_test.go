@@ -176,20 +176,7 @@ func TestServeExamples(t *testing.T) {
 			t.Fatalf("%s: exit %d\n%s", name, code, errOut.String())
 		}
 	}
-	st, err := durable.OpenExisting(state, durable.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := console.New(st, ln, console.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
+	st, c := consoleOf(t, state)
 	get := func(path string) string {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -245,4 +232,25 @@ func TestServeExamples(t *testing.T) {
 			t.Errorf("the approvals page has no %q", want)
 		}
 	}
+}
+
+// consoleOf opens the journal in state and the console over it, as
+// obelisk serve does; the test serves the console's handler itself.
+func consoleOf(t *testing.T, state string) (*durable.Store, *console.Server) {
+	t.Helper()
+	st, err := durable.OpenExisting(state, durable.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := console.New(st, ln, console.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, c
 }

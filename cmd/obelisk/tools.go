@@ -2,10 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
+	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/durable"
+	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 	"github.com/obelisk-plan/obelisk/toolset"
+	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
 // The operator's tools (toolset): the built-in tools, the tools files
@@ -82,4 +89,50 @@ func toolProblems(problems []toolset.Problem) []string {
 		}
 	}
 	return out
+}
+
+// toolSettings are what a journaled run records of its tools, to open
+// them again when it is resumed (durable.Settings.Caller): the record of
+// its toolset.Config (the mocks, the directory of the file tools, the MCP
+// servers, whether command tools run), and what fills its holes and
+// tasks. The grants are not among them: they are the resuming command's.
+type toolSettings struct {
+	toolset.Config
+	// Fill says what completes the plan's holes and tasks.
+	Fill fill.Settings `json:"fill,omitzero"`
+}
+
+// record returns the settings a run records: its limits and approval
+// policy, and the tool settings.
+func (s *toolSettings) record(opts vm.Options, policy durable.ApprovalPolicy) (durable.Settings, error) {
+	rec := *s
+	rec.Config = s.Config.Record()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return durable.Settings{}, err
+	}
+	return durable.Settings{MaxParallel: opts.MaxParallel, StepTimeout: opts.StepTimeout, RunTimeout: opts.RunTimeout,
+		MaxOutputBytes: opts.MaxOutputBytes, MaxCost: opts.MaxCost, Approval: policy, Caller: b}, nil
+}
+
+// open opens the tools of a recorded plan: those the settings record,
+// the tools files the plan's source holds (relative to its working
+// directory), and the grants of this command line. It returns the set and
+// the function that closes it, or nil and the exit status.
+func (s *toolSettings) open(ctx context.Context, e *env, cmd string, src *planfile.Source, grants *permission.Flags) (*toolset.Set, func(), int) {
+	cfg := s.Config
+	cfg.Tools = toolset.OperatorFiles(src.Tools)
+	cfg.Grants = grants.Args()
+	return openTools(ctx, e, cmd, cfg, src.WorkDir)
+}
+
+// recordedTools returns the tools a recorded plan calls, and what keeps them
+// from running (see toolset.Set.Preflight).
+func recordedTools(set *toolset.Set, plan *durable.Plan) (toolkit.Chain, []string, error) {
+	chain, err := set.CallerOf(nil)
+	if err != nil {
+		return toolkit.Chain{}, nil, err
+	}
+	// A stream's program is known only as it runs: no preflight.
+	return chain, toolProblems(set.Preflight(plan.Program)), nil
 }

@@ -34,6 +34,10 @@ const (
 	ReplanActivity = "obelisk.replan"
 	ApproveUpdate  = "obelisk.approve"
 	ShowQuery      = "obelisk.show"
+	// StatusQuery answers a Status without steps, decisions or output:
+	// what following a run needs, in a few hundred bytes however large
+	// the run.
+	StatusQuery = "obelisk.status"
 )
 
 // MaxResultBytes is the largest result a step may have on Temporal, as

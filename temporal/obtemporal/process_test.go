@@ -3,7 +3,6 @@ package obtemporal_test
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -55,14 +54,14 @@ func binary(t *testing.T) string {
 // process is a command run by a test, stopped when the test ends.
 type process struct {
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *logBuffer
 	done   chan struct{}
 }
 
 func start(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary(t), args...), stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	p.cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &process{cmd: exec.Command(binary(t), args...), stderr: new(logBuffer), done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +78,25 @@ func start(t *testing.T, args ...string) *process {
 	return p
 }
 
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// logBuffer keeps a process's log: the process writes it while a test
+// may read it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.buf.Write(p)
+	l.mu.Unlock()
+	return n, err
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	s := l.buf.String()
+	l.mu.Unlock()
+	return s
 }
 
 // runCLI runs obelisk-temporal to its end and returns its output and

@@ -62,7 +62,10 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 	info := workflow.GetInfo(ctx)
 	r := &run{cfg: cfg, id: info.WorkflowExecution.ID, start: s, results: map[string]*CallResult{}, running: map[string]bool{},
 		decisions: map[string]Decision{}, replans: map[int]string{}}
-	if err := workflow.SetQueryHandler(ctx, ShowQuery, func() (*Status, error) { return r.status(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, ShowQuery, func() (*Status, error) { return r.status(true), nil }); err != nil {
+		return nil, err
+	}
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (*Status, error) { return r.status(false), nil }); err != nil {
 		return nil, err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, ApproveUpdate, r.decide, workflow.UpdateHandlerOptions{Validator: r.validate}); err != nil {
@@ -124,12 +127,12 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		}
 		if deadline.IsZero() {
 			if err := workflow.Await(ctx, func() bool { return r.changed }); err != nil {
-				return nil, err
+				return nil, r.canceled(res, err)
 			}
 		} else {
 			ok, err := workflow.AwaitWithTimeout(ctx, deadline.Sub(workflow.Now(ctx)), func() bool { return r.changed })
 			if err != nil {
-				return nil, err
+				return nil, r.canceled(res, err)
 			}
 			if !ok {
 				out := r.outcome(res)
@@ -140,6 +143,19 @@ func runWorkflow(ctx workflow.Context, cfg *Config, s Start) (*Outcome, error) {
 		}
 		r.changed = false
 	}
+}
+
+// canceled is the workflow's error when its wait ended with err: when
+// the run was canceled, a canceled error that carries the run's outcome
+// so far, which Wait returns.
+func (r *run) canceled(res *vm.Result, err error) error {
+	if !temporal.IsCanceledError(err) {
+		return err
+	}
+	out := r.outcome(res)
+	out.Status = vm.RunCanceled
+	out.Error = "the run was canceled: it started no call after the request (calls under way when it came may have finished in their workers)"
+	return temporal.NewCanceledError(out)
 }
 
 // pass is one run of the plan over what the history holds.
@@ -454,8 +470,9 @@ func (r *run) summary(res *vm.Result) Summary {
 		Retries: res.Retries, Replans: res.Replans, Activities: r.calls}
 }
 
-// status is what the show query answers.
-func (r *run) status() *Status {
+// status is what the show query answers (full) or the status query
+// (not full: no steps, decisions, running calls, replans or output).
+func (r *run) status(full bool) *Status {
 	st := &Status{ID: r.id, Status: "running"}
 	if r.last == nil {
 		return st
@@ -465,6 +482,12 @@ func (r *run) status() *Status {
 	if res.Status == vm.RunWaiting && (len(r.running) > 0 || r.changed) {
 		// Calls run, or a decision came that the plan has not seen yet.
 		st.Status = "running"
+	}
+	if !full {
+		for _, a := range r.waitingFor() {
+			st.Approvals = append(st.Approvals, Approval{Round: a.Round, Step: a.Step, Tool: a.Tool, Message: a.Message})
+		}
+		return st
 	}
 	for _, s := range res.Steps {
 		ss := StepStatus{ID: s.ID, Tool: s.Tool, Status: s.Status, Round: s.Round, Attempts: s.Attempts, Error: s.Error, Handled: s.Handled, Reason: s.Reason}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -13,89 +14,79 @@ import (
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
 )
 
-func approveCommand() *command {
-	return &command{
-		Name:    "approve",
-		Args:    "WORKFLOW [STEP]",
-		Summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			reject := fs.Bool("reject", false, "reject instead of approving")
-			note := fs.String("note", "", "a note kept with the decision (a rejected step's error message carries it)")
-			by := fs.String("by", "obelisk-temporal approve", "who decides, as the run records it")
-			wait := fs.Bool("wait", false, "then wait for the run's output, or its next wait for a decision")
-			return func(ctx context.Context, args []string) int {
-				if len(args) < 1 || len(args) > 2 {
-					return e.UsageError("expected a workflow and at most one step, got %d arguments", len(args))
-				}
-				d := obtemporal.Decision{Approve: !*reject, By: *by, Note: *note}
-				if len(args) == 2 {
-					d.Step = args[1]
-				}
-				if d.Note == "" {
-					d.Note = "approved with obelisk-temporal approve"
-					if *reject {
-						d.Note = "rejected with obelisk-temporal approve"
-					}
-				}
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				what, err := obtemporal.Approve(ctx, c, args[0], d)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitInput
-				}
-				fmt.Fprintf(e.Stdout, "%s of workflow %s\n", lang.EscapeControl(what), args[0])
-				if *wait {
-					return follow(ctx, e, c, &cf, args[0])
-				}
-				return cli.ExitOK
+// setupApprove registers the flags of approve, which records a decision on a run's approval.
+func setupApprove(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	reject := fs.Bool("reject", false, "reject instead of approving")
+	note := fs.String("note", "", "a note kept with the decision (a rejected step's error message carries it)")
+	by := fs.String("by", "obelisk-temporal approve", "who decides, as the run records it")
+	wait := fs.Bool("wait", false, "then wait for the run's output, or its next wait for a decision")
+	return func(ctx context.Context, args []string) int {
+		if len(args) < 1 || len(args) > 2 {
+			return e.UsageError("expected a workflow and at most one step, got %d arguments", len(args))
+		}
+		d := obtemporal.Decision{Approve: !*reject, By: *by, Note: *note}
+		if len(args) == 2 {
+			d.Step = args[1]
+		}
+		if d.Note == "" {
+			d.Note = "approved with obelisk-temporal approve"
+			if *reject {
+				d.Note = "rejected with obelisk-temporal approve"
 			}
-		},
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		what, err := obtemporal.Approve(ctx, c, args[0], d)
+		if errors.Is(err, obtemporal.ErrNoWorker) {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		fmt.Fprintf(e.Stdout, "%s of workflow %s\n", lang.EscapeControl(what), args[0])
+		if *wait {
+			return follow(ctx, e, c, cf, args[0])
+		}
+		return cli.ExitOK
 	}
 }
 
-func showCommand() *command {
-	return &command{
-		Name:    "show",
-		Args:    "WORKFLOW",
-		Summary: "print a run's workflow: its status, steps, approvals and output",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			format := fs.String("format", "text", "text or json")
-			return func(ctx context.Context, args []string) int {
-				if len(args) != 1 {
-					return e.UsageError("expected one workflow, got %d", len(args))
-				}
-				if *format != "text" && *format != "json" {
-					return e.UsageError("unknown format %q: use text or json", *format)
-				}
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				st, err := obtemporal.Show(ctx, c, args[0])
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitInput
-				}
-				if *format == "json" {
-					b, _ := json.MarshalIndent(st, "", "  ")
-					e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
-					return cli.ExitOK
-				}
-				writeStatus(e, st, cf.also())
-				return cli.ExitOK
-			}
-		},
+// setupShow registers the flags of show, which prints a run's workflow.
+func setupShow(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	format := fs.String("format", "text", "text or json")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d", len(args))
+		}
+		if *format != "text" && *format != "json" {
+			return e.UsageError("unknown format %q: use text or json", *format)
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		st, err := obtemporal.Show(ctx, c, args[0])
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		if *format == "json" {
+			b, _ := json.MarshalIndent(st, "", "  ")
+			e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+			return cli.ExitOK
+		}
+		writeStatus(e, st, cf.also())
+		return cli.ExitOK
 	}
 }
 
@@ -159,5 +150,75 @@ func writeStatus(e *env, st *obtemporal.Status, also string) {
 	}
 	if st.Status == "waiting" {
 		p("\ndecide with obelisk-temporal approve%s %s [STEP]\n", also, st.ID)
+	}
+}
+
+// setupCancel registers the flags of cancel, which asks a run's workflow
+// to stop.
+func setupCancel(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	wait := fs.Bool("wait", false, "then wait for the run to end and report it")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		if err := obtemporal.Cancel(ctx, c, args[0]); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		fmt.Fprintf(e.Stdout, "asked workflow %s to stop: it starts no more calls\n", args[0])
+		if *wait {
+			return follow(ctx, e, c, cf, args[0])
+		}
+		return cli.ExitOK
+	}
+}
+
+// setupTerminate registers the flags of terminate, which ends a run's
+// workflow at once.
+func setupTerminate(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	reason := fs.String("reason", "terminated with obelisk-temporal terminate", "why, as the workflow's history keeps it")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		if err := obtemporal.Terminate(ctx, c, args[0], *reason); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitInput
+		}
+		fmt.Fprintf(e.Stdout, "terminated workflow %s\n", args[0])
+		return cli.ExitOK
+	}
+}
+
+// setupWait registers the flags of wait, which follows a run's workflow
+// as run does: to re-attach to a run started with run --detach, or by a
+// run that gave up.
+func setupWait(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one workflow, got %d arguments", len(args))
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		return follow(ctx, e, c, cf, args[0])
 	}
 }

@@ -19,11 +19,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/internal/cli"
@@ -47,7 +48,49 @@ type command = cli.Command[*env]
 type env = cli.Env
 
 func commands() []*command {
-	return []*command{workerCommand(), runCommand(), approveCommand(), showCommand()}
+	return []*command{
+		{
+			Name:    "worker",
+			Summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
+			Setup:   setupWorker,
+		},
+		{
+			Name:    "run",
+			Args:    "FILE",
+			Summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
+			Setup:   setupRun,
+		},
+		{
+			Name:    "approve",
+			Args:    "WORKFLOW [STEP]",
+			Summary: "record the decision on an approval a run's workflow waits for; the run goes on by itself",
+			Setup:   setupApprove,
+		},
+		{
+			Name:    "show",
+			Args:    "WORKFLOW",
+			Summary: "print a run's workflow: its status, steps, approvals and output",
+			Setup:   setupShow,
+		},
+		{
+			Name:    "wait",
+			Args:    "WORKFLOW",
+			Summary: "follow a run's workflow as run does, until it ends or waits for a decision (re-attach to a run)",
+			Setup:   setupWait,
+		},
+		{
+			Name:    "cancel",
+			Args:    "WORKFLOW",
+			Summary: "ask a run's workflow to stop: it starts no more calls and ends canceled with what it had done",
+			Setup:   setupCancel,
+		},
+		{
+			Name:    "terminate",
+			Args:    "WORKFLOW",
+			Summary: "end a run's workflow at once, with no worker involved (calls under way are abandoned)",
+			Setup:   setupTerminate,
+		},
+	}
 }
 
 func usage(w io.Writer) {
@@ -68,9 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type connFlags struct {
 	address, namespace, queue           string
 	tlsCert, tlsKey, tlsCA, tlsServName string
+	// logLevel is the least level of the Temporal SDK's log lines that
+	// are written on stderr.
+	logLevel string
 }
 
-func (cf *connFlags) register(fs *flag.FlagSet) {
+// registerConn registers the flags that say how to reach Temporal.
+func registerConn(fs *flag.FlagSet) *connFlags {
+	cf := &connFlags{logLevel: "warn"}
 	fs.StringVar(&cf.address, "temporal", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "the Temporal frontend, HOST:PORT; $TEMPORAL_ADDRESS sets the default")
 	fs.StringVar(&cf.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "the Temporal namespace; $TEMPORAL_NAMESPACE sets the default")
 	fs.StringVar(&cf.queue, "task-queue", "obelisk", "the task queue the workers of the plans poll")
@@ -78,6 +126,14 @@ func (cf *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
 	fs.StringVar(&cf.tlsCA, "tls-ca", "", "the certificate authorities (PEM) the server's certificate is checked against (default: the system's)")
 	fs.StringVar(&cf.tlsServName, "tls-server-name", "", "the server name the server's certificate must have (default: the host of --temporal); any --tls flag turns TLS on")
+	fs.Func("log-level", "the least level of the Temporal SDK's log lines written on stderr: error, warn, info, debug or trace (default warn)", func(v string) error {
+		if hclog.LevelFromString(v) == hclog.NoLevel {
+			return fmt.Errorf("%q: give error, warn, info, debug or trace", v)
+		}
+		cf.logLevel = v
+		return nil
+	})
+	return cf
 }
 
 func envOr(name, def string) string {
@@ -89,7 +145,7 @@ func envOr(name, def string) string {
 
 // dial connects to Temporal.
 func (cf *connFlags) dial(e *env) (client.Client, error) {
-	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: quietLogger{e.Stderr}}
+	opts := client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: hclog.New(&hclog.LoggerOptions{Name: "temporal", Output: e.Stderr, Level: hclog.LevelFromString(cf.logLevel)})}
 	if cf.tlsCert != "" || cf.tlsKey != "" || cf.tlsCA != "" || cf.tlsServName != "" {
 		cfg := &tls.Config{ServerName: cf.tlsServName, MinVersion: tls.VersionTLS12}
 		if (cf.tlsCert == "") != (cf.tlsKey == "") {
@@ -122,59 +178,45 @@ func (cf *connFlags) dial(e *env) (client.Client, error) {
 	return c, nil
 }
 
-// quietLogger writes the SDK's warnings and errors on stderr, and drops
-// its debug and info lines.
-type quietLogger struct{ w io.Writer }
-
-func (l quietLogger) Debug(string, ...any) {}
-func (l quietLogger) Info(string, ...any)  {}
-func (l quietLogger) Warn(msg string, kv ...any) {
-	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
-}
-func (l quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintf(l.w, "temporal: %s %v\n", msg, kv)
-}
-
-var _ log.Logger = quietLogger{}
-
-func workerCommand() *command {
-	return &command{
-		Name:    "worker",
-		Summary: "run the tools of plans on a task queue, with the tool and permission flags of obelisk run",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			var tf toolFlags
-			tf.register(fs)
-			return func(ctx context.Context, args []string) int {
-				if len(args) != 0 {
-					return e.UsageError("expected no arguments, got %d", len(args))
-				}
-				cfg, stop, err := tf.config(ctx, e.Stderr)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer stop()
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				w, err := obtemporal.NewWorker(c, cf.queue, cfg, worker.Options{})
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				fmt.Fprintf(e.Stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
-				if err := w.Run(interruptOn(ctx)); err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				return cli.ExitOK
-			}
-		},
+// setupWorker registers the flags of worker, which runs the tools of plans.
+func setupWorker(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	var tf toolFlags
+	tf.register(fs)
+	var wo worker.Options
+	fs.IntVar(&wo.MaxConcurrentActivityExecutionSize, "max-concurrent-activities", 0, "the most tool calls this worker makes at once, over all runs (0: the SDK's default, 1000)")
+	fs.IntVar(&wo.MaxConcurrentWorkflowTaskExecutionSize, "max-concurrent-workflow-tasks", 0, "the most workflow tasks (engine passes) this worker runs at once (0: the SDK's default)")
+	fs.DurationVar(&wo.StickyScheduleToStartTimeout, "sticky-timeout", 0, "how long a run's next workflow task waits for this worker, which holds the run in its cache, before another worker takes it (0: the SDK's default, 5s)")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 0 {
+			return e.UsageError("expected no arguments, got %d", len(args))
+		}
+		if wo.MaxConcurrentActivityExecutionSize < 0 || wo.MaxConcurrentWorkflowTaskExecutionSize < 0 || wo.StickyScheduleToStartTimeout < 0 {
+			return e.UsageError("--max-concurrent-activities, --max-concurrent-workflow-tasks and --sticky-timeout must not be negative")
+		}
+		cfg, stop, err := tf.config(ctx, e.Stderr)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer stop()
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		w, err := obtemporal.NewWorker(c, cf.queue, cfg, wo)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		fmt.Fprintf(e.Stderr, "obelisk-temporal worker: polling task queue %s of namespace %s at %s\n", cf.queue, cf.namespace, cf.address)
+		if err := w.Run(interruptOn(ctx)); err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		return cli.ExitOK
 	}
 }
 
@@ -188,47 +230,40 @@ func interruptOn(ctx context.Context) <-chan any {
 	return ch
 }
 
-func runCommand() *command {
-	return &command{
-		Name:    "run",
-		Args:    "FILE",
-		Summary: "start a plan as a workflow and print its output (JSON) on stdout and a summary on stderr",
-		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
-			var cf connFlags
-			cf.register(fs)
-			input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
-			id := fs.String("id", "", "the workflow ID (default: a new one)")
-			detach := fs.Bool("detach", false, "print the workflow ID and return at once, without waiting for the output")
-			yes := fs.Bool("yes", false, "approve every approval the run asks for")
-			timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
-			return func(ctx context.Context, args []string) int {
-				if len(args) != 1 {
-					return e.UsageError("expected one file, got %d", len(args))
-				}
-				plan, in, err := readPlan(args[0], *input)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				c, err := cf.dial(e)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				defer c.Close()
-				wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
-				if err != nil {
-					e.Errorf("%v", err)
-					return cli.ExitUsage
-				}
-				if *detach {
-					fmt.Fprintln(e.Stdout, wid)
-					return cli.ExitOK
-				}
-				fmt.Fprintf(e.Stderr, "workflow %s\n", wid)
-				return follow(ctx, e, c, &cf, wid)
-			}
-		},
+// setupRun registers the flags of run, which starts a plan as a workflow and follows it.
+func setupRun(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
+	cf := registerConn(fs)
+	input := fs.String("input", "", "the plan's input: JSON text, or @FILE (default: NAME.input.json beside the plan, if any)")
+	id := fs.String("id", "", "the workflow ID (default: a new one)")
+	detach := fs.Bool("detach", false, "print the workflow ID and return at once, without waiting for the output")
+	yes := fs.Bool("yes", false, "approve every approval the run asks for")
+	timeout := fs.Duration("run-timeout", 0, "bound the workflow's whole run (0: only the worker's bound)")
+	return func(ctx context.Context, args []string) int {
+		if len(args) != 1 {
+			return e.UsageError("expected one file, got %d", len(args))
+		}
+		plan, in, err := readPlan(args[0], *input)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		c, err := cf.dial(e)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		defer c.Close()
+		wid, err := obtemporal.StartRun(ctx, c, cf.queue, *id, obtemporal.Start{Plan: plan, Input: in, ApproveAll: *yes}, *timeout)
+		if err != nil {
+			e.Errorf("%v", err)
+			return cli.ExitUsage
+		}
+		if *detach {
+			fmt.Fprintln(e.Stdout, wid)
+			return cli.ExitOK
+		}
+		fmt.Fprintf(e.Stderr, "workflow %s\n", wid)
+		return follow(ctx, e, c, cf, wid)
 	}
 }
 
@@ -258,9 +293,13 @@ func readPlan(path, input string) (obtemporal.Plan, []byte, error) {
 // follow waits for a run's workflow to end, or to wait for a decision,
 // and reports it.
 func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) int {
+	fctx, stop := context.WithCancel(ctx)
+	go warnNoWorker(fctx, e, c, cf, id)
 	out, st, err := obtemporal.Follow(ctx, c, id)
+	stop()
 	if err != nil {
 		e.Errorf("%v", err)
+		fmt.Fprintf(e.Stderr, "the run goes on without this command: follow it again with obelisk-temporal wait%s %s\n", cf.also(), id)
 		return cli.ExitUsage
 	}
 	if out != nil {
@@ -273,6 +312,31 @@ func follow(ctx context.Context, e *env, c client.Client, cf *connFlags, id stri
 	}
 	fmt.Fprintf(e.Stderr, "decide with obelisk-temporal approve%s %s [STEP] (or --reject); it then goes on by itself\n", cf.also(), id)
 	return cli.ExitWaiting
+}
+
+// noWorkerAfter is how long a run waits for a worker before the command
+// says that none polls its task queue.
+const noWorkerAfter = 10 * time.Second
+
+// warnNoWorker says, once, on stderr, when no worker has polled the task
+// queue of run id for a while: the run then waits, silently, until one
+// does.
+func warnNoWorker(ctx context.Context, e *env, c client.Client, cf *connFlags, id string) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(noWorkerAfter):
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return
+	}
+	queue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	last, err := obtemporal.LastPoll(ctx, c, queue)
+	if err != nil || (!last.IsZero() && time.Since(last) < time.Minute) || ctx.Err() != nil {
+		return
+	}
+	fmt.Fprintf(e.Stderr, "no worker has polled task queue %s in the last minute: the run waits until one does (obelisk-temporal worker%s --task-queue %s)\n", queue, cf.also(), queue)
 }
 
 // also repeats the connection flags that are not the defaults, for the
