@@ -35,6 +35,23 @@ type entry struct {
 	docWords  map[string]bool
 }
 
+// effectful reports whether a tool of the catalog may change something:
+// one that is not pure (idempotent is not enough: deleting is idempotent).
+func (c *catalog) effectful() bool {
+	for _, e := range c.tools {
+		pure := false
+		for _, a := range e.decl.Attrs {
+			if a.Name != nil && a.Name.Name == "pure" {
+				pure = true
+			}
+		}
+		if !pure {
+			return true
+		}
+	}
+	return false
+}
+
 // newCatalog reads the tools files. The first definition of a name is the
 // tool's, as for the checker.
 func newCatalog(files []planfile.File) (*catalog, error) {

@@ -89,6 +89,12 @@ func (c *compiled) report(extra lang.Diagnostics) string {
 	return string(b)
 }
 
+// result is the answer of the check's report, with its diagnostics and
+// extra: an error when the plan or its input does not check.
+func (c *compiled) result(extra lang.Diagnostics) *sdk.CallToolResult {
+	return structured(c.report(extra), c.diags.HasErrors() || extra.HasErrors())
+}
+
 // compile reads, checks and compiles a plan against the server's tools.
 // A plan sent by a client imports nothing, and is checked strictly: an
 // irreversible call without an approval gate is an error.
@@ -146,7 +152,7 @@ func (s *Server) checkPlan(_ context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		}
 		extra = d
 	}
-	return textResult(c.report(extra), false), nil
+	return c.result(extra), nil
 }
 
 // dryRun answers dry_run_plan.
@@ -157,14 +163,14 @@ func (s *Server) dryRun(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	}
 	c := s.compile(args.Plan)
 	if !c.ok() {
-		return textResult(c.report(nil), true), nil
+		return c.result(nil), nil
 	}
 	input, diags, err := c.input(args.Input)
 	if err != nil {
 		return failure(err.Error()), nil
 	}
 	if diags.HasErrors() {
-		return textResult(c.report(diags), true), nil
+		return c.result(diags), nil
 	}
 	seed := uint64(1)
 	if args.Seed != nil {
@@ -188,14 +194,14 @@ func (s *Server) runPlan(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 	}
 	c := s.compile(args.Plan)
 	if !c.ok() {
-		return textResult(c.report(nil), true), nil
+		return c.result(nil), nil
 	}
 	input, diags, err := c.input(args.Input)
 	if err != nil {
 		return failure(err.Error()), nil
 	}
 	if diags.HasErrors() {
-		return textResult(c.report(diags), true), nil
+		return c.result(diags), nil
 	}
 	if s.opts.Preflight != nil {
 		if problems := s.opts.Preflight(c.prog); len(problems) > 0 {
@@ -238,12 +244,21 @@ func (s *Server) searchTools(_ context.Context, req *sdk.CallToolRequest) (*sdk.
 	if slices.ContainsFunc(found, func(e *entry) bool { return !full[e.name] && e.brief != e.signature }) {
 		b.WriteString("# descriptions are cut to their first sentence: search a tool's full name for all of it\n")
 	}
-	return textResult(b.String(), false), nil
+	return withText(b.String(), searchAnswer{Tools: b.String(), Shown: len(found), Total: total}), nil
+}
+
+// searchAnswer is search_tools' structured answer.
+type searchAnswer struct {
+	Tools string `json:"tools"`
+	Shown int    `json:"shown"`
+	Total int    `json:"total"`
 }
 
 // getPrimer answers get_primer.
 func (s *Server) getPrimer(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return textResult(s.primer, false), nil
+	return withText(s.primer, struct {
+		Primer string `json:"primer"`
+	}{s.primer}), nil
 }
 
 // textResult is an answer of one text.
@@ -254,14 +269,44 @@ func textResult(text string, isError bool) *sdk.CallToolResult {
 // failure is an answer that says why a call did nothing.
 func failure(msg string) *sdk.CallToolResult { return textResult(msg, true) }
 
-// jsonResult is an answer of one JSON text, written compactly: every byte
-// of it goes to the model's context.
+// jsonResult is an answer of a JSON value, written compactly (every byte
+// of it goes to the model's context): its structured content, and the
+// same JSON in a text block for the clients that read only text, as the
+// specification asks.
 func jsonResult(v any, isError bool) (*sdk.CallToolResult, error) {
+	b, err := compactJSON(v)
+	if err != nil {
+		return failure(fmt.Sprintf("encoding the answer: %v", err)), nil
+	}
+	return structured(string(b), isError), nil
+}
+
+// structured is an answer of a JSON text: its structured content, and
+// the text itself in a text block.
+func structured(jsonText string, isError bool) *sdk.CallToolResult {
+	res := textResult(jsonText, isError)
+	res.StructuredContent = json.RawMessage(jsonText)
+	return res
+}
+
+// withText is an answer whose text is for reading (the primer, tool
+// signatures): the text block holds it as it is, rather than escaped in
+// JSON, and the structured content v holds it too, with what else v says.
+func withText(text string, v any) *sdk.CallToolResult {
+	res := textResult(text, false)
+	if b, err := compactJSON(v); err == nil {
+		res.StructuredContent = json.RawMessage(b)
+	}
+	return res
+}
+
+// compactJSON encodes v on one line, without escaping <, > and &.
+func compactJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return failure(fmt.Sprintf("encoding the answer: %v", err)), nil
+		return nil, err
 	}
-	return textResult(strings.TrimSuffix(buf.String(), "\n"), isError), nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

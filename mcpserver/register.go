@@ -36,30 +36,53 @@ var (
 	noArgsSchema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 )
 
+// The output schemas of the server's tools: the shape of each answer's
+// structured content, written by hand, as the input schemas are, and as
+// short: a client carries them in its context with the tools' list, and
+// the schemas the SDK infers from the Go types would spell out every
+// nested field of a run's result. They name the fields a client may rely
+// on, and let an answer carry others (a run's answer is the check's
+// report, ok false, when its plan does not check).
+var (
+	primerOutput = json.RawMessage(`{"type":"object","properties":{"primer":{"type":"string"}}}`)
+	searchOutput = json.RawMessage(`{"type":"object","properties":{"tools":{"type":"string"},"total":{"type":"integer"}}}`)
+	checkOutput  = json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"},"diagnostics":{"type":"array"}}}`)
+	dryRunOutput = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"},"output":{},"problems":{"type":"array"}}}`)
+	runOutput    = json.RawMessage(`{"type":"object","properties":{"run":{"type":"string"},"status":{"type":"string"},"output":{},"next":{"type":"string"}}}`)
+)
+
 // addTools adds the server's tools. None of them approves anything.
 func (s *Server) addTools() {
 	desc := s.descriptions()
-	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	// A run calls the operator's tools, which may do anything: the
-	// defaults of the annotations (destructive, open world) say so.
-	var runs *sdk.ToolAnnotations
+	// Reading, checking and simulating change nothing and reach nothing
+	// outside the server: the same call gives the same answer.
+	// (destructiveHint means nothing for a read-only tool, and is left out.)
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	// A run calls the operator's tools, which reach the world and may do
+	// what cannot be undone unless every one of them is pure. Starting a
+	// run twice runs it twice; resuming one twice runs nothing again.
+	destructive := ptr(s.catalog.effectful())
+	runs := &sdk.ToolAnnotations{DestructiveHint: destructive, OpenWorldHint: ptr(true)}
+	resumes := &sdk.ToolAnnotations{DestructiveHint: destructive, IdempotentHint: true, OpenWorldHint: ptr(true)}
 	for _, t := range []struct {
-		name   string
-		schema json.RawMessage
-		ann    *sdk.ToolAnnotations
-		h      sdk.ToolHandler
+		name        string
+		schema, out json.RawMessage
+		ann         *sdk.ToolAnnotations
+		h           sdk.ToolHandler
 	}{
-		{toolPrimer, noArgsSchema, readOnly, s.getPrimer},
-		{toolSearch, searchSchema, readOnly, s.searchTools},
-		{toolCheck, planSchema, readOnly, s.checkPlan},
-		{toolDryRun, dryRunSchema, readOnly, s.dryRun},
-		{toolRun, runSchema, runs, s.runPlan},
-		{toolStatus, runIDSchema, readOnly, s.runStatus},
-		{toolResume, runIDSchema, runs, s.resumeRun},
+		{toolPrimer, noArgsSchema, primerOutput, readOnly, s.getPrimer},
+		{toolSearch, searchSchema, searchOutput, readOnly, s.searchTools},
+		{toolCheck, planSchema, checkOutput, readOnly, s.checkPlan},
+		{toolDryRun, dryRunSchema, dryRunOutput, readOnly, s.dryRun},
+		{toolRun, runSchema, runOutput, runs, s.runPlan},
+		{toolStatus, runIDSchema, runOutput, readOnly, s.runStatus},
+		{toolResume, runIDSchema, runOutput, resumes, s.resumeRun},
 	} {
-		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, Annotations: t.ann}, s.advised(t.h))
+		s.mcp.AddTool(&sdk.Tool{Name: t.name, Description: desc[t.name], InputSchema: t.schema, OutputSchema: t.out, Annotations: t.ann}, s.advised(t.h))
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // advised returns h with Options.Advise applied to the text of its
 // answers.
@@ -73,6 +96,13 @@ func (s *Server) advised(h sdk.ToolHandler) sdk.ToolHandler {
 			for _, c := range res.Content {
 				if tc, ok := c.(*sdk.TextContent); ok {
 					tc.Text = s.opts.Advise(tc.Text)
+				}
+			}
+			// The advice goes into strings of the JSON, and quotes nothing:
+			// should a rewrite not leave JSON, the answer keeps its own.
+			if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+				if advised := s.opts.Advise(string(raw)); json.Valid([]byte(advised)) {
+					res.StructuredContent = json.RawMessage(advised)
 				}
 			}
 		}

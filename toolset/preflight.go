@@ -140,3 +140,41 @@ func (s *Set) Preflight(prog *compiler.Program) []Problem {
 func (p Problem) Unimplemented() bool {
 	return p.Code == Missing || p.Code == FilesOff || p.Code == Imported
 }
+
+// WeakSecret is a tool a program calls whose secrets, as the environment
+// makes them, include some that cannot be hidden within text (Secrets
+// names them: ${NAME}, or [redacted]): a result or an error of the tool
+// that holds one is withheld whole.
+type WeakSecret struct {
+	Tool, File string
+	Secrets    []string
+}
+
+// String says what the operator should know, for a warning before a run.
+func (w WeakSecret) String() string {
+	return fmt.Sprintf("%s (its http block in %s) sends %s, too short or too plain to be told apart from ordinary text: a result or an error of the tool that holds it is withheld whole, since replacing it would garble unrelated text; a secret of at least 8 bytes with a character that is not a letter is hidden where it occurs",
+		w.Tool, w.File, strings.Join(w.Secrets, ", "))
+}
+
+// WeakSecrets returns the HTTP tools a program calls, in the order of
+// their first call, whose secrets include some that cannot be hidden
+// within text. It is meaningful once Preflight finds nothing.
+func (s *Set) WeakSecrets(prog *compiler.Program) []WeakSecret {
+	if prog == nil {
+		return nil
+	}
+	var out []WeakSecret
+	for _, t := range prog.CalledTools() {
+		if s.mocks.Has(t.Name) {
+			continue
+		}
+		for _, bt := range s.bound {
+			if impl, ok := bt.impl.(*httptool.Tool); ok && bt.def.Name == t.Name {
+				if names := impl.WeakSecrets(); len(names) > 0 {
+					out = append(out, WeakSecret{Tool: t.Name, File: bt.file, Secrets: names})
+				}
+			}
+		}
+	}
+	return out
+}

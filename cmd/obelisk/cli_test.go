@@ -149,6 +149,10 @@ func TestVersion(t *testing.T) {
 		}}, "obelisk (devel) (go1.26.8)\nrevision 72958d5f (2026-11-24T08:00:00Z, modified)\n"},
 		{debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "72958d5f"}, {Key: "vcs.modified", Value: "false"}}},
 			"obelisk (devel) (go1.26.8)\nrevision 72958d5f\n"},
+		// Neither a version nor a revision: said plainly.
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "-buildvcs", Value: "false"}}},
+			"obelisk (devel) (go1.26.8)\nthis build recorded no module version and no source revision\n"},
+		{debug.BuildInfo{GoVersion: "go1.26.8"}, "obelisk (devel) (go1.26.8)\nthis build recorded no module version and no source revision\n"},
 	} {
 		var b strings.Builder
 		writeVersion(&b, &c.info)
@@ -182,6 +186,37 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".obelisk")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a command that only reads made the state directory: %v", err)
+	}
+}
+
+// TestServeNeedsAJournal: serve with a --state-dir that holds no journal
+// (a typo, the wrong directory) is an error naming the directory, exit 2,
+// and creates nothing; --create starts it on a new, empty journal.
+func TestServeNeedsAJournal(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sd := range []string{"nosuch", filepath.Join("nosuch", "deeper"), "empty"} {
+		code, stdout, stderr := runHere(t, "", "serve", "--addr", "127.0.0.1:0", "--state-dir", sd)
+		want := "obelisk serve: no journal in " + sd + ": no run has been journaled there (--state-dir or OBELISK_STATE_DIR names another directory); give --create to start the console on an empty journal there\n"
+		if code != exitUsage || stdout != "" || stderr != want {
+			t.Errorf("serve --state-dir %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant:\n%s", sd, code, stdout, stderr, want)
+		}
+	}
+	if _, err := os.Stat("nosuch"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("serve made the state directory: %v", err)
+	}
+	if entries, err := os.ReadDir("empty"); err != nil || len(entries) != 0 {
+		t.Errorf("serve wrote into an empty state directory: %v %v", entries, err)
+	}
+	if testing.Short() {
+		return
+	}
+	startServe(t, dir, "--state-dir", "new", "--create")
+	if _, err := os.Stat(filepath.Join(dir, "new", "journal.db")); err != nil {
+		t.Errorf("serve --create made no journal: %v", err)
 	}
 }
 
@@ -257,5 +292,42 @@ func TestFailedRunNoOutput(t *testing.T) {
 	code, stdout, stderr := runHere(t, "", "run", "--no-journal", "--mocks", mocks, plan)
 	if code != exitInput || stdout != "" || !strings.Contains(stderr, "boom failed: it broke [bad]") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestPartialRunStdout: stdout carries a run's output only when the run
+// completed (exit 0). A run that ended partial (on failure continue) exits
+// 1 with nothing on stdout, where a script would take its nulls for a
+// result; the summary says where its partial output is (obelisk show
+// RUN, with the flag that names the journal) or, for a run not journaled,
+// prints it on stderr.
+func TestPartialRunStdout(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"p.plan": `on failure continue
+
+tool fetch(id: string) -> string
+
+a: fetch(id: "x") -> †state.a
+
+output {
+  summary: †state.a,
+  other: "x"
+}
+`,
+		"p.mocks.json": `{"fetch": {"error": {"code": "down", "message": "the service is down"}}}`,
+	})
+	t.Chdir(dir)
+	code, stdout, stderr := runHere(t, "", "run", "--state-dir", "st", "--run-id", "r1", "p.plan")
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "run r1 partial in ") ||
+		!strings.Contains(stderr, "its partial output (null for what failed) is not printed on stdout; read it with obelisk show --state-dir st r1\n") {
+		t.Errorf("a partial run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runHere(t, "", "show", "--state-dir", "st", "r1")
+	if code != exitOK || !strings.Contains(stdout, `"summary": null`) {
+		t.Errorf("show of a partial run: exit %d\n%s", code, stdout)
+	}
+	code, stdout, stderr = runHere(t, "", "run", "--no-journal", "p.plan")
+	if code != exitInput || stdout != "" || !strings.Contains(stderr, "its partial output (null for what failed), not printed on stdout:\n  {\n    \"other\": \"x\",\n    \"summary\": null\n  }\n") {
+		t.Errorf("a partial run, not journaled: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

@@ -27,6 +27,9 @@ type checkFlags struct {
 	read *readFiles
 	// hints is the operator's hints file.
 	hints string
+	// hasEvaluator says that the run judges criteria in words
+	// (--evaluator).
+	hasEvaluator bool
 }
 
 func (cf *checkFlags) register(fs *flag.FlagSet) {
@@ -51,7 +54,7 @@ func (cf *checkFlags) registerLimits(fs *flag.FlagSet) {
 // config builds the checker's configuration for a plan read from src,
 // with the signatures of the tools connect opened.
 func (cf *checkFlags) config(src *planfile.Source) (compiler.Config, lang.Sources, lang.Diagnostics, error) {
-	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.ImportRoot()), Limits: cf.limits, Tools: cf.set.Decls()}
+	cfg := compiler.Config{Strict: cf.strict, Imports: compiler.ImportDir(src.ImportRoot()), Limits: cf.limits, Tools: cf.set.Decls(), HasEvaluator: cf.hasEvaluator}
 	cf.read = &readFiles{tools: cf.set.Files()}
 	if cf.hints != "" {
 		b, err := os.ReadFile(cf.hints)

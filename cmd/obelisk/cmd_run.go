@@ -69,6 +69,7 @@ func runCommand() *command {
 					}
 					return runEager(ctx, e, &rf, &xf, args[0], opts, policy, fill)
 				}
+				rf.hasEvaluator = xf.evaluator != ""
 				p, status := rf.prepare(e, args[0])
 				if p == nil {
 					return status
@@ -85,6 +86,10 @@ func runCommand() *command {
 				}
 				if _, err := openFiller(e, fill, p.prog); err != nil && xf.replay == "" {
 					// Refused before the run starts, as missing tools are.
+					e.Errorf("%v", err)
+					return exitUsage
+				}
+				if _, err := xf.openEvaluator(e, fill); err != nil {
 					e.Errorf("%v", err)
 					return exitUsage
 				}
@@ -110,19 +115,28 @@ func runCommand() *command {
 }
 
 // report prints a run's output on stdout and its summary on stderr.
-// Only a run that completed, or ended partial (the policy let the rest
-// run past a failure), has an output: one that failed, was canceled or
-// rejected, or waits for a decision prints nothing on stdout, and its
-// summary says why. runID, when the run is journaled, names it in the
-// summary.
-func report(e *env, res *vm.Result, runID string) int {
+// Stdout carries an output only when the run completed, the one case
+// that exits 0: a run that failed, was canceled or rejected, or waits for
+// a decision prints nothing there, and its summary says why. A run that
+// ended partial (the policy let the rest run past a failure) has an
+// output with null where the failed steps' results would be; it exits 1
+// too, so that output is not on stdout either, where a script would take
+// it for a result: the summary says where to read it (obelisk show RUN),
+// or, for a run not journaled, prints it on stderr. runID, when the run
+// is journaled, names it in the summary; also is the flags that name its
+// journal in a suggested command.
+func report(e *env, res *vm.Result, runID, also string) int {
+	var output []byte
 	if res.Status == vm.RunCompleted || res.Status == vm.RunPartial {
 		b, err := marshalJSON(res.Output, true)
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "obelisk run: encoding the output: %v\n", err)
 			return exitUsage
 		}
-		e.Stdout.Write(append(b, '\n'))
+		output = append(b, '\n')
+	}
+	if res.Status == vm.RunCompleted {
+		e.Stdout.Write(output)
 	}
 	if runID != "" {
 		fmt.Fprintf(e.Stderr, "run %s ", runID)
@@ -140,6 +154,13 @@ func report(e *env, res *vm.Result, runID string) int {
 			fmt.Fprintf(e.Stderr, "  %v [%s]\n", res.Err, re.Code)
 		} else {
 			fmt.Fprintf(e.Stderr, "  %v\n", res.Err)
+		}
+	}
+	if res.Status == vm.RunPartial {
+		if runID != "" {
+			fmt.Fprintf(e.Stderr, "  its partial output (null for what failed) is not printed on stdout; read it with obelisk show%s %s\n", also, runID)
+		} else {
+			fmt.Fprintf(e.Stderr, "  its partial output (null for what failed), not printed on stdout:\n%s\n", indentLines(string(output)))
 		}
 	}
 	if res.Status != vm.RunCompleted {
@@ -164,9 +185,9 @@ func summary(res *vm.Result) string {
 	}
 	switch {
 	case res.Unjudged == 1:
-		b.WriteString("; 1 criterion was not judged: no evaluator is configured")
+		b.WriteString("; 1 criterion was not judged: no evaluator is configured (--evaluator)")
 	case res.Unjudged > 1:
-		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured", res.Unjudged)
+		fmt.Fprintf(&b, "; %d criteria were not judged: no evaluator is configured (--evaluator)", res.Unjudged)
 	}
 	return b.String()
 }
@@ -520,6 +541,9 @@ func (rf *runFlags) preflight(e *env, p *prepared) int {
 			fmt.Fprintf(e.Stderr, "obelisk run: %s\n", a)
 		}
 		return exitUsage
+	}
+	for _, w := range rf.set.WeakSecrets(p.prog) {
+		fmt.Fprintf(e.Stderr, "obelisk run: warning: %s\n", w)
 	}
 	return exitOK
 }

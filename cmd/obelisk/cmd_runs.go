@@ -35,6 +35,7 @@ func resumeCommand() *command {
 				if len(args) != 1 {
 					return usageError(e, "resume", "expected one run, got %d", len(args))
 				}
+				xf.evalModel = mf.settings.EvalModel
 				st, id, status := xf.openRun(e, args[0])
 				if st == nil {
 					return status

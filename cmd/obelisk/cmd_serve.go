@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
 	"github.com/obelisk-plan/obelisk/console"
+	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 )
 
@@ -31,6 +33,7 @@ func serveCommand() *command {
 			fs.BoolVar(&cf.strict, "strict", false, "on the plan page, report an irreversible call without an approval gate as an error")
 			cf.registerLimits(fs)
 			maxParallel := fs.Int("max-parallel", 8, "the parallelism the plan page's estimates and dry runs assume")
+			create := fs.Bool("create", false, "create the state directory and an empty journal when --state-dir holds none (a console started before the first run); without it such a directory is an error")
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
 					return usageError(e, "serve", "expected no arguments, got %d", len(args))
@@ -49,7 +52,7 @@ func serveCommand() *command {
 					lang.WriteText(e.Stderr, srcs, diags, lang.TextOptions{})
 					return exitInput
 				}
-				st, err := sf.open()
+				st, err := sf.openConsole(*create)
 				if err != nil {
 					e.Errorf("%v", err)
 					return exitUsage
@@ -83,4 +86,20 @@ func serveCommand() *command {
 			}
 		},
 	}
+}
+
+// openConsole opens the journal the console shows. A state directory
+// that holds no journal is an error unless create says to make one: a
+// mistyped --state-dir, or serve started in the wrong directory, would
+// otherwise show an empty console, and a run started with the intended
+// directory would never appear in it.
+func (sf *stateFlags) openConsole(create bool) (*durable.Store, error) {
+	if create {
+		return sf.open()
+	}
+	st, err := durable.OpenExisting(sf.dir, durable.Options{})
+	if errors.Is(err, durable.ErrNoJournal) {
+		return nil, fmt.Errorf("%w; give --create to start the console on an empty journal there", err)
+	}
+	return st, err
 }

@@ -35,10 +35,13 @@ func versionCommand() *command {
 //	revision 1f2e3d4c5b6a (2026-11-24T08:00:00Z, modified)
 //
 // The module version is "(devel)" for a build from a checkout (go build,
-// go run), which the revision line then identifies.
+// go run), which the revision line then identifies. A build that recorded
+// neither (go build -buildvcs=false, a source tree without its .git) says
+// so on the second line rather than leave the reader to guess.
 func writeVersion(w io.Writer, info *debug.BuildInfo) {
 	version := info.Main.Version
-	if version == "" {
+	released := version != "" && version != "(devel)"
+	if !released {
 		version = "(devel)"
 	}
 	fmt.Fprintf(w, "obelisk %s (%s)\n", version, info.GoVersion)
@@ -55,6 +58,9 @@ func writeVersion(w io.Writer, info *debug.BuildInfo) {
 		}
 	}
 	if revision == "" {
+		if !released {
+			fmt.Fprintln(w, "this build recorded no module version and no source revision")
+		}
 		return
 	}
 	fmt.Fprintf(w, "revision %s", revision)

@@ -249,3 +249,38 @@ output {
 		}
 	}
 }
+
+// TestWeakSecretWarned: a secret that could be an ordinary word is named
+// in a warning before the run; a response that echoes it is withheld
+// (secret-withheld), the word never shown; another tool's result, without
+// it, is left whole, no word of it replaced.
+func TestWeakSecretWarned(t *testing.T) {
+	srv := newHits(t)
+	t.Setenv("OBELISK_TEST_BASE", "http://"+srv.host())
+	t.Setenv("OBELISK_TEST_WORD", "wrong")
+	tools := `{"tools": [
+  {"name": "lookup", "inputSchema": {"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
+   "annotations": {"readOnlyHint": true},
+   "http": {"url": "${OBELISK_TEST_BASE}/{what}", "headers": {"X-Api-Key": "${OBELISK_TEST_WORD}"}}},
+  {"name": "plain", "inputSchema": {"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
+   "annotations": {"readOnlyHint": true},
+   "http": {"url": "${OBELISK_TEST_BASE}/{what}"}}
+]}`
+	plan := `a: lookup(what: "item") -> †state.a || †state.err
+b: plain(what: "what went wrong") -> †state.b
+
+output {
+  err: †state.err.code
+  b: †state.b.path
+}
+`
+	dir := writeFiles(t, map[string]string{"tools.json": tools, "p.plan": plan})
+	code, stdout, stderr := runCLI(t, "run", "--tools", filepath.Join(dir, "tools.json"), "--no-journal",
+		"--allow-env=OBELISK_TEST_BASE,OBELISK_TEST_WORD", "--allow-net="+srv.host(), filepath.Join(dir, "p.plan"))
+	if code != exitOK || !strings.Contains(stderr, "obelisk run: warning: lookup (its http block in ") || !strings.Contains(stderr, "sends ${OBELISK_TEST_WORD}, too short or too plain") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, `"err": "secret-withheld"`) || !strings.Contains(stdout, `"b": "/what%20went%20wrong"`) {
+		t.Errorf("the output:\n%s", stdout)
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
+	"github.com/obelisk-plan/obelisk/toolkit/llm"
 	"github.com/obelisk-plan/obelisk/vm"
+	"github.com/obelisk-plan/obelisk/vm/agent"
 	"github.com/obelisk-plan/obelisk/vm/fill"
 )
 
@@ -93,6 +95,9 @@ type execFlags struct {
 	approvalTimeout time.Duration
 	approvalDefault string
 	runTimeout      time.Duration
+	// evaluator is --evaluator: "model", or a rules file; evalModel the
+	// evaluator tier's model (--eval-model).
+	evaluator, evalModel string
 }
 
 func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
@@ -101,8 +106,11 @@ func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
 	fs.StringVar(&xf.events, "events", "", "write the run's events to this file, one JSON object per line")
 	fs.StringVar(&xf.record, "record", "", "record every tool call and its result to this file (JSON lines)")
 	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
+	fs.StringVar(&xf.evaluator, "evaluator", "", "judge the criteria in words (expect \"…\"): model (the evaluator tier of the model flags: --eval-model, else OBELISK_EVAL_MODEL or the provider's default) or a rules file (JSON: criterion text to pass, partial, fail or hitl; \"*\" for the rest); without it they are recorded as unjudged")
 	fs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest the run may take in this process (e.g. 30m), approvals asked on the terminal included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit, and a resumed run takes the limit it was started with")
 	if starts {
+		// resume takes --eval-model with the other model flags.
+		fs.StringVar(&xf.evalModel, "eval-model", "", "with --evaluator model: the model that judges (default: OBELISK_EVAL_MODEL, else the provider's cheaper model)")
 		xf.registerJournal(fs)
 	} else {
 		xf.stateFlags.register(fs)
@@ -117,6 +125,36 @@ func (xf *execFlags) registerJournal(fs *flag.FlagSet) {
 	fs.StringVar(&xf.runID, "run-id", "", "name the run (default: a random ID)")
 	fs.DurationVar(&xf.approvalTimeout, "approval-timeout", 0, "decide an approval nobody has decided after this long (e.g. 24h), by --approval-default; 0 waits for ever")
 	fs.StringVar(&xf.approvalDefault, "approval-default", "reject", "what an approval that times out becomes: reject or approve")
+}
+
+// openEvaluator opens what --evaluator names: the evaluator tier of the
+// model settings fs (those of the run's fills), or a rules file; nil
+// without the flag.
+func (xf *execFlags) openEvaluator(e *env, fs fill.Settings) (vm.Evaluator, error) {
+	switch xf.evaluator {
+	case "":
+		return nil, nil
+	case "model":
+		s := fs.LLM()
+		s.EvalModel = xf.evalModel
+		if s.Model == "" {
+			s.Model = s.EvalModel // only the evaluator's is needed
+		}
+		resolved, err := llm.Resolve(s, e.getenv)
+		if err != nil {
+			return nil, fmt.Errorf("--evaluator model: %w", err)
+		}
+		return agent.NewEvaluator(fill.OpenModel(resolved.ForEvaluator()), ""), nil
+	}
+	b, err := os.ReadFile(xf.evaluator)
+	if err != nil {
+		return nil, fmt.Errorf("--evaluator: %w (give model, or a rules file)", err)
+	}
+	rules, err := vm.ParseRules(b)
+	if err != nil {
+		return nil, fmt.Errorf("--evaluator %s: %w", xf.evaluator, err)
+	}
+	return rules, nil
 }
 
 func (xf *execFlags) policy() (durable.ApprovalPolicy, error) {
@@ -248,8 +286,14 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		e.Errorf("%v", err)
 		return exitUsage
 	}
+	evaluator, err := xf.openEvaluator(e, fs)
+	if err != nil {
+		progress.stop()
+		e.Errorf("%v", err)
+		return exitUsage
+	}
 	o := durable.ExecOptions{Tools: rec.Tools(), Mocks: chain.Mocks, Approver: xf.approver(e), Observer: observer, RunTimeout: xf.runTimeout,
-		Filler: rec.Filler(filler), MaxFills: fs.MaxFills}
+		Filler: rec.Filler(filler), MaxFills: fs.MaxFills, Evaluator: evaluator}
 	var res *vm.Result
 	var rejected lang.Diagnostics
 	if r.Streamed() {
@@ -277,7 +321,7 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	if r.Journaled() {
 		runID = r.ID
 	}
-	status := report(e, res, runID)
+	status := report(e, res, runID, xf.also())
 	if rejected.HasErrors() {
 		status = exitInput
 	}

@@ -104,13 +104,21 @@ type runAnswer struct {
 // prints on stdout.
 func node(t *testing.T, npm string, out any, args ...string) {
 	t.Helper()
+	nodeExit(t, npm, out, false, args...)
+}
+
+// nodeExit is node for a command that fails (failing set) once it has
+// printed its JSON, as the Inspector's CLI does when a tool answers
+// isError: true.
+func nodeExit(t *testing.T, npm string, out any, failing bool, args ...string) {
+	t.Helper()
 	cmd := exec.Command("node", args...)
 	cmd.Dir = npm
 	cmd.Env = append(os.Environ(), "OBELISK_TEST_MAIN=1", "OBELISK_LOG=error")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	if err := cmd.Run(); (err != nil) != failing {
+		t.Fatalf("node %s: %v (want it to fail: %v)\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, failing, stdout.String(), stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
 		t.Fatalf("node %s printed no JSON: %v\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
@@ -240,16 +248,35 @@ func TestInspectorStdio(t *testing.T) {
 	}
 	inspector := filepath.Join(npm, "node_modules/.bin/mcp-inspector")
 	server := []string{"-e", "OBELISK_TEST_MAIN=1", "-e", "OBELISK_LOG=error", exe, "mcp-server", "--state-dir", t.TempDir()}
-	var listed struct{ Tools []struct{ Name string } }
+	var listed struct {
+		Tools []struct {
+			Name         string
+			OutputSchema map[string]any `json:"outputSchema"`
+			Annotations  map[string]any `json:"annotations"`
+		}
+	}
 	node(t, npm, &listed, append(append([]string{inspector, "--cli"}, server...), "--method", "tools/list")...)
 	if len(listed.Tools) != 7 {
 		t.Errorf("the Inspector listed %+v", listed.Tools)
 	}
-	var called struct {
-		Content []struct{ Text string }
+	for _, tool := range listed.Tools {
+		if tool.OutputSchema["type"] != "object" || tool.Annotations["openWorldHint"] == nil {
+			t.Errorf("the Inspector's %s: output schema %v, hints %v", tool.Name, tool.OutputSchema, tool.Annotations)
+		}
 	}
-	node(t, npm, &called, append(append([]string{inspector, "--cli"}, server...), "--method", "tools/call", "--tool-name", "check_plan", "--tool-arg", "plan=ecko(value: 1) -> $state.x\noutput $state.x\n")...)
-	if len(called.Content) != 1 || !strings.Contains(called.Content[0].Text, `unknown tool ecko (did you mean \"echo\"?)`) {
+	var called struct {
+		Content           []struct{ Text string }
+		StructuredContent struct {
+			OK          *bool `json:"ok"`
+			Diagnostics []struct{ Code string }
+		} `json:"structuredContent"`
+		IsError bool `json:"isError"`
+	}
+	// A plan that does not check is an error, which the Inspector's CLI
+	// exits with after printing the answer.
+	nodeExit(t, npm, &called, true, append(append([]string{inspector, "--cli"}, server...), "--method", "tools/call", "--tool-name", "check_plan", "--tool-arg", "plan=ecko(value: 1) -> $state.x\noutput $state.x\n")...)
+	if len(called.Content) != 1 || !strings.Contains(called.Content[0].Text, `unknown tool ecko (did you mean \"echo\"?)`) ||
+		!called.IsError || called.StructuredContent.OK == nil || *called.StructuredContent.OK || len(called.StructuredContent.Diagnostics) != 1 {
 		t.Errorf("the Inspector's check_plan: %+v", called)
 	}
 }

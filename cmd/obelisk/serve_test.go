@@ -81,7 +81,7 @@ func TestServeBrowser(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "chain.plan"), gatedChain)
 	srv := newGateServer(t)
 	input := `{"base": "` + srv.URL + `"}`
-	base := strings.TrimSuffix(startServe(t, dir, "--state-dir", "st"), "/")
+	base := strings.TrimSuffix(startServe(t, dir, "--state-dir", "st", "--create"), "/")
 	b := browsertest.New(t, 1280, 900)
 	b.Open(base + "/")
 	b.WaitFor("the list watches the journal", `document.getElementById('live').getAttribute('data-state') === 'on'`)

@@ -45,6 +45,11 @@ func TestRun(t *testing.T) {
 		{[]string{"help"}, ExitOK, "prog echoes.\n", ""},
 		{[]string{"--help"}, ExitOK, "prog echoes.\n", ""},
 		{[]string{"echo", "-h"}, ExitOK, "usage: prog echo [flags] WORDS\n\nprint the words\n\nFlags:\n  -n\tprint no newline\n", ""},
+		// Help of help is the program's usage, never a recursion.
+		{[]string{"help", "help"}, ExitOK, "prog echoes.\n", ""},
+		{[]string{"help", "-h"}, ExitOK, "prog echoes.\n", ""},
+		{[]string{"-h", "help", "--help"}, ExitOK, "prog echoes.\n", ""},
+		{[]string{"help", "ecko"}, ExitUsage, "", "prog: unknown command \"ecko\"\nDid you mean \"echo\"?\nRun 'prog help' for usage.\n"},
 		{[]string{"help", "echo"}, ExitOK, "usage: prog echo [flags] WORDS\n\nprint the words\n\nFlags:\n  -n\tprint no newline\n", ""},
 		{[]string{"echo"}, ExitUsage, "", "prog echo: no words\nRun 'prog echo -h' for usage.\n"},
 		{[]string{"echo", "-x"}, ExitUsage, "", "prog echo: flag provided but not defined: -x\nRun 'prog echo -h' for usage.\n"},

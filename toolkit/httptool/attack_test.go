@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -342,5 +344,78 @@ func TestNetGrants(t *testing.T) {
 	}
 	if n := len(api.requests()); n != 0 {
 		t.Fatalf("%d requests were sent", n)
+	}
+}
+
+// TestWeakSecretsWithheld: a secret that could be an ordinary word
+// ("wrong", a user name) is never replaced inside unrelated text, which it
+// would garble, and never shown either: a result or an error that holds
+// it, as a word or inside one, echoed or not, is withheld whole (code
+// secret-withheld, the error's own code kept). Text without it is left as
+// it is, and a secret that can be told apart from text is still replaced
+// where it occurs, even glued to a word the plan chose.
+func TestWeakSecretsWithheld(t *testing.T) {
+	api := newRecorder(t)
+	vars := map[string]string{"BASE": api.URL, "TOKEN": "wrong", "KEY": "k3y-2f9c!"}
+	tool := newTool(t, `{"url": "${BASE}/f/{city}", "headers": {"X-Token": "${TOKEN}", "X-Key": "${KEY}"}}`, vars)
+	if got := tool.WeakSecrets(); !slices.Equal(got, []string{"${TOKEN}"}) {
+		t.Errorf("WeakSecrets: %q", got)
+	}
+	answer := func(status int, body string) {
+		api.handle(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		})
+	}
+	call := func() (any, error) {
+		return tool.Call(context.Background(), map[string]any{"city": "Oslo"})
+	}
+	// Unrelated text keeps every word.
+	answer(200, `{"msg": "all good", "key": "x k3y-2f9c!"}`)
+	got, err := call()
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"msg": "all good", "key": "x ${KEY}"}) {
+		t.Errorf("a result without the weak secret: %v, %v", got, err)
+	}
+	answer(500, `{"error": "the service is down"}`)
+	_, err = call()
+	var re *toolkit.Error
+	if !errors.As(err, &re) || re.Code != "http-500" || !strings.Contains(re.Message, "the service is down") {
+		t.Errorf("an error without the weak secret: %v", err)
+	}
+	// The weak secret, as a word of an unrelated message, echoed, inside a
+	// word or glued to one, in a value or a key: withheld whole.
+	for _, body := range []string{
+		`{"msg": "something went wrong"}`, `{"echo": "wrong"}`, `{"a": "wrong", "b": "x", "c": {"d": "y"}, "e": "z"}`, `{"x": "wrongly"}`, `{"x": ["a", {"y": "xwrongx"}]}`, `{"wrong": 1}`,
+	} {
+		answer(200, body)
+		got, err := call()
+		re := wantCode(t, err, "secret-withheld", "${TOKEN}")
+		if got != nil || strings.Contains(re.Message, "wrong") {
+			t.Errorf("%s: %v, %q", body, got, re.Message)
+		}
+	}
+	answer(401, `{"error": "your token is wrong"}`)
+	_, err = call()
+	if !errors.As(err, &re) || re.Code != "http-401" || strings.Contains(re.Message, "wrong") || !strings.Contains(re.Message, "withheld") {
+		t.Errorf("an error with the weak secret: %v", err)
+	}
+	// A secret that can be told apart is hidden within text, even glued to
+	// the plan's own letters.
+	answer(200, `{"x": "abck3y-2f9c!def"}`)
+	if got, err := call(); err != nil || !reflect.DeepEqual(got, map[string]any{"x": "abc${KEY}def"}) {
+		t.Errorf("a hideable secret inside a word: %v, %v", got, err)
+	}
+}
+
+// TestHideable: which secrets can be hidden within text.
+func TestHideable(t *testing.T) {
+	for v, want := range map[string]bool{
+		"wrong": false, "admin": false, "password": false, "1234": false, "abc": false, "Passwords": false,
+		"pa55word": true, "demo-token": true, "k3y/v&lue": true, "abcdefghijklmnop": true, "short-1": false,
+	} {
+		if hideable(v) != want {
+			t.Errorf("hideable(%q) = %v", v, !want)
+		}
 	}
 }

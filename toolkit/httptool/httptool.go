@@ -66,9 +66,12 @@
 // tool's errors or in the strings of its result (a server that echoes a
 // request's headers must not hand its token to the plan). An
 // environment variable's value is replaced by ${NAME}, other secrets by
-// [redacted]; secrets shorter than four bytes are left, since hiding them
-// would garble everything else and they are too short to keep anything
-// secret.
+// [redacted]. A secret is replaced within text only when it cannot be
+// mistaken for ordinary text (at least 16 bytes, or 8 with a character
+// that is not a letter): a shorter or plainer one ("wrong", "admin")
+// would garble every unrelated message that holds the same word, so a
+// result or an error that holds one is withheld whole instead (code
+// secret-withheld), and Tool.WeakSecrets names them for a warning.
 package httptool
 
 import (
@@ -453,7 +456,7 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 		}
 		return nil, sec.error(err)
 	}
-	return sec.value(out), nil
+	return sec.value(out)
 }
 
 func (t *Tool) call(ctx context.Context, args map[string]any) (any, error) {

@@ -79,6 +79,15 @@ func (f *truthStore) text() string {
 	return b.String()
 }
 
+// NewEvaluator returns the step evaluator the agent uses, for a run of a
+// plan written beforehand: model judges each result against a criterion
+// in words (pass, partial, fail or hitl, with a note), seeing the step's
+// tool, arguments and result (its JSON cut at 8000 bytes). goal, when not
+// empty, says what the plan is for.
+func NewEvaluator(model llm.Model, goal string) vm.Evaluator {
+	return &evaluator{model: model, goal: goal, facts: &truthStore{}, maxResult: 8000}
+}
+
 // evaluator is seed 000's step evaluator: the cheaper model judges a
 // step's result against a criterion stated in words, and extracts facts
 // from it into the truth store.
@@ -114,7 +123,10 @@ func (e *evaluator) Evaluate(ctx context.Context, req vm.EvaluationRequest) (vm.
 		shown = shown[:e.maxResult] + fmt.Sprintf("… (%d bytes in all)", len(result))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Goal: %s\n\nStep %s calls %s with %s.\n\nResult:\n%s\n\nCriterion: %s\n", e.goal, req.Step, req.Tool, args, shown, req.Criterion)
+	if e.goal != "" {
+		fmt.Fprintf(&b, "Goal: %s\n\n", e.goal)
+	}
+	fmt.Fprintf(&b, "Step %s calls %s with %s.\n\nResult:\n%s\n\nCriterion: %s\n", req.Step, req.Tool, args, shown, req.Criterion)
 	if known := e.facts.text(); known != "" {
 		fmt.Fprintf(&b, "\nFacts already known:\n%s", known)
 	}
