@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/obelisk-plan/obelisk/internal/jsonschema"
 )
 
 // Schema is a JSON Schema compiled for validating values, the way
