@@ -64,6 +64,10 @@ type Tool struct {
 	// decoded is InputSchema decoded, on first use.
 	decodedOnce sync.Once
 	decoded     map[string]any
+	// closes is set when InputSchema may close an object
+	// (additionalProperties), read on first use.
+	mayCloseOnce sync.Once
+	closes       bool
 
 	// schema validates constant arguments against InputSchema as the
 	// runtime validates a call's arguments; built on first use, nil when

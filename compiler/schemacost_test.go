@@ -126,3 +126,33 @@ func TestSchemaChecksStillReport(t *testing.T) {
 		t.Errorf("got %d maximum and %d default diagnostics, want 2 and 2:\n%v", maxima, defaults, cd)
 	}
 }
+
+// TestClosedSchemaRead makes sure that a schema is still read for the
+// objects it closes when the checker skips decoding schemas that close
+// none: also when the keyword is written with an escape.
+func TestClosedSchemaRead(t *testing.T) {
+	input, diags := lang.Parse("input", []byte("input {\n  o: {a: int, b: int}\n}\n"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, key := range []string{`additionalProperties`, `additional\u0050roperties`, `none`} {
+		tools := []byte(`{"tools": [{"name": "work", "annotations": {"readOnlyHint": true},
+  "inputSchema": {"type": "object", "properties": {
+    "obj": {"type": "object", "properties": {"a": {"type": "integer"}}, "` + key + `": false}
+  }}, "outputSchema": {"type": "integer"}}]}`)
+		decls, diags := lang.ParseTools("tools.json", tools)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		f, diags := lang.ParseJSON("plan.json", []byte(`[{"_tool":"work","obj":"†input.o","_outputPath":"†state.n"}]`))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		f.Items = append(f.Items, input.Items...)
+		_, cd := Check(f, Config{Tools: decls})
+		closed := strings.Contains(cd.Error(), "takes only the properties it lists (a; additionalProperties is false), and the value may have b")
+		if want := key != "none"; closed != want {
+			t.Errorf("with %s: reported the closed object: %v, want %v:\n%v", key, closed, want, cd)
+		}
+	}
+}
