@@ -129,3 +129,13 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	}
 	return c.Compile(url)
 }
+
+// shapeOf reads a schema as a shape, or returns nil when it is not JSON
+// or uses anything else than a shape reads.
+func shapeOf(raw json.RawMessage) *shape {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	return shapeOfValue(v, 0)
+}
