@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -27,6 +28,9 @@ func (t *Tool) parsedSchema() map[string]any {
 // closedArgument says what is wrong with an argument of type t for a
 // parameter whose schema closes out a field the argument may have, or "".
 func closedArgument(tool *Tool, param *Param, t *Type) string {
+	if t == nil || !(t.Kind == KindObject && len(t.Fields) > 0 || t.Kind == KindList) || !tool.mayClose() {
+		return "" // no field to close out, or a schema that closes none
+	}
 	root := tool.parsedSchema()
 	if root == nil {
 		return ""
@@ -130,4 +134,14 @@ func resolveSchema(s any, root map[string]any, depth int) map[string]any {
 		s = one
 	}
 	return nil
+}
+
+// mayClose reports whether the tool's input schema may say
+// additionalProperties: one that does not, even escaped, closes no
+// object, and need not be decoded to know it. It is read once per tool.
+func (t *Tool) mayClose() bool {
+	t.mayCloseOnce.Do(func() {
+		t.closes = bytes.Contains(t.InputSchema, []byte(`"additionalProperties"`)) || bytes.IndexByte(t.InputSchema, '\\') >= 0
+	})
+	return t.closes
 }

@@ -64,12 +64,23 @@ type Tool struct {
 	// decoded is InputSchema decoded, on first use.
 	decodedOnce sync.Once
 	decoded     map[string]any
+	// closes is set when InputSchema may close an object
+	// (additionalProperties), read on first use.
+	mayCloseOnce sync.Once
+	closes       bool
 
 	// schema validates constant arguments against InputSchema as the
 	// runtime validates a call's arguments; built on first use, nil when
 	// the tool has no input schema or one that does not compile.
 	schemaOnce sync.Once
 	schema     *toolkit.Schema
+	// paramSchemas holds, per parameter name, the part of the input
+	// schema its value must match, and defaultErrs why a parameter's
+	// default does not match its part; both are made once for the tool,
+	// so that checking a call allocates nothing for its schema.
+	paramSchemasOnce sync.Once
+	paramSchemas     map[string]*toolkit.Schema
+	defaultErrs      map[*Param]error
 }
 
 // argSchema returns the validator of the tool's input schema, or nil.
@@ -83,6 +94,49 @@ func (t *Tool) argSchema() *toolkit.Schema {
 		}
 	})
 	return t.schema
+}
+
+// paramSchema returns the schema the argument name of the tool must
+// match, or nil when the input schema says nothing of it that way. The
+// schemas of the tool's parameters are looked up once, on first use.
+func (t *Tool) paramSchema(name string) *toolkit.Schema {
+	s := t.argSchema()
+	if s == nil {
+		return nil
+	}
+	t.paramSchemasOnce.Do(func() {
+		t.paramSchemas = make(map[string]*toolkit.Schema, len(t.Params))
+		for _, p := range t.Params {
+			sub, seen := t.paramSchemas[p.Name]
+			if !seen {
+				sub, _ = s.Property(p.Name)
+				t.paramSchemas[p.Name] = sub
+			}
+			if p.HasDefault && sub != nil {
+				if err := sub.Validate(p.Default); err != nil {
+					if t.defaultErrs == nil {
+						t.defaultErrs = map[*Param]error{}
+					}
+					t.defaultErrs[p] = err
+				}
+			}
+		}
+	})
+	if sub, ok := t.paramSchemas[name]; ok {
+		return sub
+	}
+	sub, _ := s.Property(name)
+	return sub
+}
+
+// defaultError returns why the default of parameter p does not match
+// the tool's input schema, or nil when it does or the schema says
+// nothing of p.
+func (t *Tool) defaultError(p *Param) error {
+	if t.paramSchema(p.Name) == nil {
+		return nil
+	}
+	return t.defaultErrs[p]
 }
 
 func (t *Tool) indexParams() {

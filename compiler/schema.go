@@ -23,13 +23,23 @@ import (
 // schema of its parameter: the whole value when it is a constant, else
 // the constant elements and fields of a list or object.
 func (pc *planChecker) validateArg(param *Param, op *Operand, tool *Tool) {
-	if tool.argSchema() == nil {
-		return // most tools a plan declares: their types say it all
+	if op == nil {
+		return
+	}
+	sub := tool.paramSchema(param.Name)
+	switch {
+	case sub == nil, op.Kind == OpRef:
+		return // the input is not known while a plan is checked
+	case op.Kind == OpConst:
+		if err := sub.Validate(op.Const); err != nil {
+			pc.c.errorf(lang.TypeMismatch, op.Span, "argument %s of %s does not match the tool's schema: %v", param.Name, tool.Name, err)
+		}
+		return
 	}
 	v := argValidator{report: func(span lang.Span, format string, args ...any) {
 		pc.c.errorf(lang.TypeMismatch, span, format, args...)
 	}}
-	v.arg(param, op, tool)
+	v.parts(sub, op, param, tool)
 }
 
 // argValidator validates the parts of arguments known before the run:
@@ -67,11 +77,10 @@ func (v argValidator) fix() string {
 }
 
 func (v argValidator) arg(param *Param, op *Operand, tool *Tool) {
-	s := tool.argSchema()
-	if s == nil || op == nil {
+	if op == nil {
 		return
 	}
-	if sub, ok := s.Property(param.Name); ok {
+	if sub := tool.paramSchema(param.Name); sub != nil {
 		v.parts(sub, op, param, tool)
 	}
 }
@@ -193,31 +202,47 @@ func (pc *planChecker) validateCall(call *lang.Call, args []*Arg, tool *Tool, ba
 	if s == nil || bad {
 		return
 	}
-	given := make(map[string]any, len(args))
-	passed := make(map[string]bool, len(args))
-	allConst := true
-	for _, a := range args {
-		passed[a.Name] = true
-		if a.Value.IsConst() {
-			given[a.Name] = a.Value.Const
-		} else {
-			allConst = false
+	defaults := tool.Defaults()
+	var names map[string]bool // for a call of many arguments
+	if len(args) > argMapMin && len(defaults) > 0 {
+		names = make(map[string]bool, len(args))
+		for _, a := range args {
+			names[a.Name] = true
 		}
 	}
-	for _, p := range tool.Defaults() {
-		if passed[p.Name] {
-			continue
+	passed := func(name string) bool {
+		if names != nil {
+			return names[name]
 		}
-		given[p.Name] = p.Default
-		if sub, ok := s.Property(p.Name); ok {
-			if err := sub.Validate(p.Default); err != nil {
-				pc.c.errorf(lang.TypeMismatch, call.Tool.Span, "%s is called without %s, so with its default %s, which does not match the tool's schema: %v: pass %s", tool.Name, p.Name, describeValue(p.Default), err, p.Name)
-				return
+		for _, a := range args {
+			if a.Name == name {
+				return true
 			}
 		}
+		return false
 	}
-	if !allConst || len(call.Args) != len(args) {
+	allConst := len(call.Args) == len(args)
+	for _, a := range args {
+		allConst = allConst && a.Value.IsConst()
+	}
+	for _, p := range defaults {
+		if passed(p.Name) {
+			continue
+		}
+		if err := tool.defaultError(p); err != nil {
+			pc.c.errorf(lang.TypeMismatch, call.Tool.Span, "%s is called without %s, so with its default %s, which does not match the tool's schema: %v: pass %s", tool.Name, p.Name, describeValue(p.Default), err, p.Name)
+			return
+		}
+	}
+	if !allConst {
 		return
+	}
+	given := make(map[string]any, len(args)+len(defaults))
+	for _, p := range defaults {
+		given[p.Name] = p.Default
+	}
+	for _, a := range args {
+		given[a.Name] = a.Value.Const
 	}
 	if err := s.Validate(given); err != nil {
 		pc.c.errorf(lang.TypeMismatch, call.Tool.Span, "the arguments of %s do not match the tool's schema: %v", tool.Name, err)

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/obelisk-plan/obelisk/internal/jsonschema"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/obelisk-plan/obelisk/internal/jsonschema"
 )
 
 // Schema is a JSON Schema compiled for validating values, the way
@@ -66,7 +66,14 @@ func NewSchema(name string, raw json.RawMessage) (*Schema, error) {
 	// OpenAPI's nullable: true is read as the checker reads it (T?).
 	raw = openAPINullable(raw)
 	root := &schemaRoot{url: "mem://" + strings.ReplaceAll(name, " ", "_") + ".json", raw: raw}
-	u := &schemaUnit{root: root, shape: shapeOf(raw)}
+	// The document is decoded once, for its shape and for Property and
+	// Items to walk.
+	root.docOnce.Do(func() {
+		if err := json.Unmarshal(raw, &root.doc); err != nil {
+			root.doc = nil
+		}
+	})
+	u := &schemaUnit{root: root, shape: shapeOfValue(root.doc, 0)}
 	if u.shape == nil {
 		u.once.Do(u.compile)
 	}
@@ -142,7 +149,15 @@ func (s *Schema) Property(name string) (*Schema, bool) {
 	if node, ptr, ok := u.node(); ok {
 		if props, ok := node["properties"].(map[string]any); ok {
 			if sub, ok := props[name]; ok {
-				part = u.part(sub, ptr+"/properties/"+escapePointer(name))
+				var sh *shape
+				if u.shape != nil {
+					// A simple schema holds the shapes of its properties.
+					sh = u.shape.props[name]
+				}
+				if sh == nil {
+					sh = shapeOfValue(sub, 0)
+				}
+				part = &schemaUnit{root: u.root, ptr: ptr + "/properties/" + escapePointer(name), shape: sh}
 			}
 		}
 	}

@@ -127,3 +127,45 @@ func TestSchemaInvalid(t *testing.T) {
 		t.Errorf("n one: %v", err)
 	}
 }
+
+// TestSimpleSchemaParts: the parts of a schema simple enough to check by
+// its shape (which its parts share with it) accept and refuse as the
+// validator does, and say where the value is.
+func TestSimpleSchemaParts(t *testing.T) {
+	s, err := NewSchema("simple", json.RawMessage(`{"type": "object", "properties": {
+  "n": {"type": "integer"},
+  "o": {"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"], "additionalProperties": false},
+  "l": {"type": "array", "items": {"type": "boolean"}}
+}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := s.Property("n")
+	if err := n.Validate(int64(1)); err != nil {
+		t.Errorf("n 1: %v", err)
+	}
+	if err := n.Validate("one"); err == nil || !strings.HasPrefix(err.Error(), "at /n: ") {
+		t.Errorf("n \"one\": %v", err)
+	}
+	o, _ := s.Property("o")
+	if err := o.Validate(map[string]any{"k": "v"}); err != nil {
+		t.Errorf("o {k: v}: %v", err)
+	}
+	for _, bad := range []any{map[string]any{}, map[string]any{"k": "v", "x": int64(1)}} {
+		if err := o.Validate(bad); err == nil || !strings.HasPrefix(err.Error(), "at /o: ") {
+			t.Errorf("o %v: %v", bad, err)
+		}
+	}
+	k, _ := o.Property("k")
+	if err := k.Validate(int64(3)); err == nil || !strings.HasPrefix(err.Error(), "at /o/k: ") {
+		t.Errorf("o.k 3: %v", err)
+	}
+	l, _ := s.Property("l")
+	e, _ := l.Items(1)
+	if err := e.Validate("yes"); err == nil || !strings.HasPrefix(err.Error(), "at /l/1: ") {
+		t.Errorf("l[1] \"yes\": %v", err)
+	}
+	if err := l.Validate([]any{true, false}); err != nil {
+		t.Errorf("l [true, false]: %v", err)
+	}
+}

@@ -1,9 +1,6 @@
 package toolkit
 
-import (
-	"encoding/json"
-	"math"
-)
+import "math"
 
 // shape is a JSON Schema simple enough to check a value against without
 // the validator: types, object properties, required properties,
@@ -31,16 +28,8 @@ type namedShape struct {
 // values.
 var annotations = map[string]bool{"description": true, "title": true, "default": true, "examples": true, "$comment": true, "readOnly": true, "writeOnly": true, "deprecated": true}
 
-// shapeOf reads a schema as a shape, or returns nil when it uses anything
-// else ($ref, enum, formats, bounds, combinators…).
-func shapeOf(raw json.RawMessage) *shape {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil
-	}
-	return shapeOfValue(v, 0)
-}
-
+// shapeOfValue reads a decoded schema as a shape, or returns nil when it
+// uses anything else ($ref, enum, formats, bounds, combinators…).
 func shapeOfValue(v any, depth int) *shape {
 	if depth > 32 {
 		return nil

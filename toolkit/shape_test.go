@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/obelisk-plan/obelisk/internal/jsonschema"
 )
 
 // TestShapeAgreesWithValidator: for every schema and value here, when the
@@ -128,4 +128,14 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 		return nil, err
 	}
 	return c.Compile(url)
+}
+
+// shapeOf reads a schema as a shape, or returns nil when it is not JSON
+// or uses anything else than a shape reads.
+func shapeOf(raw json.RawMessage) *shape {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	return shapeOfValue(v, 0)
 }

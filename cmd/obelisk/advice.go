@@ -4,6 +4,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The library's errors and diagnostics name what a limit, a grant or a
@@ -22,8 +23,9 @@ type adviceRule struct {
 }
 
 // adviceRules are applied in order: the rules for a name in its usual
-// words before the rule for the name alone.
-var adviceRules = func() []adviceRule {
+// words before the rule for the name alone. They are compiled when a text
+// first holds a mark, not at start-up.
+var adviceRules = sync.OnceValue(func() []adviceRule {
 	rules := []struct{ pattern, repl string }{
 		// The grants (permission.Denial's Grant).
 		{`the network is off: allow (\S+) to reach it \(permission\.NetOptions\.Allow\)`, `the network is off: run again with --allow-net=$1 to reach it`},
@@ -74,7 +76,7 @@ var adviceRules = func() []adviceRule {
 		out[i] = adviceRule{regexp.MustCompile(r.pattern), r.repl}
 	}
 	return out
-}()
+})
 
 // adviceMarks are what a text holds when a rule may apply: most writes
 // hold none, and are left as they are.
@@ -93,7 +95,7 @@ func advise(s string) string {
 	if !marked {
 		return s
 	}
-	for _, r := range adviceRules {
+	for _, r := range adviceRules() {
 		s = r.pattern.ReplaceAllString(s, r.repl)
 	}
 	return s

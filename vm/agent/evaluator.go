@@ -111,7 +111,9 @@ Also extract facts from the result that later steps may need (an identifier, a c
 Answer with one JSON object and nothing else:
 {"verdict": "pass" | "partial" | "fail" | "hitl", "note": "…", "facts": {"snake_case_key": value}}`
 
-var factKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+// factKey is compiled when an evaluator first reads facts, not at
+// start-up.
+var factKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 
 // Evaluate asks the model for a verdict. An answer that is not a verdict
 // is an error, never a default verdict.
@@ -155,7 +157,7 @@ func (e *evaluator) Evaluate(ctx context.Context, req vm.EvaluationRequest) (vm.
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if factKey.MatchString(k) {
+		if factKey().MatchString(k) {
 			e.facts.add(k, normalizeNumbers(answer.Facts[k]), req.Step)
 		}
 	}

@@ -610,14 +610,15 @@ func lowerASCII(c byte) byte {
 // openingFence reads a line that opens a Markdown code block: three or
 // more backquotes or tildes, then a tag (any, or none).
 func openingFence(line string) (fence, tag string, ok bool) {
-	m := fenceLine.FindStringSubmatch(line)
+	m := fenceLine().FindStringSubmatch(line)
 	if m == nil {
 		return "", "", false
 	}
 	return m[1], strings.ToLower(m[2]), true
 }
 
-var fenceLine = regexp.MustCompile("^(```+|~~~+)[ \t]*([^`\\s]*)[^`]*$")
+// fenceLine is compiled when a fence is first read, not at start-up.
+var fenceLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^(```+|~~~+)[ \t]*([^`\\s]*)[^`]*$") })
 
 // isClosingFence reports whether a line closes the block fence opened:
 // the same character, at least as many, and nothing else.

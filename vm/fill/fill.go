@@ -171,16 +171,20 @@ func wrap(s map[string]any) map[string]any {
 	}
 }
 
+// fenced and thought are compiled when a model's answer is first read,
+// not at start-up.
 var (
-	fenced  = regexp.MustCompile("(?s)```[a-zA-Z]*\\s*\n(.*?)```")
-	thought = regexp.MustCompile(`(?s)<(think|thinking|reasoning)>.*?</(think|thinking|reasoning)>`)
+	fenced  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[a-zA-Z]*\\s*\n(.*?)```") })
+	thought = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)<(think|thinking|reasoning)>.*?</(think|thinking|reasoning)>`)
+	})
 )
 
 // answer reads the value of a model's answer: the JSON object in it
 // (fenced or not, after any reasoning), and its "value".
 func answer(text string) (any, error) {
-	s := thought.ReplaceAllString(text, "")
-	if m := fenced.FindStringSubmatch(s); m != nil {
+	s := thought().ReplaceAllString(text, "")
+	if m := fenced().FindStringSubmatch(s); m != nil {
 		s = m[1]
 	}
 	s = strings.TrimSpace(s)
