@@ -91,10 +91,19 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	}
 	// The state block's initial values, then the slots already written,
 	// without looking every slot up by name.
-	for name, slot := range plan.Slots {
-		if _, written := state[name]; slot.HasInitial && !written {
-			i := prog.SlotIndex[name]
-			e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
+	if prog.ArgStart != nil {
+		for _, i := range prog.Initial {
+			name := plan.SlotNames[i]
+			if _, written := state[name]; !written {
+				e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(plan.Slots[name].Initial), true
+			}
+		}
+	} else {
+		for name, slot := range plan.Slots {
+			if _, written := state[name]; slot.HasInitial && !written {
+				i := prog.SlotIndex[name]
+				e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
+			}
 		}
 	}
 	for name, v := range state {
@@ -375,6 +384,28 @@ type callSpec struct {
 	identity *callID
 }
 
+// specBlock hands out call specs from blocks of specBlockSize, one
+// allocation for many steps. A worker has its own, and needs no lock. A
+// spec is never handed out twice: the context of its call lives in it,
+// and a tool may keep that context. A block is freed once none of its
+// specs is reachable.
+type specBlock struct{ free []callSpec }
+
+const specBlockSize = 16
+
+// next returns a spec not handed out before.
+func (b *specBlock) next() *callSpec {
+	if b == nil {
+		return new(callSpec)
+	}
+	if len(b.free) == 0 {
+		b.free = make([]callSpec, specBlockSize)
+	}
+	spec := &b.free[0]
+	b.free = b.free[1:]
+	return spec
+}
+
 // boundCtx is the context a step's arguments are evaluated under: the
 // CEL expressions among them are bounded by the step's time limit
 // (timeout, when it is not 0), from the start of the first (see
@@ -388,9 +419,11 @@ type boundCtx struct {
 // prepare evaluates a ready step's arguments under ctx; the CEL
 // expressions among them together take at most timeout (0: no bound
 // but ctx's).
-func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller) (*callSpec, *StepError) {
+// The spec comes from specs (nil: a new one).
+func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller, specs *specBlock) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
-	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
+	spec := specs.next()
+	*spec = callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
 	spec.eval = boundCtx{Context: ctx, timeout: timeout}
 	ctx = &spec.eval
 	fail := func(code, format string, args ...any) *StepError {
@@ -423,7 +456,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		return spec, nil
 	}
 	if s.Each == nil {
-		args, err := e.args(ctx, s.Args, s.Tool, &e.sc)
+		args, err := e.stepArgs(ctx, i, s, &e.sc)
 		if err != nil {
 			return nil, failed(err, "%v", err)
 		}
@@ -465,7 +498,7 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 	for k, el := range list {
 		sc := e.sc
 		sc.elem, sc.elemVal = s.Each.Var, el
-		args, err := e.args(ctx, s.Args, s.Tool, &sc)
+		args, err := e.stepArgs(ctx, i, s, &sc)
 		if err != nil {
 			return nil, failed(err, "element %s: %v", describe(el), err)
 		}
@@ -482,6 +515,54 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		}
 	}
 	return spec, nil
+}
+
+// stepArgs evaluates the arguments of step i (s) and adds the defaults of
+// omitted parameters, from the program's flattened arguments when it has
+// them (see compiler.Program.CallArgs): a constant or a slot read whole
+// is taken without evaluating its operand.
+//
+// Every call gets a map of its own, never reused: the tool may keep it,
+// and so may the StepStarted event that carries it, the journal that
+// records it, an approval request and the run's history. The map is made
+// at its final size.
+func (e *engine) stepArgs(ctx context.Context, i int, s *compiler.Step, sc *scope) (map[string]any, error) {
+	prog := e.prog
+	if prog.ArgStart == nil || i+1 >= len(prog.ArgStart) {
+		return e.args(ctx, s.Args, s.Tool, sc)
+	}
+	args := prog.CallArgs[prog.ArgStart[i]:prog.ArgStart[i+1]]
+	var defaults []*compiler.Param
+	if s.Tool != nil {
+		defaults = s.Tool.Defaults()
+	}
+	out := make(map[string]any, len(args)+len(defaults))
+	for k := range args {
+		a := &args[k]
+		switch a.Kind {
+		case compiler.ArgHole:
+			continue // filled by fillHoles
+		case compiler.ArgConst:
+			out[a.Name] = a.Const
+			continue
+		case compiler.ArgSlot:
+			if sc.written[a.Slot] {
+				out[a.Name] = sc.slots[a.Slot]
+				continue
+			}
+		}
+		v, err := e.eval(ctx, a.Value, sc)
+		if err != nil {
+			return nil, fmt.Errorf("argument %s: %w", a.Name, err)
+		}
+		out[a.Name] = v
+	}
+	for _, p := range defaults {
+		if _, given := out[p.Name]; !given {
+			out[p.Name] = toolkit.CopyJSON(p.Default)
+		}
+	}
+	return out, nil
 }
 
 // args evaluates a call's arguments and adds the defaults of omitted
@@ -532,6 +613,21 @@ type outcome struct {
 	// earlier part of the work whose outcome this is.
 	call    *callID
 	repeats *StepRef
+	// conformed is set when value was conformed to the step's type
+	// already (see conformOutcome).
+	conformed bool
+}
+
+// conformOutcome conforms the result of step s to its type, as finish
+// would (see conformResult); a driver calls it before it takes the lock
+// under which it finishes the step, since it reads only the step and its
+// result.
+func (e *engine) conformOutcome(s *compiler.Step, out outcome) outcome {
+	if out.err == nil && !out.waiting && !out.conformed && (s.Tool != nil || s.Task != nil) {
+		out.value, out.err = e.conformResult(s, out.tool, out.value)
+		out.conformed = true
+	}
+	return out
 }
 
 // finish records a step's outcome: it validates the result, checks the
@@ -551,7 +647,7 @@ func (e *engine) finish(i int, out outcome) []int {
 	}
 	r.Repeats = out.repeats
 	defer e.remember(i, out.call)
-	if out.err == nil && (s.Tool != nil || s.Task != nil) {
+	if out.err == nil && !out.conformed && (s.Tool != nil || s.Task != nil) {
 		// The one place a step's result enters the state: whatever
 		// produced it (a tool, a mock, a recording, a sub-plan, the
 		// journal of an earlier process), it conforms to its type.
