@@ -116,13 +116,14 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 			e.sc.slots[i], e.sc.written[i] = cv, true
 		}
 	}
-	results := make([]StepResult, n)
+	results := make([]StepResult, n) // zeroed: only what is set is written
 	for i, s := range prog.Steps {
-		results[i] = StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending}
-		e.res[i] = &results[i]
+		r := &results[i]
+		r.ID, r.Tool, r.Status = s.ID, s.ToolName(), StatusPending
+		e.res[i] = r
 		e.remain[i] = int32(len(prog.Pred[i]))
 		if e.remain[i] > 0 {
-			e.res[i].Status = StatusBlocked
+			r.Status = StatusBlocked
 		}
 	}
 	return e, nil
@@ -393,7 +394,7 @@ type specBlock struct{ free []callSpec }
 
 const specBlockSize = 16
 
-// next returns a spec not handed out before.
+// next returns a zeroed spec not handed out before.
 func (b *specBlock) next() *callSpec {
 	if b == nil {
 		return new(callSpec)
@@ -422,9 +423,9 @@ type boundCtx struct {
 // The spec comes from specs (nil: a new one).
 func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller, specs *specBlock) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
-	spec := specs.next()
-	*spec = callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
-	spec.eval = boundCtx{Context: ctx, timeout: timeout}
+	spec := specs.next() // zeroed: only what is set is written
+	spec.i, spec.step, spec.tool, spec.subs, spec.round = i, s, s.Tool, e.prog.Sub, e.round
+	spec.eval.Context, spec.eval.timeout = ctx, timeout
 	ctx = &spec.eval
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
