@@ -407,6 +407,13 @@ func (b *specBlock) next() *callSpec {
 	return spec
 }
 
+// done lets go of the values of a spec whose calls have returned, so that
+// its block does not keep them while its worker runs other steps. The
+// event, the tool or the journal that keeps them keeps them alive.
+func (spec *callSpec) done() {
+	spec.args, spec.elems, spec.fallback, spec.known = nil, nil, nil, nil
+}
+
 // boundCtx is the context a step's arguments are evaluated under: the
 // CEL expressions among them are bounded by the step's time limit
 // (timeout, when it is not 0), from the start of the first (see

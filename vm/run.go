@@ -714,7 +714,9 @@ func (d *dispatcher) run(i int, specs *specBlock) (outcome, bool) {
 		return out, true
 	}
 	if !r.plain(spec) {
-		return r.work(d.calls, e, spec), true
+		out := r.work(d.calls, e, spec)
+		spec.done()
+		return out, true
 	}
 	if serr := r.startPlain(d, spec); serr != nil {
 		return outcome{err: serr, start: r.elapsed(), call: spec.identity}, true
@@ -723,6 +725,7 @@ func (d *dispatcher) run(i int, specs *specBlock) (outcome, bool) {
 	if !mine {
 		return outcome{}, false
 	}
+	spec.done()
 	return r.limitOutput(spec, out), true
 }
 
