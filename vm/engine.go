@@ -468,8 +468,10 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		if err != nil {
 			return nil, failed(err, "%v", err)
 		}
-		if serr := e.fillHoles(ctx, fills, s, s.ID, args, &e.sc); serr != nil {
-			return nil, serr
+		if e.holes(i) {
+			if serr := e.fillHoles(ctx, fills, s, s.ID, args, &e.sc); serr != nil {
+				return nil, serr
+			}
 		}
 		spec.args = args
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -510,8 +512,10 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		if err != nil {
 			return nil, failed(err, "element %s: %v", describe(el), err)
 		}
-		if serr := e.fillHoles(ctx, fills, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
-			return nil, serr
+		if e.holes(i) {
+			if serr := e.fillHoles(ctx, fills, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
+				return nil, serr
+			}
 		}
 		spec.elems = append(spec.elems, args)
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -571,6 +575,22 @@ func (e *engine) stepArgs(ctx context.Context, i int, s *compiler.Step, sc *scop
 		}
 	}
 	return out, nil
+}
+
+// holes reports whether step i (s) has an argument left for a model to
+// fill, from the program's flattened arguments; without them, it may
+// (fillHoles looks).
+func (e *engine) holes(i int) bool {
+	prog := e.prog
+	if prog.ArgStart == nil || i+1 >= len(prog.ArgStart) {
+		return true
+	}
+	for _, a := range prog.CallArgs[prog.ArgStart[i]:prog.ArgStart[i+1]] {
+		if a.Kind == compiler.ArgHole {
+			return true
+		}
+	}
+	return false
 }
 
 // args evaluates a call's arguments and adds the defaults of omitted
