@@ -7,26 +7,7 @@ import (
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
-	"github.com/obelisk-plan/obelisk/lang"
 )
-
-// allocProgram compiles a generated plan for TestAllocsPerStep.
-func allocProgram(t *testing.T, p *bench.Plan) *compiler.Program {
-	t.Helper()
-	f, diags := lang.Parse(p.Name, p.Text())
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	info, cd := compiler.Check(f, compiler.Config{})
-	if cd.HasErrors() {
-		t.Fatal(cd)
-	}
-	prog, err := compiler.Compile(info, cd, compiler.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prog
-}
 
 // TestAllocsPerStep bounds the allocations a step of a plain call costs
 // the engine, measured as the difference between a plan and one twice its
@@ -52,7 +33,7 @@ func TestAllocsPerStep(t *testing.T) {
 		t.Run(shape.name, func(t *testing.T) {
 			const small, large = 500, 1000
 			allocs := func(n int) float64 {
-				prog := allocProgram(t, shape.plan(n))
+				prog := compile(t, string(shape.plan(n).Text()))
 				opts := Options{Tools: tools, MaxParallel: 8, Observer: func(Event) {}, RunID: "r"}
 				return testing.AllocsPerRun(5, func() {
 					res, err := Run(context.Background(), prog, map[string]any{"seed": int64(0)}, opts)
