@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/toolkit"
@@ -385,14 +386,15 @@ type callSpec struct {
 	identity *callID
 }
 
-// specBlock hands out call specs from blocks of specBlockSize, one
-// allocation for many steps. A worker has its own, and needs no lock. A
+// specBlock hands out call specs from blocks of specBlockSize (as many
+// as fill 8 KiB, a size class of the allocator with little left over),
+// one allocation for many steps. A worker has its own, and needs no lock. A
 // spec is never handed out twice: the context of its call lives in it,
 // and a tool may keep that context. A block is freed once none of its
 // specs is reachable.
 type specBlock struct{ free []callSpec }
 
-const specBlockSize = 16
+const specBlockSize = 8192 / unsafe.Sizeof(callSpec{})
 
 // next returns a zeroed spec not handed out before.
 func (b *specBlock) next() *callSpec {
