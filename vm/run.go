@@ -20,7 +20,10 @@ import (
 // Caller calls tools by name; *toolkit.Registry is one. A result is
 // JSON-shaped (nil, bool, int64, float64, string, []any, map[string]any;
 // see toolkit.Normalize), and the run conforms it to the step's type (see
-// compiler.Conform) before anything reads it.
+// compiler.Conform) before anything reads it. args is made for one step
+// (or one element of a for each), whose retries get it again, and never
+// for another, so a Caller may keep it; the step's StepStarted event
+// carries the same map.
 type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }
