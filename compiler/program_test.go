@@ -287,17 +287,21 @@ func checkShape(t *testing.T, prog *Program) {
 	}
 }
 
+// withSubs returns a program and its sub-plans.
+func withSubs(prog *Program) []*Program {
+	progs := []*Program{prog}
+	for _, sub := range prog.Sub {
+		progs = append(progs, sub)
+	}
+	return progs
+}
+
 // TestSlotIndexes: in every compiled example and its sub-plans, each step,
 // dependency and †state reference knows the position of the slot it names.
 func TestSlotIndexes(t *testing.T) {
 	refs := 0
 	for _, path := range examplePlans(t) {
-		prog := compileFile(t, path)
-		progs := []*Program{prog}
-		for _, sub := range prog.Sub {
-			progs = append(progs, sub)
-		}
-		for _, p := range progs {
+		for _, p := range withSubs(compileFile(t, path)) {
 			check := func(what, name string, pos int, ok bool) {
 				t.Helper()
 				if want, has := p.SlotIndex[name]; !ok || !has || pos != want {
@@ -349,12 +353,7 @@ func TestSlotIndexes(t *testing.T) {
 func TestCallArgs(t *testing.T) {
 	kinds := map[CallArgKind]int{}
 	for _, path := range examplePlans(t) {
-		prog := compileFile(t, path)
-		progs := []*Program{prog}
-		for _, sub := range prog.Sub {
-			progs = append(progs, sub)
-		}
-		for _, p := range progs {
+		for _, p := range withSubs(compileFile(t, path)) {
 			if len(p.ArgStart) != len(p.Steps)+1 || int(p.ArgStart[len(p.Steps)]) != len(p.CallArgs) {
 				t.Fatalf("%s: %d argument starts and %d arguments for %d steps", path, len(p.ArgStart), len(p.CallArgs), len(p.Steps))
 			}
