@@ -36,6 +36,17 @@ type Program struct {
 	Sub map[string]*Program
 	// Analysis is the static analysis of the graph.
 	Analysis *Analysis
+	// Initial lists the positions of the slots that have an initial
+	// value (a state block's), so that a run fills them without walking
+	// every slot.
+	Initial []int32
+	// CallArgs are the arguments of every step, in one piece, in the
+	// order of the steps and of their arguments: step i's are
+	// CallArgs[ArgStart[i]:ArgStart[i+1]]. A run evaluates them from here
+	// without reaching into each operand. Both are nil for a program not
+	// made by Compile.
+	CallArgs []CallArg
+	ArgStart []int32
 
 	celMu    sync.Mutex
 	programs map[celProgramKey]cel.Program
@@ -197,7 +208,76 @@ func lower(plan *Plan, info *Info, subs map[string]*Program, opts Options) (*Pro
 		p.Order[i] = int32(s)
 	}
 	p.Analysis = analyze(p, opts)
+	for i, name := range plan.SlotNames {
+		if sl := plan.Slots[name]; sl != nil && sl.HasInitial {
+			p.Initial = append(p.Initial, int32(i))
+		}
+	}
+	p.CallArgs, p.ArgStart = callArgs(plan.Steps)
 	return p, nil
+}
+
+// CallArgKind says how the interpreter evaluates an argument.
+type CallArgKind uint8
+
+// The kinds of arguments.
+const (
+	// ArgOperand is evaluated from its operand.
+	ArgOperand CallArgKind = iota
+	// ArgConst is a constant scalar (nil, bool, int64, float64, string):
+	// CallArg.Const.
+	ArgConst
+	// ArgSlot reads a slot whole (†state.x): the slot at CallArg.Slot.
+	ArgSlot
+	// ArgHole is left for a model to fill.
+	ArgHole
+)
+
+// CallArg is an argument of a step's call, in the form the interpreter
+// evaluates it: most are a constant or a slot read whole.
+type CallArg struct {
+	Name  string
+	Kind  CallArgKind
+	Slot  int32
+	Const any
+	Value *Operand
+}
+
+// callArgs flattens the arguments of steps whose slots are resolved.
+func callArgs(steps []*Step) ([]CallArg, []int32) {
+	n := 0
+	for _, s := range steps {
+		n += len(s.Args)
+	}
+	out := make([]CallArg, 0, n)
+	start := make([]int32, len(steps)+1)
+	for i, s := range steps {
+		start[i] = int32(len(out))
+		for _, a := range s.Args {
+			ca := CallArg{Name: a.Name, Value: a.Value}
+			switch v := a.Value; {
+			case v.Kind == OpHole:
+				ca.Kind = ArgHole
+			case v.Kind == OpConst && isScalar(v.Const):
+				ca.Kind, ca.Const = ArgConst, v.Const
+			case v.Kind == OpRef && v.Ref.Root == "state" && len(v.Ref.Path) == 1 && v.Ref.slot > 0:
+				ca.Kind, ca.Slot = ArgSlot, v.Ref.slot-1
+			}
+			out = append(out, ca)
+		}
+	}
+	start[len(steps)] = int32(len(out))
+	return out, start
+}
+
+// isScalar reports whether a constant is a JSON scalar, which nothing can
+// change and which needs no copy.
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, bool, int64, float64, string:
+		return true
+	}
+	return false
 }
 
 // resolveSlots records in the plan's steps and references the positions

@@ -287,17 +287,21 @@ func checkShape(t *testing.T, prog *Program) {
 	}
 }
 
+// withSubs returns a program and its sub-plans.
+func withSubs(prog *Program) []*Program {
+	progs := []*Program{prog}
+	for _, sub := range prog.Sub {
+		progs = append(progs, sub)
+	}
+	return progs
+}
+
 // TestSlotIndexes: in every compiled example and its sub-plans, each step,
 // dependency and †state reference knows the position of the slot it names.
 func TestSlotIndexes(t *testing.T) {
 	refs := 0
 	for _, path := range examplePlans(t) {
-		prog := compileFile(t, path)
-		progs := []*Program{prog}
-		for _, sub := range prog.Sub {
-			progs = append(progs, sub)
-		}
-		for _, p := range progs {
+		for _, p := range withSubs(compileFile(t, path)) {
 			check := func(what, name string, pos int, ok bool) {
 				t.Helper()
 				if want, has := p.SlotIndex[name]; !ok || !has || pos != want {
@@ -340,6 +344,62 @@ func TestSlotIndexes(t *testing.T) {
 	}
 	if refs == 0 {
 		t.Error("no †state reference was checked")
+	}
+}
+
+// TestCallArgs: the flattened arguments of every step of the examples
+// follow the steps and their arguments in order, and take a constant
+// scalar or a slot read whole without their operand, and nothing else.
+func TestCallArgs(t *testing.T) {
+	kinds := map[CallArgKind]int{}
+	for _, path := range examplePlans(t) {
+		for _, p := range withSubs(compileFile(t, path)) {
+			if len(p.ArgStart) != len(p.Steps)+1 || int(p.ArgStart[len(p.Steps)]) != len(p.CallArgs) {
+				t.Fatalf("%s: %d argument starts and %d arguments for %d steps", path, len(p.ArgStart), len(p.CallArgs), len(p.Steps))
+			}
+			for i, s := range p.Steps {
+				got := p.CallArgs[p.ArgStart[i]:p.ArgStart[i+1]]
+				if len(got) != len(s.Args) {
+					t.Fatalf("%s: step %s has %d arguments, flattened %d", path, s.ID, len(s.Args), len(got))
+				}
+				for k, a := range s.Args {
+					c := got[k]
+					kinds[c.Kind]++
+					if c.Name != a.Name || c.Value != a.Value {
+						t.Errorf("%s: argument %d of %s is %s, flattened %s", path, k, s.ID, a.Name, c.Name)
+					}
+					v := a.Value
+					want := ArgOperand
+					switch {
+					case v.Kind == OpHole:
+						want = ArgHole
+					case v.Kind == OpConst && isScalar(v.Const):
+						want = ArgConst
+					case v.Kind == OpRef && v.Ref.Root == "state" && len(v.Ref.Path) == 1:
+						want = ArgSlot
+						if pos, _ := v.Ref.SlotIndex(); int(c.Slot) != pos || pos != p.SlotIndex[v.Ref.Slot()] {
+							t.Errorf("%s: argument %s of %s reads slot %d, want %d", path, a.Name, s.ID, c.Slot, p.SlotIndex[v.Ref.Slot()])
+						}
+					}
+					if c.Kind != want {
+						t.Errorf("%s: argument %s of %s (%s) is of kind %d, want %d", path, a.Name, s.ID, v.Text, c.Kind, want)
+					}
+					if c.Kind == ArgConst && c.Const != v.Const {
+						t.Errorf("%s: argument %s of %s is %v, want %v", path, a.Name, s.ID, c.Const, v.Const)
+					}
+				}
+			}
+			for _, pos := range p.Initial {
+				if !p.Plan.Slots[p.Plan.SlotNames[pos]].HasInitial {
+					t.Errorf("%s: slot %s listed as having an initial value", path, p.Plan.SlotNames[pos])
+				}
+			}
+		}
+	}
+	for _, k := range []CallArgKind{ArgOperand, ArgConst, ArgSlot} {
+		if kinds[k] == 0 {
+			t.Errorf("no argument of kind %d among the examples: %v", k, kinds)
+		}
 	}
 }
 

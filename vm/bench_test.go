@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/obelisk-plan/obelisk/bench"
 	"github.com/obelisk-plan/obelisk/compiler"
+	"github.com/obelisk-plan/obelisk/internal/testsize"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/toolkit"
 )
@@ -100,7 +103,18 @@ func BenchmarkRunDirect(b *testing.B) {
 	}
 }
 
-// BenchmarkRunVsMinimal runs each 10k-step plan through vm.Run (as
+// vsMinimalSizes are the sizes of BenchmarkRunVsMinimal's plans: 10k
+// steps, and 100k when the full tests run (OBELISK_TEST_FULL=1) or the
+// -bench pattern names them (-bench 'RunVsMinimal/chain-100000').
+func vsMinimalSizes(b *testing.B) []int {
+	if f := flag.Lookup("test.bench"); f != nil && strings.Contains(f.Value.String(), "100000") {
+		return []int{10000, 100000}
+	}
+	return testsize.Pick(b, []int{10000}, []int{10000, 100000})
+}
+
+// BenchmarkRunVsMinimal runs each 10k-step plan (and 100k, see
+// vsMinimalSizes) through vm.Run (as
 // BenchmarkRun, with the registry, and as BenchmarkRunDirect, without)
 // and through bench.RunMinimal, the least a Go program can do (the
 // go-minimal peer), one after the other in the same loop of the same
@@ -111,7 +125,7 @@ func BenchmarkRunDirect(b *testing.B) {
 // the collector included), which the load of others disturbs less.
 func BenchmarkRunVsMinimal(b *testing.B) {
 	direct := callerFunc(func(ctx context.Context, _ string, args map[string]any) (any, error) { return bench.Work(ctx, args) })
-	for _, e := range bench.Shapes(10000) {
+	for _, e := range bench.Shapes(vsMinimalSizes(b)...) {
 		p := e.Plan()
 		for _, validate := range []bool{true, false} {
 			name := e.Name + "/registry"

@@ -106,7 +106,7 @@ func (s *stream) run(ctx context.Context, sp *lang.StreamParser) (*Result, lang.
 			for running < r.opts.MaxParallel && len(ready) > 0 && s.e.stop == nil && ctx.Err() == nil {
 				i := ready[0]
 				ready = ready[1:]
-				spec, out, decided := r.begin(ctx, s.e, i)
+				spec, out, decided := r.begin(ctx, s.e, i, nil)
 				if decided {
 					// It already ran, or cannot run.
 					ready = mergeSorted(ready, s.e.settle(s.e.finish(i, out)))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/obelisk-plan/obelisk/compiler"
 	"github.com/obelisk-plan/obelisk/toolkit"
@@ -91,10 +92,19 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 	}
 	// The state block's initial values, then the slots already written,
 	// without looking every slot up by name.
-	for name, slot := range plan.Slots {
-		if _, written := state[name]; slot.HasInitial && !written {
-			i := prog.SlotIndex[name]
-			e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
+	if prog.ArgStart != nil {
+		for _, i := range prog.Initial {
+			name := plan.SlotNames[i]
+			if _, written := state[name]; !written {
+				e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(plan.Slots[name].Initial), true
+			}
+		}
+	} else {
+		for name, slot := range plan.Slots {
+			if _, written := state[name]; slot.HasInitial && !written {
+				i := prog.SlotIndex[name]
+				e.sc.slots[i], e.sc.written[i] = toolkit.CopyJSON(slot.Initial), true
+			}
 		}
 	}
 	for name, v := range state {
@@ -107,13 +117,14 @@ func newEngine(ctx context.Context, prog *compiler.Program, input map[string]any
 			e.sc.slots[i], e.sc.written[i] = cv, true
 		}
 	}
-	results := make([]StepResult, n)
+	results := make([]StepResult, n) // zeroed: only what is set is written
 	for i, s := range prog.Steps {
-		results[i] = StepResult{ID: s.ID, Tool: s.ToolName(), Status: StatusPending}
-		e.res[i] = &results[i]
+		r := &results[i]
+		r.ID, r.Tool, r.Status = s.ID, s.ToolName(), StatusPending
+		e.res[i] = r
 		e.remain[i] = int32(len(prog.Pred[i]))
 		if e.remain[i] > 0 {
-			e.res[i].Status = StatusBlocked
+			r.Status = StatusBlocked
 		}
 	}
 	return e, nil
@@ -375,6 +386,36 @@ type callSpec struct {
 	identity *callID
 }
 
+// specBlock hands out call specs from blocks of specBlockSize (as many
+// as fill 8 KiB, a size class of the allocator with little left over),
+// one allocation for many steps. A worker has its own, and needs no lock. A
+// spec is never handed out twice: the context of its call lives in it,
+// and a tool may keep that context. A block is freed once none of its
+// specs is reachable.
+type specBlock struct{ free []callSpec }
+
+const specBlockSize = 8192 / unsafe.Sizeof(callSpec{})
+
+// next returns a zeroed spec not handed out before.
+func (b *specBlock) next() *callSpec {
+	if b == nil {
+		return new(callSpec)
+	}
+	if len(b.free) == 0 {
+		b.free = make([]callSpec, specBlockSize)
+	}
+	spec := &b.free[0]
+	b.free = b.free[1:]
+	return spec
+}
+
+// done lets go of the values of a spec whose calls have returned, so that
+// its block does not keep them while its worker runs other steps. The
+// event, the tool or the journal that keeps them keeps them alive.
+func (spec *callSpec) done() {
+	spec.args, spec.elems, spec.fallback, spec.known = nil, nil, nil, nil
+}
+
 // boundCtx is the context a step's arguments are evaluated under: the
 // CEL expressions among them are bounded by the step's time limit
 // (timeout, when it is not 0), from the start of the first (see
@@ -388,10 +429,12 @@ type boundCtx struct {
 // prepare evaluates a ready step's arguments under ctx; the CEL
 // expressions among them together take at most timeout (0: no bound
 // but ctx's).
-func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller) (*callSpec, *StepError) {
+// The spec comes from specs (nil: a new one).
+func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fills stepFiller, specs *specBlock) (*callSpec, *StepError) {
 	s := e.prog.Steps[i]
-	spec := &callSpec{i: i, step: s, tool: s.Tool, subs: e.prog.Sub, round: e.round}
-	spec.eval = boundCtx{Context: ctx, timeout: timeout}
+	spec := specs.next() // zeroed: only what is set is written
+	spec.i, spec.step, spec.tool, spec.subs, spec.round = i, s, s.Tool, e.prog.Sub, e.round
+	spec.eval.Context, spec.eval.timeout = ctx, timeout
 	ctx = &spec.eval
 	fail := func(code, format string, args ...any) *StepError {
 		return &StepError{Code: code, Message: fmt.Sprintf(format, args...), Tool: s.ToolName(), Step: s.ID}
@@ -423,12 +466,14 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		return spec, nil
 	}
 	if s.Each == nil {
-		args, err := e.args(ctx, s.Args, s.Tool, &e.sc)
+		args, err := e.stepArgs(ctx, i, s, &e.sc)
 		if err != nil {
 			return nil, failed(err, "%v", err)
 		}
-		if serr := e.fillHoles(ctx, fills, s, s.ID, args, &e.sc); serr != nil {
-			return nil, serr
+		if e.holes(i) {
+			if serr := e.fillHoles(ctx, fills, s, s.ID, args, &e.sc); serr != nil {
+				return nil, serr
+			}
 		}
 		spec.args = args
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -465,12 +510,14 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 	for k, el := range list {
 		sc := e.sc
 		sc.elem, sc.elemVal = s.Each.Var, el
-		args, err := e.args(ctx, s.Args, s.Tool, &sc)
+		args, err := e.stepArgs(ctx, i, s, &sc)
 		if err != nil {
 			return nil, failed(err, "element %s: %v", describe(el), err)
 		}
-		if serr := e.fillHoles(ctx, fills, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
-			return nil, serr
+		if e.holes(i) {
+			if serr := e.fillHoles(ctx, fills, s, fmt.Sprintf("%s[%d]", s.ID, k), args, &sc); serr != nil {
+				return nil, serr
+			}
 		}
 		spec.elems = append(spec.elems, args)
 		if s.Fallback != nil && s.Fallback.Tool != nil {
@@ -482,6 +529,70 @@ func (e *engine) prepare(ctx context.Context, i int, timeout time.Duration, fill
 		}
 	}
 	return spec, nil
+}
+
+// stepArgs evaluates the arguments of step i (s) and adds the defaults of
+// omitted parameters, from the program's flattened arguments when it has
+// them (see compiler.Program.CallArgs): a constant or a slot read whole
+// is taken without evaluating its operand.
+//
+// Every call gets a map of its own, never reused: the tool may keep it,
+// and so may the StepStarted event that carries it, the journal that
+// records it, an approval request and the run's history. The map is made
+// at its final size.
+func (e *engine) stepArgs(ctx context.Context, i int, s *compiler.Step, sc *scope) (map[string]any, error) {
+	prog := e.prog
+	if prog.ArgStart == nil || i+1 >= len(prog.ArgStart) {
+		return e.args(ctx, s.Args, s.Tool, sc)
+	}
+	args := prog.CallArgs[prog.ArgStart[i]:prog.ArgStart[i+1]]
+	var defaults []*compiler.Param
+	if s.Tool != nil {
+		defaults = s.Tool.Defaults()
+	}
+	out := make(map[string]any, len(args)+len(defaults))
+	for k := range args {
+		a := &args[k]
+		switch a.Kind {
+		case compiler.ArgHole:
+			continue // filled by fillHoles
+		case compiler.ArgConst:
+			out[a.Name] = a.Const
+			continue
+		case compiler.ArgSlot:
+			if sc.written[a.Slot] {
+				out[a.Name] = sc.slots[a.Slot]
+				continue
+			}
+		}
+		v, err := e.eval(ctx, a.Value, sc)
+		if err != nil {
+			return nil, fmt.Errorf("argument %s: %w", a.Name, err)
+		}
+		out[a.Name] = v
+	}
+	for _, p := range defaults {
+		if _, given := out[p.Name]; !given {
+			out[p.Name] = toolkit.CopyJSON(p.Default)
+		}
+	}
+	return out, nil
+}
+
+// holes reports whether step i (s) has an argument left for a model to
+// fill, from the program's flattened arguments; without them, it may
+// (fillHoles looks).
+func (e *engine) holes(i int) bool {
+	prog := e.prog
+	if prog.ArgStart == nil || i+1 >= len(prog.ArgStart) {
+		return true
+	}
+	for _, a := range prog.CallArgs[prog.ArgStart[i]:prog.ArgStart[i+1]] {
+		if a.Kind == compiler.ArgHole {
+			return true
+		}
+	}
+	return false
 }
 
 // args evaluates a call's arguments and adds the defaults of omitted
@@ -532,6 +643,21 @@ type outcome struct {
 	// earlier part of the work whose outcome this is.
 	call    *callID
 	repeats *StepRef
+	// conformed is set when value was conformed to the step's type
+	// already (see conformOutcome).
+	conformed bool
+}
+
+// conformOutcome conforms the result of step s to its type, as finish
+// would (see conformResult); a driver calls it before it takes the lock
+// under which it finishes the step, since it reads only the step and its
+// result.
+func (e *engine) conformOutcome(s *compiler.Step, out outcome) outcome {
+	if out.err == nil && !out.waiting && !out.conformed && (s.Tool != nil || s.Task != nil) {
+		out.value, out.err = e.conformResult(s, out.tool, out.value)
+		out.conformed = true
+	}
+	return out
 }
 
 // finish records a step's outcome: it validates the result, checks the
@@ -551,7 +677,7 @@ func (e *engine) finish(i int, out outcome) []int {
 	}
 	r.Repeats = out.repeats
 	defer e.remember(i, out.call)
-	if out.err == nil && (s.Tool != nil || s.Task != nil) {
+	if out.err == nil && !out.conformed && (s.Tool != nil || s.Task != nil) {
 		// The one place a step's result enters the state: whatever
 		// produced it (a tool, a mock, a recording, a sub-plan, the
 		// journal of an earlier process), it conforms to its type.

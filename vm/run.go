@@ -20,7 +20,10 @@ import (
 // Caller calls tools by name; *toolkit.Registry is one. A result is
 // JSON-shaped (nil, bool, int64, float64, string, []any, map[string]any;
 // see toolkit.Normalize), and the run conforms it to the step's type (see
-// compiler.Conform) before anything reads it.
+// compiler.Conform) before anything reads it. args is made for one step
+// (or one element of a for each), whose retries get it again, and never
+// for another, so a Caller may keep it; the step's StepStarted event
+// carries the same map.
 type Caller interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }
@@ -693,8 +696,9 @@ func (d *dispatcher) finish(i int, out outcome) {
 // to it, until the dispatcher is idle.
 func (d *dispatcher) worker(i int) {
 	wake := make(chan int, 1)
+	var specs specBlock
 	for i >= 0 {
-		out, mine := d.run(i)
+		out, mine := d.run(i, &specs)
 		if !mine {
 			return // the tool returned too late; its step was settled
 		}
@@ -706,14 +710,16 @@ func (d *dispatcher) worker(i int) {
 // outcome an earlier process of the run recorded. It reports false when
 // the step was settled without it: its tool did not return before its
 // context ended (see callPlain).
-func (d *dispatcher) run(i int) (outcome, bool) {
+func (d *dispatcher) run(i int, specs *specBlock) (outcome, bool) {
 	r, e := d.r, d.e
-	spec, out, done := r.begin(d.ctx, e, i)
+	spec, out, done := r.begin(d.ctx, e, i, specs)
 	if done {
 		return out, true
 	}
 	if !r.plain(spec) {
-		return r.work(d.calls, e, spec), true
+		out := r.work(d.calls, e, spec)
+		spec.done()
+		return out, true
 	}
 	if serr := r.startPlain(d, spec); serr != nil {
 		return outcome{err: serr, start: r.elapsed(), call: spec.identity}, true
@@ -722,6 +728,7 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 	if !mine {
 		return outcome{}, false
 	}
+	spec.done()
 	return r.limitOutput(spec, out), true
 }
 
@@ -730,8 +737,9 @@ func (d *dispatcher) run(i int) (outcome, bool) {
 // may not be changed (see History), or it finished in an earlier process
 // of the run, or its arguments cannot be evaluated. done reports that
 // out is the step's outcome; otherwise spec is the step to run. The
-// eager and the whole-plan drivers both begin each step here.
-func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, out outcome, done bool) {
+// eager and the whole-plan drivers both begin each step here; the spec
+// comes from specs (nil: a new one).
+func (r *runner) begin(ctx context.Context, e *engine, i int, specs *specBlock) (spec *callSpec, out outcome, done bool) {
 	st := e.prog.Steps[i]
 	prev, finished := r.restored(e, i)
 	if finished && e.history == nil {
@@ -743,7 +751,7 @@ func (r *runner) begin(ctx context.Context, e *engine, i int) (spec *callSpec, o
 		// the journal recorded: a model is not asked again.
 		fills = modelFiller{r: r, replay: true}
 	}
-	spec, serr := e.prepare(ctx, i, r.timeout(st), fills)
+	spec, serr := e.prepare(ctx, i, r.timeout(st), fills, specs)
 	if serr == nil {
 		out, call, decided := e.recall(spec)
 		if decided {
@@ -779,6 +787,9 @@ func (d *dispatcher) abandon(c *callCtx) {
 // runs next. When there is none, a worker (wake not nil) waits for one on
 // wake; settle returns -1 once the dispatcher is idle.
 func (d *dispatcher) settle(i int, out outcome, wake chan int) int {
+	// What finishing a step reads of the step alone is done before the
+	// lock: the conformance of its result to its type.
+	out = d.e.conformOutcome(d.e.prog.Steps[i], out)
 	d.mu.Lock()
 	d.running--
 	if out.waiting {

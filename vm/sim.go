@@ -201,7 +201,7 @@ func (s *simulator) run(ctx context.Context, prog *compiler.Program, input map[s
 		for running.Len() < s.opts.MaxParallel && len(ready) > 0 && e.stop == nil {
 			i := ready[0]
 			ready = ready[1:]
-			spec, serr := e.prepare(ctx, i, 0, e.fills)
+			spec, serr := e.prepare(ctx, i, 0, e.fills, nil)
 			if serr != nil {
 				ready = mergeSorted(ready, e.settle(e.finish(i, outcome{err: serr, start: now})))
 				continue
