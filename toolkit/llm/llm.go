@@ -3,9 +3,9 @@
 // tokens it used are counted. The providers live in sub-packages
 // (toolkit/llm/openai for OpenAI-compatible chat completions, which also
 // serves Ollama, vLLM and llama.cpp through a base URL;
-// toolkit/llm/anthropic for the Anthropic Messages API), so that nothing
-// else imports a provider's SDK. Settings resolves which provider and
-// models to use from flags and the usual environment variables.
+// toolkit/llm/anthropic for the Anthropic Messages API), each a client of
+// the provider's documented HTTP API. Settings resolves which provider
+// and models to use from flags and the usual environment variables.
 package llm
 
 import (
@@ -218,8 +218,8 @@ func (s *meteredStream) Close() error {
 	return err
 }
 
-// Events is a stream of provider events, such as the server-sent event
-// streams of the providers' SDKs.
+// Events is a stream of provider events, such as the decoded
+// server-sent events of a provider's streamed answer.
 type Events[E any] interface {
 	Next() bool
 	Current() E
