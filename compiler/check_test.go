@@ -122,7 +122,7 @@ func TestExamplesCheckClean(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*")
 	n := 0
 	for _, path := range files {
-		if !strings.HasSuffix(path, ".plan") && !(strings.HasSuffix(path, ".json") && !strings.Contains(filepath.Base(path), ".input.") && !strings.Contains(filepath.Base(path), ".mocks.") && !strings.Contains(filepath.Base(path), ".tools.") && !strings.Contains(filepath.Base(path), ".fills.")) {
+		if !strings.HasSuffix(path, ".plan") && !(strings.HasSuffix(path, ".json") && !strings.Contains(filepath.Base(path), ".input.") && !strings.Contains(filepath.Base(path), ".mocks.") && !strings.Contains(filepath.Base(path), ".tools.") && !strings.Contains(filepath.Base(path), ".fills.") && !strings.Contains(filepath.Base(path), ".verdicts.")) {
 			continue
 		}
 		n++

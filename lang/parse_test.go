@@ -25,7 +25,7 @@ func planFiles(t *testing.T) []string {
 	for _, pat := range []string{"../examples/*.plan", "../examples/*.json"} {
 		m, _ := filepath.Glob(pat)
 		for _, f := range m {
-			if strings.HasSuffix(f, ".input.json") || strings.HasSuffix(f, ".mocks.json") || strings.HasSuffix(f, ".tools.json") || strings.HasSuffix(f, ".fills.json") {
+			if strings.HasSuffix(f, ".input.json") || strings.HasSuffix(f, ".mocks.json") || strings.HasSuffix(f, ".tools.json") || strings.HasSuffix(f, ".fills.json") || strings.HasSuffix(f, ".verdicts.json") {
 				continue
 			}
 			out = append(out, f)
