@@ -233,6 +233,44 @@ func TestBrowserPlanPage(t *testing.T) {
 	b.Screenshot("plan")
 }
 
+// TestBrowserPlanPageTwice: a plan and its input typed on several lines
+// are checked, and the form sent again as the page shows it is checked
+// the same (the browser sends a textarea's lines ended by "\r\n"); a long
+// diagnostic wraps in the page rather than running off its side.
+func TestBrowserPlanPageTwice(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1000, 900)
+	b.Open(base + "/plan")
+	b.Do("typing a plan and its input, and checking them",
+		chromedp.SetValue(`#plan-text`, inputPlan),
+		chromedp.Click(`details summary`),
+		chromedp.SetValue(`#plan-input`, "{\n  \"n\": 3\n}"),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	dryRun := `document.body.innerText.includes('The plan checks clean') && !!document.querySelector('pre.json') && !document.querySelector('pre.problem')`
+	b.WaitFor("the first submit is dry-run", dryRun)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\n  \"n\": 3\n}" {
+		t.Errorf("after one submit the input box holds %q", got)
+	}
+	browsertest.Eval[bool](b, `document.body.setAttribute('data-second', '1'), true`)
+	b.Do("sending the form again", chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the second submit is dry-run", `!document.body.hasAttribute('data-second') && `+dryRun)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\n  \"n\": 3\n}" {
+		t.Errorf("after two submits the input box holds %q", got)
+	}
+
+	long := "a: nothere(n: 1, text: \"" + strings.Repeat("long ", 80) + "\") -> †state.a\n"
+	b.Do("checking a plan with a long line",
+		chromedp.SetValue(`#plan-text`, long),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the diagnostics are shown", `!!document.querySelector('pre.diags') && document.readyState === 'complete'`)
+	if wide := browsertest.Eval[bool](b, `(() => { const p = document.querySelector("pre.diags"); return p.scrollWidth > p.clientWidth + 1 })()`); wide {
+		t.Log(browsertest.Eval[string](b, `(() => { const p = document.querySelector("pre.diags"); return p.scrollWidth + " " + p.clientWidth + " " + getComputedStyle(p).whiteSpace + " " + document.documentElement.scrollWidth })()`))
+		t.Error("a long diagnostic runs off the side of its box")
+	}
+	b.Screenshot("plan-diagnostics")
+}
+
 // TestBrowserChangeBeforeWatching: what is recorded after a page was
 // rendered and before its stream of changes began reaches the page. The
 // browser holds the stream's request while the page loads and a step
