@@ -150,6 +150,7 @@ func TestBrowserLive(t *testing.T) {
 		done <- res
 	}()
 	b.WaitFor("the run shows up in the list", `!!document.querySelector('tr[data-run="live"]')`)
+	b.WaitFor("the filter counts it", `document.querySelector('#filter a[href="/"] .n').textContent === '1' && document.querySelector('#filter a.f-running .n').textContent === '1'`)
 	b.Do("opening the run", chromedp.Click(`tr[data-run="live"] a[href="/runs/live"]`))
 	b.WaitFor("the page watches", `location.pathname === '/runs/live' && document.getElementById('live').getAttribute('data-state') === 'on'`)
 	for i, step := range []string{"a", "b", "c"} {

@@ -709,3 +709,26 @@ func TestPlanPageInputFile(t *testing.T) {
 		t.Errorf("another plan's input file:\n%s", body)
 	}
 }
+
+// TestWaitingNotAnError: a run that waits for a decision is shown as
+// waiting, on its page and in the list, and nowhere as an error.
+func TestWaitingNotAnError(t *testing.T) {
+	st := openStore(t)
+	waitingRun(t, st, "r")
+	_, base := serve(t, st, Options{}, false)
+	c := newClient(t, base)
+	_, page := c.get("/runs/r")
+	if !strings.Contains(page, `<h1>Run <code>r</code> <span class="status s-waiting">`) || !strings.Contains(page, `<p class="muted">waiting for approval of b</p>`) {
+		t.Errorf("the run page does not show the run as waiting:\n%s", page)
+	}
+	_, list := c.get("/")
+	if !strings.Contains(list, `<tr class="r-waiting" data-run="r">`) || !strings.Contains(list, `<div class="muted small">waiting for approval of b</div>`) {
+		t.Errorf("the list does not show the run as waiting:\n%s", list)
+	}
+	_, approvals := c.get("/approvals")
+	for name, body := range map[string]string{"the run page": page, "the list": list, "the approvals": approvals} {
+		if strings.Contains(body, `class="problem"`) || strings.Contains(body, `class="err`) || strings.Contains(body, "s-failed\"><span") {
+			t.Errorf("%s shows the waiting run as an error:\n%s", name, body)
+		}
+	}
+}
