@@ -167,6 +167,8 @@ type runView struct {
 	Output    string
 	HasOutput bool
 	Graph     *graphView
+	// Timeline draws the steps' attempts, waits and backoffs over time.
+	Timeline *timelineView
 	// Rounds are the graphs of the plans of later replanning rounds.
 	Rounds    []roundView
 	Estimated pathView
@@ -326,6 +328,11 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 			path = idx
 		}
 		v.Graph = layout(prog, func(i int) stepState { return states[i] }, path, func(i int) string { return fmt.Sprintf("step-%d", i) })
+		tlEnd := det.Finished
+		if tlEnd.IsZero() {
+			tlEnd = now
+		}
+		v.Timeline = timeline(prog, events, det.Created, tlEnd, path, func(i int) string { return fmt.Sprintf("step-%d", i) })
 	}
 	others := map[string]*stepView{} // by round and ID
 	for _, st := range det.Steps {
