@@ -344,3 +344,57 @@ func TestBrowserChangeBeforeWatching(t *testing.T) {
 		t.Fatalf("status %s: %v", res.Status, res.Err)
 	}
 }
+
+// fanOutPlan fans out over 3 elements, and stops at a gate.
+const fanOutPlan = `tool fetch(n: int) -> string pure
+tool send(text: string) -> string irreversible
+
+a: fetch(n: 1) -> †state.a
+b: for each n in [1, 2, 3]: fetch(n: †n) -> †state.b
+c: send(text: †state.a) -> †state.c
+  approve "Send it?"
+
+output [†state.b, †state.c]
+`
+
+// TestBrowserTimeline: a run's page draws its timeline: a for each of 3
+// elements is one attempt of its step with 3 rows under it (and reads as
+// 3 elements, not 3 attempts), the gate's wait is drawn as a wait; once
+// the gate is approved and the run resumed, the page, watching, draws
+// the gated step's attempt.
+func TestBrowserTimeline(t *testing.T) {
+	st := openStore(t)
+	if res := startRun(t, st, "fan", fanOutPlan, gateTools); res.Status != vm.RunWaiting {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1280, 900)
+	b.Open(base + "/runs/fan")
+	row := func(step, bar string) string {
+		return fmt.Sprintf(`document.querySelectorAll('svg.timeline g.row[data-step=%q] rect.bar%s').length`, step, bar)
+	}
+	b.WaitFor("the timeline is drawn", `!!document.querySelector('svg.timeline') && `+row("c", ".k-wait")+` === 1`)
+	if n := browsertest.Eval[float64](b, row("b", ".k-attempt")); n != 1 {
+		t.Errorf("the for each has %v attempt bars, want 1", n)
+	}
+	subs := browsertest.Eval[string](b, `Array.from(document.querySelectorAll('svg.timeline g.row.sub')).map(g => g.dataset.step).join(' ')`)
+	if subs != "b[0] b[1] b[2]" {
+		t.Errorf("the rows under steps: %q", subs)
+	}
+	if s := browsertest.Eval[string](b, `document.querySelector('#step-1 summary').textContent`); !strings.Contains(s, "3 elements") || strings.Contains(s, "attempts") {
+		t.Errorf("the for each's summary: %q", s)
+	}
+	if crit := browsertest.Eval[bool](b, `document.querySelector('svg.timeline g.row[data-step="c"]').classList.contains('crit')`); !crit {
+		t.Error("the gated step, last to end, is not marked on the critical path")
+	}
+	b.Screenshot("run-timeline-waiting")
+	b.WaitFor("the page watches", `document.getElementById('live').getAttribute('data-state') === 'on'`)
+	b.Do("approving", chromedp.Click(`form.decide button[value="approve"]`))
+	b.WaitFor("the decision is recorded", `location.search.includes('decided=1')`)
+	b.WaitFor("the page watches", `document.getElementById('live').getAttribute('data-state') === 'on'`)
+	if res := resumeRun(t, st, "fan", gateTools); res.Status != vm.RunCompleted {
+		t.Fatalf("resumed: %s %v", res.Status, res.Err)
+	}
+	b.WaitFor("the gated step's attempt is drawn", row("c", ".k-attempt.s-completed")+` === 1 && `+row("c", ".k-wait")+` === 1`)
+	b.Screenshot("run-timeline")
+}

@@ -2,6 +2,8 @@ package console
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,7 +125,10 @@ func timeline(prog *compiler.Program, events []vm.Event, start, end time.Time, c
 		id := ev.Step
 		switch ev.Type {
 		case vm.ApprovalRequested:
-			add(id, &span{kind: "wait", from: t, open: true})
+			// A resumed run asks again for a decision it waited for.
+			if last(id, "wait") == nil {
+				add(id, &span{kind: "wait", from: t, open: true})
+			}
 		case vm.ApprovalDecided:
 			if s := last(id, "wait"); s != nil {
 				s.open, s.to = false, t
@@ -213,11 +218,8 @@ func timeline(prog *compiler.Program, events []vm.Event, start, end time.Time, c
 		}
 		row(label, cs.ID, anchor(i), false, onPath[i])
 		elements := 0
-		for _, id := range order {
-			rest, ok := strings.CutPrefix(id, cs.ID)
-			if !ok || rest == "" || (rest[0] != '[' && rest[0] != '/' && rest[0] != '#') {
-				continue
-			}
+		for _, id := range underStep(cs.ID, order) {
+			rest := id[len(cs.ID):]
 			if rest[0] == '[' && !strings.Contains(rest, "/") {
 				elements++
 				if elements > maxElements {
@@ -237,6 +239,28 @@ func timeline(prog *compiler.Program, events []vm.Event, start, end time.Time, c
 		v.Ticks = append(v.Ticks, tlTick{X: x(d), Label: roundDuration(d).String()})
 	}
 	return v
+}
+
+// underStep returns the rows under step (of its elements, by their index,
+// and of its sub-plans' steps, in the order they began) among the IDs
+// of the rows.
+func underStep(step string, ids []string) []string {
+	var elems, others []string
+	index := map[string]int{}
+	for _, id := range ids {
+		rest, ok := strings.CutPrefix(id, step)
+		if !ok || rest == "" || (rest[0] != '[' && rest[0] != '/' && rest[0] != '#') {
+			continue
+		}
+		if k, err := strconv.Atoi(strings.TrimSuffix(rest[1:], "]")); rest[0] == '[' && err == nil {
+			index[id] = k
+			elems = append(elems, id)
+			continue
+		}
+		others = append(others, id)
+	}
+	slices.SortStableFunc(elems, func(a, b string) int { return index[a] - index[b] })
+	return append(elems, others...)
 }
 
 // elementStart is when the step of element id ("fetch[2]") began: an

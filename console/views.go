@@ -107,8 +107,10 @@ type stepView struct {
 	Handled  bool
 	Reason   string
 	Verdicts []vm.Verdict
-	// Parts are the elements of a for each and the steps of a sub-plan.
-	Parts []*stepView
+	// Parts are the elements of a for each and the steps of a sub-plan;
+	// Elements counts the elements among them.
+	Parts    []*stepView
+	Elements int
 }
 
 // eventView is a line of the event log.
@@ -306,6 +308,9 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 			if cs.Each != nil && len(sv.Parts) > 0 {
 				done := 0
 				for _, p := range sv.Parts {
+					if !strings.Contains(p.ID[len(cs.ID):], "/") {
+						sv.Elements++
+					}
 					if p.Status == "completed" && !strings.Contains(p.ID[len(cs.ID):], "/") {
 						done++
 					}
