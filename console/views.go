@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -103,10 +104,12 @@ type stepView struct {
 	Source   string
 	Result   string
 	HasValue bool
-	Error    *vm.StepError
-	Handled  bool
-	Reason   string
-	Verdicts []vm.Verdict
+	// ResultMarkdown is the result rendered, when it is Markdown text.
+	ResultMarkdown template.HTML
+	Error          *vm.StepError
+	Handled        bool
+	Reason         string
+	Verdicts       []vm.Verdict
 	// Parts are the elements of a for each and the steps of a sub-plan;
 	// Elements counts the elements among them.
 	Parts    []*stepView
@@ -168,7 +171,9 @@ type runView struct {
 	Input     string
 	Output    string
 	HasOutput bool
-	Graph     *graphView
+	// OutputMarkdown is the output rendered, when it is Markdown text.
+	OutputMarkdown template.HTML
+	Graph          *graphView
 	// Timeline draws the steps' attempts, waits and backoffs over time.
 	Timeline *timelineView
 	// Rounds are the graphs of the plans of later replanning rounds.
@@ -222,6 +227,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	v.Duration = roundDuration(end.Sub(det.Created)).String()
 	if det.Output != nil && !det.Finished.IsZero() {
 		v.Output, v.HasOutput = jsonText(det.Output), true
+		v.OutputMarkdown, _ = markdownHTML(det.Output)
 	}
 	// The arguments each step was called with: the last start of each.
 	args := map[string]map[string]any{}
@@ -277,6 +283,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 		}
 		if st.Status == vm.StatusCompleted {
 			sv.Result, sv.HasValue = jsonText(st.Result), true
+			sv.ResultMarkdown, _ = markdownHTML(st.Result)
 		}
 		sv.Error, sv.Handled, sv.Reason, sv.Verdicts = st.Error, st.Handled, st.Reason, st.Verdicts
 		return sv
