@@ -397,4 +397,7 @@ func TestBrowserTimeline(t *testing.T) {
 	}
 	b.WaitFor("the gated step's attempt is drawn", row("c", ".k-attempt.s-completed")+` === 1 && `+row("c", ".k-wait")+` === 1`)
 	b.Screenshot("run-timeline")
+	b.Open(base + "/")
+	b.WaitFor("the list counts the run", `document.querySelector('#filter a.f-completed .n').textContent === '1'`)
+	b.Screenshot("runs")
 }
