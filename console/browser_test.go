@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -400,4 +402,29 @@ func TestBrowserTimeline(t *testing.T) {
 	b.Open(base + "/")
 	b.WaitFor("the list counts the run", `document.querySelector('#filter a.f-completed .n').textContent === '1'`)
 	b.Screenshot("runs")
+}
+
+// TestBrowserPlanPageInputFile: a plan file opened in the page together
+// with its NAME.input.json is dry-run with that input, which the input
+// box then shows.
+func TestBrowserPlanPageInputFile(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	dir := t.TempDir()
+	plan, input := filepath.Join(dir, "mine.plan"), filepath.Join(dir, "mine.input.json")
+	if err := os.WriteFile(plan, []byte(inputPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(input, []byte("{\"n\": 7}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.New(t, 1000, 900)
+	b.Open(base + "/plan")
+	b.Do("opening the plan and its input file, and checking them",
+		chromedp.SetUploadFiles(`#plan-file`, []string{input, plan}),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the plan is dry-run with the file's input", `document.body.innerText.includes('read from mine.input.json') && !!document.querySelector('pre.json') && !document.querySelector('pre.problem')`)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\"n\": 7}\n" {
+		t.Errorf("the input box holds %q", got)
+	}
 }
