@@ -12,6 +12,7 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/term v0.47.0
 	golang.org/x/tools v0.52.0
 )

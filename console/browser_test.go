@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +152,7 @@ func TestBrowserLive(t *testing.T) {
 		done <- res
 	}()
 	b.WaitFor("the run shows up in the list", `!!document.querySelector('tr[data-run="live"]')`)
+	b.WaitFor("the filter counts it", `document.querySelector('#filter a[href="/"] .n').textContent === '1' && document.querySelector('#filter a.f-running .n').textContent === '1'`)
 	b.Do("opening the run", chromedp.Click(`tr[data-run="live"] a[href="/runs/live"]`))
 	b.WaitFor("the page watches", `location.pathname === '/runs/live' && document.getElementById('live').getAttribute('data-state') === 'on'`)
 	for i, step := range []string{"a", "b", "c"} {
@@ -233,6 +236,44 @@ func TestBrowserPlanPage(t *testing.T) {
 	b.Screenshot("plan")
 }
 
+// TestBrowserPlanPageTwice: a plan and its input typed on several lines
+// are checked, and the form sent again as the page shows it is checked
+// the same (the browser sends a textarea's lines ended by "\r\n"); a long
+// diagnostic wraps in the page rather than running off its side.
+func TestBrowserPlanPageTwice(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1000, 900)
+	b.Open(base + "/plan")
+	b.Do("typing a plan and its input, and checking them",
+		chromedp.SetValue(`#plan-text`, inputPlan),
+		chromedp.Click(`details summary`),
+		chromedp.SetValue(`#plan-input`, "{\n  \"n\": 3\n}"),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	dryRun := `document.body.innerText.includes('The plan checks clean') && !!document.querySelector('pre.json') && !document.querySelector('pre.problem')`
+	b.WaitFor("the first submit is dry-run", dryRun)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\n  \"n\": 3\n}" {
+		t.Errorf("after one submit the input box holds %q", got)
+	}
+	browsertest.Eval[bool](b, `document.body.setAttribute('data-second', '1'), true`)
+	b.Do("sending the form again", chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the second submit is dry-run", `!document.body.hasAttribute('data-second') && `+dryRun)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\n  \"n\": 3\n}" {
+		t.Errorf("after two submits the input box holds %q", got)
+	}
+
+	long := "a: nothere(n: 1, text: \"" + strings.Repeat("long ", 80) + "\") -> †state.a\n"
+	b.Do("checking a plan with a long line",
+		chromedp.SetValue(`#plan-text`, long),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the diagnostics are shown", `!!document.querySelector('pre.diags') && document.readyState === 'complete'`)
+	if wide := browsertest.Eval[bool](b, `(() => { const p = document.querySelector("pre.diags"); return p.scrollWidth > p.clientWidth + 1 })()`); wide {
+		t.Log(browsertest.Eval[string](b, `(() => { const p = document.querySelector("pre.diags"); return p.scrollWidth + " " + p.clientWidth + " " + getComputedStyle(p).whiteSpace + " " + document.documentElement.scrollWidth })()`))
+		t.Error("a long diagnostic runs off the side of its box")
+	}
+	b.Screenshot("plan-diagnostics")
+}
+
 // TestBrowserChangeBeforeWatching: what is recorded after a page was
 // rendered and before its stream of changes began reaches the page. The
 // browser holds the stream's request while the page loads and a step
@@ -303,5 +344,87 @@ func TestBrowserChangeBeforeWatching(t *testing.T) {
 	}
 	if res := <-done; res.Status != vm.RunCompleted {
 		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+}
+
+// fanOutPlan fans out over 3 elements, and stops at a gate.
+const fanOutPlan = `tool fetch(n: int) -> string pure
+tool send(text: string) -> string irreversible
+
+a: fetch(n: 1) -> †state.a
+b: for each n in [1, 2, 3]: fetch(n: †n) -> †state.b
+c: send(text: †state.a) -> †state.c
+  approve "Send it?"
+
+output [†state.b, †state.c]
+`
+
+// TestBrowserTimeline: a run's page draws its timeline: a for each of 3
+// elements is one attempt of its step with 3 rows under it (and reads as
+// 3 elements, not 3 attempts), the gate's wait is drawn as a wait; once
+// the gate is approved and the run resumed, the page, watching, draws
+// the gated step's attempt.
+func TestBrowserTimeline(t *testing.T) {
+	st := openStore(t)
+	if res := startRun(t, st, "fan", fanOutPlan, gateTools); res.Status != vm.RunWaiting {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	_, base := serve(t, st, Options{}, false)
+	b := browsertest.New(t, 1280, 900)
+	b.Open(base + "/runs/fan")
+	row := func(step, bar string) string {
+		return fmt.Sprintf(`document.querySelectorAll('svg.timeline g.row[data-step=%q] rect.bar%s').length`, step, bar)
+	}
+	b.WaitFor("the timeline is drawn", `!!document.querySelector('svg.timeline') && `+row("c", ".k-wait")+` === 1`)
+	if n := browsertest.Eval[float64](b, row("b", ".k-attempt")); n != 1 {
+		t.Errorf("the for each has %v attempt bars, want 1", n)
+	}
+	subs := browsertest.Eval[string](b, `Array.from(document.querySelectorAll('svg.timeline g.row.sub')).map(g => g.dataset.step).join(' ')`)
+	if subs != "b[0] b[1] b[2]" {
+		t.Errorf("the rows under steps: %q", subs)
+	}
+	if s := browsertest.Eval[string](b, `document.querySelector('#step-1 summary').textContent`); !strings.Contains(s, "3 elements") || strings.Contains(s, "attempts") {
+		t.Errorf("the for each's summary: %q", s)
+	}
+	if crit := browsertest.Eval[bool](b, `document.querySelector('svg.timeline g.row[data-step="c"]').classList.contains('crit')`); !crit {
+		t.Error("the gated step, last to end, is not marked on the critical path")
+	}
+	b.Screenshot("run-timeline-waiting")
+	b.WaitFor("the page watches", `document.getElementById('live').getAttribute('data-state') === 'on'`)
+	b.Do("approving", chromedp.Click(`form.decide button[value="approve"]`))
+	b.WaitFor("the decision is recorded", `location.search.includes('decided=1')`)
+	b.WaitFor("the page watches", `document.getElementById('live').getAttribute('data-state') === 'on'`)
+	if res := resumeRun(t, st, "fan", gateTools); res.Status != vm.RunCompleted {
+		t.Fatalf("resumed: %s %v", res.Status, res.Err)
+	}
+	b.WaitFor("the gated step's attempt is drawn", row("c", ".k-attempt.s-completed")+` === 1 && `+row("c", ".k-wait")+` === 1`)
+	b.Screenshot("run-timeline")
+	b.Open(base + "/")
+	b.WaitFor("the list counts the run", `document.querySelector('#filter a.f-completed .n').textContent === '1'`)
+	b.Screenshot("runs")
+}
+
+// TestBrowserPlanPageInputFile: a plan file opened in the page together
+// with its NAME.input.json is dry-run with that input, which the input
+// box then shows.
+func TestBrowserPlanPageInputFile(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	dir := t.TempDir()
+	plan, input := filepath.Join(dir, "mine.plan"), filepath.Join(dir, "mine.input.json")
+	if err := os.WriteFile(plan, []byte(inputPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(input, []byte("{\"n\": 7}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.New(t, 1000, 900)
+	b.Open(base + "/plan")
+	b.Do("opening the plan and its input file, and checking them",
+		chromedp.SetUploadFiles(`#plan-file`, []string{input, plan}),
+		chromedp.Click(`form.plan-form button[type="submit"]`))
+	b.WaitFor("the plan is dry-run with the file's input", `document.body.innerText.includes('read from mine.input.json') && !!document.querySelector('pre.json') && !document.querySelector('pre.problem')`)
+	if got := browsertest.Eval[string](b, `document.getElementById('plan-input').value`); got != "{\"n\": 7}\n" {
+		t.Errorf("the input box holds %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"mime/multipart"
 	"net"
@@ -610,5 +611,124 @@ func TestPlanPage(t *testing.T) {
 	code, _, body = c.do(req)
 	if code != http.StatusOK || !strings.Contains(body, "mine.plan:1:4: error: unknown tool") {
 		t.Errorf("a plan file: %d\n%s", code, body)
+	}
+}
+
+// inputPlan needs an input: a dry run without one does not fit the plan.
+const inputPlan = `tool fetch(n: int) -> string pure
+
+input {
+  n: int
+}
+
+a: fetch(n: †input.n) -> †state.a
+
+output †state.a
+`
+
+// textarea is the text a page's textarea shows, as the browser reads it.
+func textarea(t *testing.T, body, id string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `<textarea id="`+id+`"`)
+	if !ok {
+		t.Fatalf("no textarea %s", id)
+	}
+	_, rest, _ = strings.Cut(rest, ">")
+	text, _, _ := strings.Cut(rest, "</textarea>")
+	return html.UnescapeString(text)
+}
+
+// TestPlanPageLineEnds: the plan page shows the form's text again with
+// the lines a browser sent ("\r\n") ended by "\n", not by the two
+// characters \r, so the form can be sent a second time as it is.
+func TestPlanPageLineEnds(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	c := newClient(t, base)
+	csrf := c.csrf("/plan")
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	form := url.Values{"csrf": {csrf}, "plan": {crlf(inputPlan)}, "input": {crlf("{\n  \"n\": 3\n}")}, "mocks": {"\r"}}
+	for i := range 2 {
+		code, body := c.post("/plan", form, nil)
+		if code != http.StatusOK || !strings.Contains(body, "The plan checks clean") || strings.Contains(body, "not JSON") || !strings.Contains(body, "<h3>Output</h3>") {
+			t.Fatalf("submit %d: %d\n%s", i+1, code, body)
+		}
+		for _, id := range []string{"plan-text", "plan-input", "plan-mocks"} {
+			if got := textarea(t, body, id); strings.Contains(got, `\r`) || strings.Contains(got, "\r") {
+				t.Errorf("submit %d: %s shows %q", i+1, id, got)
+			}
+		}
+		if got, want := textarea(t, body, "plan-input"), "{\n  \"n\": 3\n}"; got != want {
+			t.Errorf("submit %d: the input shows %q, want %q", i+1, got, want)
+		}
+		// The browser sends the boxes again as they are shown.
+		form = url.Values{"csrf": {csrf}, "plan": {crlf(textarea(t, body, "plan-text"))}, "input": {crlf(textarea(t, body, "plan-input"))}, "mocks": {crlf(textarea(t, body, "plan-mocks"))}}
+	}
+}
+
+// TestPlanPageInputFile: a plan file opened with its NAME.input.json
+// takes its input from it, as obelisk run does; an input typed in the
+// form wins; another plan's input file is not taken.
+func TestPlanPageInputFile(t *testing.T) {
+	st := openStore(t)
+	_, base := serve(t, st, Options{}, false)
+	c := newClient(t, base)
+	csrf := c.csrf("/plan")
+	post := func(input string, files ...string) string {
+		t.Helper()
+		var mp bytes.Buffer
+		w := multipart.NewWriter(&mp)
+		w.WriteField("csrf", csrf)
+		w.WriteField("plan", "")
+		w.WriteField("input", input)
+		for i := 0; i < len(files); i += 2 {
+			fw, _ := w.CreateFormFile("file", files[i])
+			fw.Write([]byte(files[i+1]))
+		}
+		w.Close()
+		req, _ := http.NewRequest(http.MethodPost, base+"/plan", &mp)
+		req.Header.Set("Content-Type", w.FormDataContentType())
+		req.Header.Set("Origin", base)
+		code, _, body := c.do(req)
+		if code != http.StatusOK {
+			t.Fatalf("%d\n%s", code, body)
+		}
+		return body
+	}
+	// The input file may come first, as a file picker lists them.
+	body := post("", "mine.input.json", "{\"n\": 7}\r\n", "mine.plan", inputPlan)
+	if !strings.Contains(body, "read from <code>mine.input.json</code>") || textarea(t, body, "plan-input") != "{\"n\": 7}\n" || !strings.Contains(body, "<h3>Output</h3>") {
+		t.Errorf("a plan with its input file:\n%s", body)
+	}
+	body = post(`{"n": 2}`, "mine.plan", inputPlan, "mine.input.json", `{"n": 7}`)
+	if strings.Contains(body, "read from") || textarea(t, body, "plan-input") != `{"n": 2}` || !strings.Contains(body, "<h3>Output</h3>") {
+		t.Errorf("an input typed and an input file:\n%s", body)
+	}
+	body = post("", "mine.plan", inputPlan, "other.input.json", `{"n": 7}`)
+	if strings.Contains(body, "read from") || !strings.Contains(body, "the input does not fit the plan") {
+		t.Errorf("another plan's input file:\n%s", body)
+	}
+}
+
+// TestWaitingNotAnError: a run that waits for a decision is shown as
+// waiting, on its page and in the list, and nowhere as an error.
+func TestWaitingNotAnError(t *testing.T) {
+	st := openStore(t)
+	waitingRun(t, st, "r")
+	_, base := serve(t, st, Options{}, false)
+	c := newClient(t, base)
+	_, page := c.get("/runs/r")
+	if !strings.Contains(page, `<h1>Run <code>r</code> <span class="status s-waiting">`) || !strings.Contains(page, `<p class="muted">waiting for approval of b</p>`) {
+		t.Errorf("the run page does not show the run as waiting:\n%s", page)
+	}
+	_, list := c.get("/")
+	if !strings.Contains(list, `<tr class="r-waiting" data-run="r">`) || !strings.Contains(list, `<div class="muted small">waiting for approval of b</div>`) {
+		t.Errorf("the list does not show the run as waiting:\n%s", list)
+	}
+	_, approvals := c.get("/approvals")
+	for name, body := range map[string]string{"the run page": page, "the list": list, "the approvals": approvals} {
+		if strings.Contains(body, `class="problem"`) || strings.Contains(body, `class="err`) || strings.Contains(body, "s-failed\"><span") {
+			t.Errorf("%s shows the waiting run as an error:\n%s", name, body)
+		}
 	}
 }

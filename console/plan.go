@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,20 +26,23 @@ const simulateTimeout = 10 * time.Second
 type planView struct {
 	// The form, as sent.
 	Name, Text, Input, Mocks, Seed string
-	Checked                        bool
-	OK                             bool
-	Problem                        string
-	Diags                          string
-	Errors, Warnings               int
-	Graph                          *graphView
-	Estimated                      pathView
-	Analysis                       *compiler.Analysis
-	MaxParallel                    int
-	Estimates                      []estimateRow
-	Sim                            *vm.SimResult
-	SimError                       string
-	Output                         string
-	Mocked                         bool
+	// InputFile names the input file opened with the plan, if the input
+	// was read from one.
+	InputFile        string
+	Checked          bool
+	OK               bool
+	Problem          string
+	Diags            string
+	Errors, Warnings int
+	Graph            *graphView
+	Estimated        pathView
+	Analysis         *compiler.Analysis
+	MaxParallel      int
+	Estimates        []estimateRow
+	Sim              *vm.SimResult
+	SimError         string
+	Output           string
+	Mocked           bool
 }
 
 // estimateRow is a line of the estimates: what, and how much.
@@ -56,23 +60,13 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Checked = true
-	v.Name, v.Text, v.Input, v.Mocks = "pasted.plan", r.PostForm.Get("plan"), r.PostForm.Get("input"), r.PostForm.Get("mocks")
+	v.Name, v.Text, v.Input, v.Mocks = "pasted.plan", formText(r, "plan"), formText(r, "input"), formText(r, "mocks")
 	if seed := strings.TrimSpace(r.PostForm.Get("seed")); seed != "" {
 		v.Seed = seed
 	}
 	if r.MultipartForm != nil {
-		if files := r.MultipartForm.File["file"]; len(files) > 0 && files[0].Size > 0 {
-			f, err := files[0].Open()
-			if err == nil {
-				b, rerr := io.ReadAll(io.LimitReader(f, maxBody))
-				f.Close()
-				if rerr == nil {
-					v.Name, v.Text = files[0].Filename, string(b)
-				}
-			}
-		}
+		openedFiles(v, r.MultipartForm.File["file"])
 	}
-	v.Text = strings.ReplaceAll(v.Text, "\r\n", "\n")
 	if strings.TrimSpace(v.Text) == "" {
 		v.Problem = "give a plan: paste its text, or open its file"
 		s.render(w, r, http.StatusUnprocessableEntity, "plan.html", p)
@@ -88,6 +82,67 @@ func (s *Server) handlePlan(w http.ResponseWriter, r *http.Request) {
 	code := s.checkPlan(r.Context(), v)
 	s.render(w, r, code, "plan.html", p)
 }
+
+// formText is the text of a form's field with its line ends made "\n":
+// a browser sends a textarea's lines ended by "\r\n", and a "\r" the page
+// showed again would be shown as the two characters \r (the page escapes
+// control characters), which the next submit would send as text.
+func formText(r *http.Request, field string) string {
+	return lineEnds.Replace(r.PostForm.Get(field))
+}
+
+// lineEnds makes "\r\n" and a lone "\r" into "\n".
+var lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// openedFiles reads the files opened in the form into the view: the plan
+// (the one file that is not an input file), and the plan's input from
+// NAME.input.json when it was opened with the plan and no input was
+// typed, as obelisk run reads the file beside the plan. Files that cannot
+// be read are left out.
+func openedFiles(v *planView, files []*multipart.FileHeader) {
+	read := func(fh *multipart.FileHeader) (string, bool) {
+		f, err := fh.Open()
+		if err != nil {
+			return "", false
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxBody))
+		if err != nil {
+			return "", false
+		}
+		return lineEnds.Replace(string(b)), true
+	}
+	inputs := map[string]*multipart.FileHeader{}
+	var plan *multipart.FileHeader
+	for _, fh := range files {
+		switch {
+		case fh.Size == 0:
+		case strings.HasSuffix(fh.Filename, inputSuffix):
+			inputs[strings.TrimSuffix(fh.Filename, inputSuffix)] = fh
+		case plan == nil:
+			plan = fh
+		}
+	}
+	if plan == nil {
+		return
+	}
+	text, ok := read(plan)
+	if !ok {
+		return
+	}
+	v.Name, v.Text = plan.Filename, text
+	if strings.TrimSpace(v.Input) != "" {
+		return
+	}
+	if fh := inputs[planfile.Base(plan.Filename)]; fh != nil {
+		if text, ok := read(fh); ok {
+			v.Input, v.InputFile = text, fh.Filename
+		}
+	}
+}
+
+// inputSuffix ends the name of a plan's input file, NAME.input.json.
+const inputSuffix = ".input.json"
 
 // checkPlan checks, compiles and dry-runs the plan of the form, filling
 // the view, and returns the status to answer with.

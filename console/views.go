@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -103,12 +104,16 @@ type stepView struct {
 	Source   string
 	Result   string
 	HasValue bool
-	Error    *vm.StepError
-	Handled  bool
-	Reason   string
-	Verdicts []vm.Verdict
-	// Parts are the elements of a for each and the steps of a sub-plan.
-	Parts []*stepView
+	// ResultMarkdown is the result rendered, when it is Markdown text.
+	ResultMarkdown template.HTML
+	Error          *vm.StepError
+	Handled        bool
+	Reason         string
+	Verdicts       []vm.Verdict
+	// Parts are the elements of a for each and the steps of a sub-plan;
+	// Elements counts the elements among them.
+	Parts    []*stepView
+	Elements int
 }
 
 // eventView is a line of the event log.
@@ -166,7 +171,11 @@ type runView struct {
 	Input     string
 	Output    string
 	HasOutput bool
-	Graph     *graphView
+	// OutputMarkdown is the output rendered, when it is Markdown text.
+	OutputMarkdown template.HTML
+	Graph          *graphView
+	// Timeline draws the steps' attempts, waits and backoffs over time.
+	Timeline *timelineView
 	// Rounds are the graphs of the plans of later replanning rounds.
 	Rounds    []roundView
 	Estimated pathView
@@ -218,6 +227,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 	v.Duration = roundDuration(end.Sub(det.Created)).String()
 	if det.Output != nil && !det.Finished.IsZero() {
 		v.Output, v.HasOutput = jsonText(det.Output), true
+		v.OutputMarkdown, _ = markdownHTML(det.Output)
 	}
 	// The arguments each step was called with: the last start of each.
 	args := map[string]map[string]any{}
@@ -273,6 +283,7 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 		}
 		if st.Status == vm.StatusCompleted {
 			sv.Result, sv.HasValue = jsonText(st.Result), true
+			sv.ResultMarkdown, _ = markdownHTML(st.Result)
 		}
 		sv.Error, sv.Handled, sv.Reason, sv.Verdicts = st.Error, st.Handled, st.Reason, st.Verdicts
 		return sv
@@ -304,6 +315,9 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 			if cs.Each != nil && len(sv.Parts) > 0 {
 				done := 0
 				for _, p := range sv.Parts {
+					if !strings.Contains(p.ID[len(cs.ID):], "/") {
+						sv.Elements++
+					}
 					if p.Status == "completed" && !strings.Contains(p.ID[len(cs.ID):], "/") {
 						done++
 					}
@@ -326,6 +340,11 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 			path = idx
 		}
 		v.Graph = layout(prog, func(i int) stepState { return states[i] }, path, func(i int) string { return fmt.Sprintf("step-%d", i) })
+		tlEnd := det.Finished
+		if tlEnd.IsZero() {
+			tlEnd = now
+		}
+		v.Timeline = timeline(prog, events, det.Created, tlEnd, path, func(i int) string { return fmt.Sprintf("step-%d", i) })
 	}
 	others := map[string]*stepView{} // by round and ID
 	for _, st := range det.Steps {
