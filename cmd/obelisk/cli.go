@@ -67,6 +67,8 @@ func commands() []*command {
 		agentCommand(),
 		mcpServerCommand(),
 		versionCommand(),
+		workerCommand(),
+		cancelCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
