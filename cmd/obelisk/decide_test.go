@@ -180,3 +180,215 @@ func TestWaitTimeout(t *testing.T) {
 		t.Errorf("--wait-timeout 0: exit %d\n%s", bad.code, bad.stderr)
 	}
 }
+
+// TestWorkerContinues: a run that stopped at its gate, its process gone,
+// is continued by a worker once the gate is approved, with the worker's
+// grants; a run that a live --wait process waits for is left to it, and
+// of three workers and the waiting process racing for decided runs, each
+// run is continued by one: the gated tool is called once.
+func TestWorkerContinues(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	srv := newGateServer(t)
+	input := `{"base": "` + srv.URL + `"}`
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "alone", "--input", input, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	waiter := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "waited", "--input", input, "gate.plan")
+	waiter.waitLine(t, "waiting for a decision on b")
+	var workers []*started
+	for range 3 {
+		w := start(t, dir, "worker", "--allow-net=127.0.0.1", "--state-dir", "st")
+		w.waitLine(t, "worker: continuing the runs of")
+		workers = append(workers, w)
+	}
+	gate := srv.hold("b")
+	for _, run := range []string{"alone", "waited"} {
+		if r := runObelisk(t, dir, "approve", "--state-dir", "st", run); r.code != 0 {
+			t.Fatalf("approve %s: exit %d\n%s", run, r.code, r.stderr)
+		}
+	}
+	// Both b calls held: no other process may take either run now.
+	<-srv.arrived
+	<-srv.arrived
+	for _, run := range []string{"alone", "waited"} {
+		if r := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", run); r.code != exitInput || !strings.Contains(r.stderr, "is being run by process") {
+			t.Errorf("resume %s while it runs: exit %d\n%s", run, r.code, r.stderr)
+		}
+	}
+	close(gate)
+	if r := waiter.end(); r.code != 0 || strings.TrimSpace(r.stdout) != `"c(b(a()))"` {
+		t.Fatalf("the waiting process: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	waitStatus(t, dir, "st", "alone", "completed")
+	if diff := cmp.Diff(map[string]int{"b": 2, "c": 2}, srv.counts()); diff != "" {
+		t.Errorf("calls once the gates were approved (-want +got):\n%s", diff)
+	}
+	continued := 0
+	for _, w := range workers {
+		w.cmd.Process.Kill()
+		r := w.end()
+		if strings.Contains(r.stderr, "run waited") {
+			t.Errorf("a worker took the run a live process waits for:\n%s", r.stderr)
+		}
+		continued += strings.Count(r.stderr, "worker: run alone: its decisions are made; continuing it")
+	}
+	if continued != 1 {
+		t.Errorf("%d workers continued run alone", continued)
+	}
+}
+
+// TestCancel: obelisk cancel stops a run a process runs (a plain run, in
+// the middle of a step: the tools after it are not called), one a --wait
+// process waits for, and one no process runs, at once; each is recorded
+// as aborted, by whom and why, and is not resumed.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	srv := newGateServer(t)
+	input := `{"base": "` + srv.URL + `"}`
+
+	// A run in the middle of step b.
+	srv.hold("b")
+	running := start(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "busy", "--input", input, "chain.plan")
+	<-srv.arrived
+	c := runObelisk(t, dir, "cancel", "--state-dir", "st", "--by", "ann", "--reason", "wrong input", "busy")
+	if c.code != 0 || !strings.Contains(c.stdout, "asked run busy to stop") {
+		t.Fatalf("cancel: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	r := running.end()
+	if r.code != exitInput || r.stdout != "" || !strings.Contains(r.stderr, "run busy aborted") || !strings.Contains(r.stderr, "run busy was canceled by ann: wrong input") {
+		t.Fatalf("the running process: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls := srv.counts(); calls["c"] != 0 {
+		t.Errorf("a tool after the cancel point was called: %v", calls)
+	}
+	show := runObelisk(t, dir, "show", "--state-dir", "st", "busy")
+	if !strings.Contains(show.stdout, "run busy: aborted") || !strings.Contains(show.stdout, "canceled by ann: wrong input") {
+		t.Errorf("show:\n%s", show.stdout)
+	}
+	if runs := runObelisk(t, dir, "runs", "--state-dir", "st"); !strings.Contains(runs.stdout, "aborted") {
+		t.Errorf("runs:\n%s", runs.stdout)
+	}
+	res := runObelisk(t, dir, "resume", "--allow-net=127.0.0.1", "--state-dir", "st", "busy")
+	if res.code != exitInput || !strings.Contains(res.stderr, "run busy was canceled at a person's request (aborted): it cannot be resumed") {
+		t.Errorf("resume of a canceled run: exit %d\n%s", res.code, res.stderr)
+	}
+	if again := runObelisk(t, dir, "cancel", "--state-dir", "st", "busy"); again.code != exitInput || !strings.Contains(again.stderr, "has ended (aborted): there is nothing to cancel") {
+		t.Errorf("cancel again: exit %d\n%s", again.code, again.stderr)
+	}
+
+	// A run a --wait process waits for.
+	srv.hold("none")
+	waiter := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "waited", "--input", input, "gate.plan")
+	waiter.waitLine(t, "waiting for a decision on b")
+	if c := runObelisk(t, dir, "cancel", "--state-dir", "st", "waited"); c.code != 0 || !strings.Contains(c.stdout, "canceled run waited: it is aborted") {
+		t.Fatalf("cancel: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	if r := waiter.end(); r.code != exitInput || !strings.Contains(r.stderr, "run waited was canceled by ") {
+		t.Fatalf("the waiting process: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// A run no process runs: canceled at once; approving it then is refused.
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "left", "--input", input, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if c := runObelisk(t, dir, "cancel", "--state-dir", "st", "--reason", "not needed", "left"); c.code != 0 || !strings.Contains(c.stdout, "canceled run left: it is aborted") {
+		t.Fatalf("cancel: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	if s := runStatus(t, dir, "st", "left"); s != "aborted" {
+		t.Errorf("the run left is %s", s)
+	}
+	if calls := srv.counts(); calls["b"] != 0 || calls["c"] != 0 {
+		t.Errorf("the gated steps were called: %v", calls)
+	}
+}
+
+// TestDecidedGateOnce: once a gate is approved, four processes (two
+// obelisk resume, two workers) race to continue its run: exactly one
+// does, and the gated tool is called once. The winner's call is held
+// until the two resume processes have ended (or a second call arrives,
+// which fails the test).
+func TestDecidedGateOnce(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	srv := newGateServer(t)
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "g", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "g"); r.code != 0 {
+		t.Fatalf("approve: exit %d\n%s", r.code, r.stderr)
+	}
+	gate := srv.hold("b")
+	var procs []*started
+	for i := range 4 {
+		args := []string{"resume", "--allow-net=127.0.0.1", "--state-dir", "st", "g"}
+		if i%2 == 1 {
+			args = []string{"worker", "--allow-net=127.0.0.1", "--state-dir", "st"}
+		}
+		procs = append(procs, start(t, dir, args...))
+	}
+	// Once b is held, the gate opens when both resume processes have
+	// ended, or after a while when one of them is the winner.
+	ended := map[int]result{}
+	held := 0
+	var settle <-chan time.Time
+wait:
+	for {
+		select {
+		case r := <-procs[0].done:
+			ended[0] = r
+		case r := <-procs[2].done:
+			ended[2] = r
+		case <-srv.arrived:
+			held++
+			settle = time.After(2 * time.Second)
+		case <-settle:
+			break wait
+		}
+		if held > 1 || held == 1 && len(ended) == 2 {
+			break
+		}
+	}
+	close(gate)
+	waitStatus(t, dir, "st", "g", "completed")
+	for i, p := range procs {
+		if i%2 == 1 {
+			p.cmd.Process.Kill()
+		}
+		if _, ok := ended[i]; !ok {
+			ended[i] = p.end()
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"b": 1, "c": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls once the gate was approved (-want +got):\n%s", diff)
+	}
+	won := 0
+	for i, r := range ended {
+		switch {
+		case i%2 == 0 && r.code == 0:
+			won++
+		case i%2 == 0 && r.code == exitInput && (strings.Contains(r.stderr, "is being run by process") || strings.Contains(r.stderr, "has ended (completed)")):
+		case i%2 == 1:
+			won += strings.Count(r.stderr, "continuing it")
+		default:
+			t.Errorf("process %d: exit %d\n%s", i, r.code, r.stderr)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d processes continued the run", won)
+	}
+}
