@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -390,5 +394,141 @@ wait:
 	}
 	if won != 1 {
 		t.Errorf("%d processes continued the run", won)
+	}
+}
+
+// consoleClient posts the console's forms as its pages do: with the
+// session cookie and the form token of a page it opened, from its origin.
+type consoleClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newConsoleClient(t *testing.T, addr string) *consoleClient {
+	jar, _ := cookiejar.New(nil)
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := u.Scheme + "://" + u.Host
+	c := &consoleClient{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	c.get(strings.TrimPrefix(addr, base)) // the address printed sets the cookie
+	return c
+}
+
+func (c *consoleClient) get(path string) (int, string) {
+	c.t.Helper()
+	resp, err := c.c.Get(c.base + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var formToken = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// post opens page, then posts form with its token to path.
+func (c *consoleClient) post(page, path string, form url.Values) (int, string) {
+	c.t.Helper()
+	code, body := c.get(page)
+	m := formToken.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		c.t.Fatalf("GET %s: %d, no form token:\n%s", page, code, body)
+	}
+	form.Set("csrf", m[1])
+	req, _ := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", c.base)
+	resp, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestConsoleDecidesAndCancels: with obelisk serve in a process of its
+// own on the same state directory, a gate approved in the console (by a
+// person who gives a name) lets the --wait process that waits for it go
+// on with no other command; the run page says the truth after the
+// decision; and the console's Cancel button, once confirmed, stops a run
+// another process runs: the tools after the cancel point are not called.
+func TestConsoleDecidesAndCancels(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
+	srv := newGateServer(t)
+	input := `{"base": "` + srv.URL + `"}`
+	// A run that waits, decided by nobody yet, so that the journal exists
+	// for the console.
+	waiter := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "gate.plan")
+	waiter.waitLine(t, "waiting for a decision on b")
+	c := newConsoleClient(t, startServe(t, dir, "--state-dir", "st"))
+
+	code, body := c.post("/runs/w", "/runs/w/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann Lee"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("decide: %d\n%s", code, body)
+	}
+	r := waiter.end()
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `"c(b(a()))"` {
+		t.Fatalf("the waiting process: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls := srv.counts(); calls["b"] != 1 || calls["c"] != 1 {
+		t.Errorf("calls: %v", calls)
+	}
+	if _, page := c.get("/runs/w"); !strings.Contains(page, "by Ann Lee (console)") {
+		t.Errorf("the run page does not name who decided:\n%s", page)
+	}
+
+	// A decided run no process continues: the page says it waits to be
+	// continued, not for a decision.
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "d", "--input", input, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	c.post("/runs/d", "/runs/d/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann"}})
+	if _, page := c.get("/runs/d"); !strings.Contains(page, "approved by Ann (console): approved in the console, waiting for the run to continue (obelisk resume --state-dir st d, or a worker)") {
+		t.Errorf("the page of a decided run:\n%s", page)
+	}
+	show := runObelisk(t, dir, "show", "--state-dir", "st", "d")
+	if !strings.Contains(show.stdout, "waiting for the run to continue (obelisk resume --state-dir st d, or a worker)") || strings.Contains(show.stdout, "decide with obelisk approve") {
+		t.Errorf("show of a decided run:\n%s", show.stdout)
+	}
+
+	// Cancel, in the middle of step b of a run another process runs.
+	srv.hold("b")
+	running := start(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "busy", "--input", input, "chain.plan")
+	<-srv.arrived
+	form := url.Values{"reason": {"wrong input"}, "by": {"Ann"}}
+	code, body = c.post("/runs/busy", "/runs/busy/cancel", form)
+	if code != http.StatusOK || !strings.Contains(body, "Yes, cancel run busy") {
+		t.Fatalf("cancel, first step: %d\n%s", code, body)
+	}
+	if s := runStatus(t, dir, "st", "busy"); s != "running" {
+		t.Fatalf("the run is %s before the cancel is confirmed", s)
+	}
+	form.Set("confirm", "yes")
+	if code, body = c.post("/runs/busy", "/runs/busy/cancel", form); code != http.StatusSeeOther {
+		t.Fatalf("cancel, confirmed: %d\n%s", code, body)
+	}
+	r = running.end()
+	if r.code != exitInput || !strings.Contains(r.stderr, "run busy was canceled by Ann (console): wrong input") {
+		t.Fatalf("the running process: exit %d\n%s", r.code, r.stderr)
+	}
+	if calls := srv.counts(); calls["c"] != 0 {
+		t.Errorf("a tool after the cancel point was called: %v", calls)
+	}
+	if _, page := c.get("/runs/busy"); !strings.Contains(page, "aborted") || strings.Contains(page, "Cancel this run") {
+		t.Errorf("the page of the canceled run:\n%s", page)
+	}
+	if code, body = c.post("/runs/d", "/runs/w/cancel", url.Values{"confirm": {"yes"}}); code != http.StatusConflict || !strings.Contains(body, "has ended (completed)") {
+		t.Errorf("cancel of an ended run: %d\n%s", code, body)
 	}
 }
