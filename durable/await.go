@@ -25,13 +25,9 @@ var ErrNotReady = journal.ErrNotReady
 // ready is refused with an error wrapping ErrNotReady, one that has
 // ended (a canceled run) with a *FinishedError.
 func (s *Store) Continue(id string) (*Run, error) {
-	st, err := s.db.Stored(id)
+	set, err := s.settings(id)
 	if err != nil {
 		return nil, err
-	}
-	set, err := decodeSettings(st.Settings)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
 	}
 	pending, err := s.db.Pending(id)
 	if err != nil {
@@ -64,11 +60,7 @@ func (s *Store) Ready() ([]string, error) {
 			return nil, err
 		}
 		if len(pending) > 0 {
-			st, err := s.db.Stored(sum.ID)
-			if err != nil {
-				return nil, err
-			}
-			set, err := decodeSettings(st.Settings)
+			set, err := s.settings(sum.ID)
 			if err != nil || due(pending, set.Approval, now).After(now) {
 				continue
 			}

@@ -262,20 +262,12 @@ func TestCancel(t *testing.T) {
 	input := `{"base": "` + srv.URL + `"}`
 
 	// A run in the middle of step b.
-	srv.hold("b")
-	running := start(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "busy", "--input", input, "chain.plan")
-	<-srv.arrived
-	c := runObelisk(t, dir, "cancel", "--state-dir", "st", "--by", "ann", "--reason", "wrong input", "busy")
-	if c.code != 0 || !strings.Contains(c.stdout, "asked run busy to stop") {
-		t.Fatalf("cancel: exit %d\n%s%s", c.code, c.stdout, c.stderr)
-	}
-	r := running.end()
-	if r.code != exitInput || r.stdout != "" || !strings.Contains(r.stderr, "run busy aborted") || !strings.Contains(r.stderr, "run busy was canceled by ann: wrong input") {
-		t.Fatalf("the running process: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
-	}
-	if calls := srv.counts(); calls["c"] != 0 {
-		t.Errorf("a tool after the cancel point was called: %v", calls)
-	}
+	cancelMidStep(t, dir, srv, input, "run busy was canceled by ann: wrong input", func() {
+		c := runObelisk(t, dir, "cancel", "--state-dir", "st", "--by", "ann", "--reason", "wrong input", "busy")
+		if c.code != 0 || !strings.Contains(c.stdout, "asked run busy to stop") {
+			t.Fatalf("cancel: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+		}
+	})
 	show := runObelisk(t, dir, "show", "--state-dir", "st", "busy")
 	if !strings.Contains(show.stdout, "run busy: aborted") || !strings.Contains(show.stdout, "canceled by ann: wrong input") {
 		t.Errorf("show:\n%s", show.stdout)
@@ -503,32 +495,42 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	}
 
 	// Cancel, in the middle of step b of a run another process runs.
-	srv.hold("b")
-	running := start(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "busy", "--input", input, "chain.plan")
-	<-srv.arrived
-	form := url.Values{"reason": {"wrong input"}, "by": {"Ann"}}
-	code, body = c.post("/runs/busy", "/runs/busy/cancel", form)
-	if code != http.StatusOK || !strings.Contains(body, "Yes, cancel run busy") {
-		t.Fatalf("cancel, first step: %d\n%s", code, body)
-	}
-	if s := runStatus(t, dir, "st", "busy"); s != "running" {
-		t.Fatalf("the run is %s before the cancel is confirmed", s)
-	}
-	form.Set("confirm", "yes")
-	if code, body = c.post("/runs/busy", "/runs/busy/cancel", form); code != http.StatusSeeOther {
-		t.Fatalf("cancel, confirmed: %d\n%s", code, body)
-	}
-	r = running.end()
-	if r.code != exitInput || !strings.Contains(r.stderr, "run busy was canceled by Ann (console): wrong input") {
-		t.Fatalf("the running process: exit %d\n%s", r.code, r.stderr)
-	}
-	if calls := srv.counts(); calls["c"] != 0 {
-		t.Errorf("a tool after the cancel point was called: %v", calls)
-	}
+	cancelMidStep(t, dir, srv, input, "run busy was canceled by Ann (console): wrong input", func() {
+		form := url.Values{"reason": {"wrong input"}, "by": {"Ann"}}
+		code, body := c.post("/runs/busy", "/runs/busy/cancel", form)
+		if code != http.StatusOK || !strings.Contains(body, "Yes, cancel run busy") {
+			t.Fatalf("cancel, first step: %d\n%s", code, body)
+		}
+		if s := runStatus(t, dir, "st", "busy"); s != "running" {
+			t.Fatalf("the run is %s before the cancel is confirmed", s)
+		}
+		form.Set("confirm", "yes")
+		if code, body = c.post("/runs/busy", "/runs/busy/cancel", form); code != http.StatusSeeOther {
+			t.Fatalf("cancel, confirmed: %d\n%s", code, body)
+		}
+	})
 	if _, page := c.get("/runs/busy"); !strings.Contains(page, "aborted") || strings.Contains(page, "Cancel this run") {
 		t.Errorf("the page of the canceled run:\n%s", page)
 	}
 	if code, body = c.post("/runs/d", "/runs/w/cancel", url.Values{"confirm": {"yes"}}); code != http.StatusConflict || !strings.Contains(body, "has ended (completed)") {
 		t.Errorf("cancel of an ended run: %d\n%s", code, body)
+	}
+}
+
+// cancelMidStep runs chain.plan as run busy in state st, in a process of
+// its own, and calls cancel while the server holds step b; the process
+// must then stop the run, saying want, and c must not be called.
+func cancelMidStep(t *testing.T, dir string, srv *gateServer, input, want string, cancel func()) {
+	t.Helper()
+	srv.hold("b")
+	running := start(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "busy", "--input", input, "chain.plan")
+	<-srv.arrived
+	cancel()
+	r := running.end()
+	if r.code != exitInput || r.stdout != "" || !strings.Contains(r.stderr, "run busy aborted") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("the running process: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if calls := srv.counts(); calls["c"] != 0 {
+		t.Errorf("a tool after the cancel point was called: %v", calls)
 	}
 }

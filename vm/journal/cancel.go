@@ -41,12 +41,7 @@ func (c *CancelRequest) Text() string {
 // *FinishedError. A second request keeps the first one's name and reason.
 func (d *DB) Cancel(id, by, reason string) (stopped bool, err error) {
 	err = d.tx(true, func(tx *sql.Tx) error {
-		var status string
-		var o owner
-		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
-		}
+		status, o, err := d.owner(tx, id)
 		if err != nil {
 			return err
 		}
@@ -76,6 +71,17 @@ func (d *DB) Cancel(id, by, reason string) (stopped bool, err error) {
 		return false, fmt.Errorf("canceling run %s: %w", id, err)
 	}
 	return stopped, nil
+}
+
+// owner reads, in a transaction, the status and owner of run id.
+func (d *DB) owner(tx *sql.Tx, id string) (string, owner, error) {
+	var status string
+	var o owner
+	err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", o, fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
+	}
+	return status, o, err
 }
 
 // CancelRequested returns the request to stop run id, or nil for none.

@@ -576,12 +576,7 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 func (d *DB) resume(id string, force bool, ready func(tx *sql.Tx, was vm.RunStatus, o owner) error) (*Run, *Stored, error) {
 	var was vm.RunStatus
 	err := d.tx(true, func(tx *sql.Tx) error {
-		var status string
-		var o owner
-		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
-		}
+		status, o, err := d.owner(tx, id)
 		if err != nil {
 			return err
 		}
