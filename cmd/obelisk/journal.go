@@ -133,6 +133,9 @@ func (xf *execFlags) policy() (durable.ApprovalPolicy, error) {
 	if xf.approvalTimeout < 0 {
 		return durable.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
 	}
+	if xf.wait && xf.waitTimeout <= 0 {
+		return durable.ApprovalPolicy{}, errors.New("--wait-timeout must be positive")
+	}
 	return durable.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
 }
 
