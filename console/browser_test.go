@@ -66,7 +66,7 @@ func TestBrowserApprove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := det.Approvals[0]; !a.Approved || a.Note != "checked the text" || a.By != "obelisk serve" {
+	if a := det.Approvals[0]; !a.Approved || a.Note != "checked the text" || a.By != "someone at the console (no name given)" {
 		t.Fatalf("recorded %+v", a)
 	}
 	b.Open(base + "/runs/r")

@@ -418,7 +418,7 @@ func TestCSRF(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := det.Approvals[0]
-	if !a.Decided() || !a.Approved || a.Note != "looks right" || a.By != "obelisk serve" {
+	if !a.Decided() || !a.Approved || a.Note != "looks right" || a.By != "someone at the console (no name given)" {
 		t.Errorf("recorded %+v", a)
 	}
 }
@@ -438,7 +438,7 @@ func TestDecideOnce(t *testing.T) {
 		t.Fatalf("first: %d\n%s", code, body)
 	}
 	code, body := c.post("/runs/r/decide", decideForm(csrf, "approve", "changed my mind"), nil)
-	if code != http.StatusConflict || !strings.Contains(body, "the approval of step b of run r was decided already (rejected by obelisk serve,") || !strings.Contains(body, "nothing was recorded") {
+	if code != http.StatusConflict || !strings.Contains(body, "the approval of step b of run r was decided already (rejected by someone at the console (no name given),") || !strings.Contains(body, "nothing was recorded") {
 		t.Errorf("second: %d\n%s", code, body)
 	}
 	res := resumeRun(t, st, "r", gateTools)

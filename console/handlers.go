@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /{$}", s.handleRuns)
 	m.HandleFunc("GET /runs/{id}", s.handleRun)
 	m.HandleFunc("POST /runs/{id}/decide", s.handleDecide)
+	m.HandleFunc("POST /runs/{id}/cancel", s.handleCancel)
 	m.HandleFunc("GET /approvals", s.handleApprovals)
 	m.HandleFunc("GET /plan", s.handlePlan)
 	m.HandleFunc("POST /plan", s.handlePlan)
@@ -142,7 +143,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	p := &page{Title: "Run " + id, Nav: "runs", Watch: id, Live: true, Data: v}
 	if r.URL.Query().Get("decided") != "" {
-		p.Flash = "Your decision is recorded. The run goes on when it is resumed: obelisk resume --state-dir " + s.store.Dir() + " " + id
+		p.Flash = s.decidedText(id)
+	}
+	if r.URL.Query().Get("canceled") != "" {
+		p.Flash = "Your request to cancel the run is recorded: the process running it stops it within about a second, and a run no process runs is stopped at once."
 	}
 	s.render(w, r, http.StatusOK, "run.html", p)
 }
@@ -181,7 +185,7 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	p := &page{Title: "Approvals", Nav: "approvals", Live: true, Data: v}
 	if r.URL.Query().Get("decided") != "" {
-		p.Flash = "Your decision is recorded. The run goes on when it is resumed: obelisk resume --state-dir " + s.store.Dir() + " RUN"
+		p.Flash = s.decidedText("RUN")
 	}
 	s.render(w, r, http.StatusOK, "approvals.html", p)
 }
@@ -234,7 +238,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		problem(http.StatusConflict, s.notWaiting(id, round, step), "")
 		return
 	}
-	dec := durable.Decision{Approved: verdict != "reject", Note: note, By: "obelisk serve"}
+	dec := durable.Decision{Approved: verdict != "reject", Note: note, By: decider(r)}
 	if verdict == "edit" {
 		if ap.Step != "" || ap.Round != 0 {
 			problem(http.StatusBadRequest, durable.ErrEditStep.Error(), "")
@@ -415,4 +419,54 @@ func statusIcon(status string) string {
 		return "⊘"
 	}
 	return "○"
+}
+
+// decidedText says what becomes of a run once a decision is recorded.
+func (s *Server) decidedText(id string) string {
+	return "Your decision is recorded. A process that waits for it (obelisk run --wait) or a worker (obelisk worker --state-dir " + s.store.Dir() +
+		") goes on with the run by itself; otherwise continue it with obelisk resume --state-dir " + s.store.Dir() + " " + id
+}
+
+// decider is who made a decision or a request in the console: the name
+// the form gives, or, without one, the console.
+func decider(r *http.Request) string {
+	by := strings.TrimSpace(lang.EscapeControl(r.PostForm.Get("by")))
+	if by == "" {
+		return "someone at the console (no name given)"
+	}
+	if len([]rune(by)) > 100 {
+		by = string([]rune(by)[:100])
+	}
+	return by + " (console)"
+}
+
+// cancelView is the page that asks to confirm a cancel.
+type cancelView struct {
+	Run, Reason, By string
+}
+
+// handleCancel records a request to cancel a run, as obelisk cancel does,
+// once the person confirmed it: the first POST, from the run's page, asks
+// to confirm; the second, with confirm=yes, records.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if r.PostForm.Get("confirm") != "yes" {
+		s.render(w, r, http.StatusOK, "cancel.html", &page{Title: "Cancel run " + id, Nav: "runs",
+			Data: &cancelView{Run: id, Reason: reason, By: r.PostForm.Get("by")}})
+		return
+	}
+	if _, err := s.store.Cancel(id, decider(r), reason); err != nil {
+		if fe := (*durable.FinishedError)(nil); errors.As(err, &fe) {
+			s.render(w, r, http.StatusConflict, "decision.html", &page{Title: "Not canceled", Nav: "runs",
+				Data: &decisionView{Run: id, Problem: fmt.Sprintf("run %s has ended (%s): there is nothing to cancel", id, fe.Status), Back: "/runs/" + id}})
+			return
+		}
+		s.fail(w, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+id+"?canceled=1", http.StatusSeeOther)
 }

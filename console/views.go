@@ -21,7 +21,7 @@ var runStatuses = []string{"waiting", "running", "completed", "partial", "failed
 // "unknown".
 func statusClass(s string) string {
 	switch s {
-	case "pending", "blocked", "running", "waiting", "completed", "partial", "failed", "skipped", "canceled", "rejected", "approved":
+	case "pending", "blocked", "running", "waiting", "completed", "partial", "failed", "skipped", "canceled", "aborted", "rejected", "approved":
 		return s
 	}
 	return "unknown"
@@ -194,6 +194,11 @@ type runView struct {
 	PlanError string
 	StateDir  string
 	Diags     string
+	// Next says, for a run that waits once its decisions are made, that
+	// it waits to be continued; Cancelable is set for a run that has not
+	// ended.
+	Next       string
+	Cancelable bool
 }
 
 // roundView is a replanning round: its plan and, if it compiles, graph.
@@ -217,6 +222,13 @@ func (s *Server) runView(id string, now time.Time) (*runView, error) {
 		return nil, err
 	}
 	v := &runView{Summary: det.Summary, Input: jsonText(det.Input), StateDir: s.store.Dir()}
+	switch det.Status {
+	case vm.RunWaiting:
+		v.Next = det.ContinueText("obelisk resume --state-dir " + s.store.Dir() + " " + id)
+		v.Cancelable = true
+	case "running", vm.RunCanceled:
+		v.Cancelable = true
+	}
 	end := det.Finished
 	switch {
 	case end.IsZero() && det.Status == "running":

@@ -134,15 +134,24 @@ func (s *Store) Stored(id string) (*Stored, error) { return s.db.Stored(id) }
 // Origin returns who made run id (the run named id exactly), or nil for
 // a run that recorded no origin.
 func (s *Store) Origin(id string) (*Origin, error) {
-	st, err := s.db.Stored(id)
+	set, err := s.settings(id)
 	if err != nil {
 		return nil, err
 	}
+	return set.Origin, nil
+}
+
+// settings returns the settings run id recorded.
+func (s *Store) settings(id string) (Settings, error) {
+	st, err := s.db.Stored(id)
+	if err != nil {
+		return Settings{}, err
+	}
 	set, err := decodeSettings(st.Settings)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: the recorded settings: %w", id, err)
+		return set, fmt.Errorf("run %s: the recorded settings: %w", id, err)
 	}
-	return set.Origin, nil
+	return set, nil
 }
 
 // Mark returns a token that changes whenever something of run id is

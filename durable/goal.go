@@ -159,14 +159,21 @@ func (r *Run) Pursue(ctx context.Context, o agent.Options, mocks *toolkit.Mocks)
 		}
 		o.Journal = &goalJournal{run: r}
 	}
+	ctx, stop := r.watch(ctx)
 	res, err := agent.Run(ctx, o)
+	req := stop()
 	if err != nil {
 		return nil, r.failed(err)
 	}
 	if r.jr != nil {
-		if err := r.jr.Finish(&vm.Result{Status: goalStatus(res.Status), Output: res.Output, Err: res.Err}); err != nil {
+		vres := &vm.Result{Status: goalStatus(res.Status), Output: res.Output, Err: res.Err}
+		if err := r.jr.Finish(vres); err != nil {
 			return res, err
 		}
+		if err := r.aborted(vres, req); err != nil || vres.Status != RunAborted {
+			return res, err
+		}
+		res.Status, res.Err = string(RunAborted), vres.Err
 	}
 	return res, nil
 }

@@ -188,6 +188,12 @@ func (s *Store) Resume(id string, force bool) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.taken(id, jr, st)
+}
+
+// taken is the run id once this process has taken it over.
+func (s *Store) taken(id string, jr *journal.Run, st *Stored) (*Run, error) {
+	var err error
 	r := &Run{ID: id, store: s, jr: jr, resumed: st.Status}
 	if r.settings, err = decodeSettings(st.Settings); err != nil {
 		err = fmt.Errorf("run %s: the recorded settings: %w", id, err)
@@ -315,8 +321,9 @@ func (r *Run) Execute(ctx context.Context, o ExecOptions) (*vm.Result, error) {
 		return nil, err
 	}
 	opts.Check = r.plan.check(r.settings.Limits)
+	ctx, stop := r.watch(ctx)
 	res, err := vm.Run(ctx, r.plan.Program, r.plan.Input, opts)
-	return r.finish(res, err)
+	return r.finish(res, err, stop())
 }
 
 // options are the interpreter's options of an execution.
@@ -355,8 +362,9 @@ func (r *Run) options(o ExecOptions) (vm.Options, error) {
 	return opts, nil
 }
 
-// finish records how an execution went.
-func (r *Run) finish(res *vm.Result, err error) (*vm.Result, error) {
+// finish records how an execution went; req is the request to cancel the
+// run that stopped it, if any.
+func (r *Run) finish(res *vm.Result, err error, req *CancelRequest) (*vm.Result, error) {
 	if err != nil {
 		if r.jr != nil {
 			err = errors.Join(err, r.jr.Finish(&vm.Result{Status: vm.RunFailed, Err: err}))
@@ -374,7 +382,7 @@ func (r *Run) finish(res *vm.Result, err error) (*vm.Result, error) {
 			return res, err
 		}
 	}
-	return res, nil
+	return res, r.aborted(res, req)
 }
 
 // Pending returns the approvals the run waits for; none for a run without

@@ -72,8 +72,9 @@ func (r *Run) ExecuteStream(ctx context.Context, text io.Reader, o ExecOptions) 
 	}
 	opts.Check = cfg
 	sp := lang.NewStreamParser(r.plan.Source.Name, in)
+	ctx, stop := r.watch(ctx)
 	res, rejected, err := vm.RunStream(ctx, sp, r.plan.Input, opts)
-	res, err = r.finish(res, err)
+	res, err = r.finish(res, err, stop())
 	return res, rejected, err
 }
 

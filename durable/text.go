@@ -243,3 +243,25 @@ func oneLine(v any, max int) string {
 	}
 	return s
 }
+
+// ContinueText says, for people, what a run that waits needs once no
+// decision waits any more: the last decision, and that the run waits to be
+// continued, by resume (the command or call that resumes it) or a
+// worker: "approved by ann: fine, waiting for the run to continue (obelisk
+// resume r1, or a worker)". It returns "" while a decision waits.
+func (d *Detail) ContinueText(resume string) string {
+	var last *Approval
+	for _, a := range d.Approvals {
+		if !a.Decided() {
+			return ""
+		}
+		if last == nil || !a.DecidedAt.Before(last.DecidedAt) {
+			last = a
+		}
+	}
+	what := "no decision waits"
+	if last != nil {
+		what = DecisionText(last.Approved, last.By, last.Note)
+	}
+	return what + ", waiting for the run to continue (" + resume + ", or a worker)"
+}

@@ -319,7 +319,7 @@ func (s *Server) answer(id string, runErr error) (*sdk.CallToolResult, error) {
 	switch det.Status {
 	case vm.RunCompleted:
 		a.Output = det.Output
-	case vm.RunPartial, vm.RunFailed, vm.RunCanceled, vm.RunRejected:
+	case vm.RunPartial, vm.RunFailed, vm.RunCanceled, vm.RunRejected, durable.RunAborted:
 		a.Output = det.Output
 		a.Failures = failed
 		if det.Error != "" && len(failed) == 0 {
@@ -342,6 +342,10 @@ func (s *Server) answer(id string, runErr error) (*sdk.CallToolResult, error) {
 				step = "plan"
 			}
 			steps = append(steps, step)
+		}
+		if len(pending) == 0 {
+			a.Next = det.ContinueText(fmt.Sprintf("call %s with run %s", toolResume, id))
+			break
 		}
 		cmd := s.approveCommand(id, "")
 		if len(steps) == 1 {

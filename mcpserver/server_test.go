@@ -289,8 +289,14 @@ func TestApprovalWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.store.Decide(a.Run, ap, durable.Decision{Approved: true, Note: "ok", By: "obelisk approve"}); err != nil {
+	if err := h.store.Decide(a.Run, ap, durable.Decision{Approved: true, Note: "ok", By: "ann"}); err != nil {
 		t.Fatal(err)
+	}
+	// The status tells the truth: decided, waiting to be continued.
+	got, _ = h.call(t, toolStatus, map[string]any{"run": a.Run})
+	if b := answerOf(t, got); b.Status != "waiting" || strings.Contains(b.Next, "obelisk approve") ||
+		!strings.Contains(b.Next, "approved by ann: ok, waiting for the run to continue (call "+toolResume+" with run "+a.Run+", or a worker)") {
+		t.Errorf("run_status after the decision: %s", got)
 	}
 	got, _ = h.call(t, toolResume, map[string]any{"run": a.Run})
 	if b := answerOf(t, got); b.Status != "completed" || h.shop.charges.Load() != 1 {

@@ -68,6 +68,8 @@ func commands() []*command {
 		mcpServerCommand(),
 		lspCommand(),
 		versionCommand(),
+		workerCommand(),
+		cancelCommand(),
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds

@@ -248,7 +248,7 @@ func TestApplyWaits(t *testing.T) {
 		t.Fatalf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	s := runObelisk(t, dir, "show", "--state-dir", "st", "a1")
-	if !strings.Contains(s.stdout, "planfile:  sha256:") || !strings.Contains(s.stdout, "approved by obelisk approve") {
+	if !strings.Contains(s.stdout, "planfile:  sha256:") || !strings.Contains(s.stdout, "approved by "+defaultDecider()) {
 		t.Errorf("show: the run is not recorded as applied and approved:\n%s", s.stdout)
 	}
 	n := runObelisk(t, dir, "apply", "--no-journal", pf)

@@ -149,7 +149,7 @@ func report(e *env, res *vm.Result, runID, also string) int {
 			printed = true
 		}
 	}
-	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled) {
+	if res.Err != nil && res.Status != vm.RunCompleted && !(printed && res.Status != vm.RunCanceled && res.Status != durable.RunAborted) {
 		if re := (*toolkit.Error)(nil); errors.As(res.Err, &re) {
 			fmt.Fprintf(e.Stderr, "  %v [%s]\n", res.Err, re.Code)
 		} else {

@@ -49,33 +49,40 @@ func resumeCommand() *command {
 					e.Errorf("%v", err)
 					return exitInput
 				}
-				ts, set, stop, status := resumedTools(ctx, e, r, &gf)
-				if set == nil {
-					return status
-				}
-				defer stop()
-				if r.Goal() != nil {
-					return resumeGoal(ctx, e, r, &xf, set, &mf)
-				}
-				tools, problems, err := recordedTools(set, r.Plan())
-				if err != nil {
-					err = fmt.Errorf("run %s: %w", id, err)
-					r.Fail(err)
-					e.Errorf("%v", err)
-					return exitInput
-				}
-				if len(problems) > 0 && xf.replay == "" {
-					for _, pr := range problems {
-						e.Errorf("%s", pr)
-					}
-					// The run is left to be resumed with the grants it needs.
-					r.Leave(errors.New("its tools may not run: " + problems[0]))
-					return exitUsage
-				}
-				return xf.execute(ctx, e, r, tools, nil, ts.Fill)
+				return xf.resumed(ctx, e, r, &gf, &mf)
 			}
 		},
 	}
+}
+
+// resumed goes on with a run this process has taken over (obelisk resume,
+// a worker): it opens the run's tools from what the run recorded, with
+// the grants of this command line, and executes it.
+func (xf *execFlags) resumed(ctx context.Context, e *env, r *durable.Run, gf *permission.Flags, mf *modelFlags) int {
+	ts, set, stop, status := resumedTools(ctx, e, r, gf)
+	if set == nil {
+		return status
+	}
+	defer stop()
+	if r.Goal() != nil {
+		return resumeGoal(ctx, e, r, xf, set, mf)
+	}
+	tools, problems, err := recordedTools(set, r.Plan())
+	if err != nil {
+		err = fmt.Errorf("run %s: %w", r.ID, err)
+		r.Fail(err)
+		e.Errorf("%v", err)
+		return exitInput
+	}
+	if len(problems) > 0 && xf.replay == "" {
+		for _, pr := range problems {
+			e.Errorf("%s", pr)
+		}
+		// The run is left to be resumed with the grants it needs.
+		r.Leave(errors.New("its tools may not run: " + problems[0]))
+		return exitUsage
+	}
+	return xf.execute(ctx, e, r, tools, nil, ts.Fill)
 }
 
 // resumedTools opens the tools of a run being resumed, from what the run
@@ -111,7 +118,7 @@ func approveCommand() *command {
 	return &command{
 		Name:    "approve",
 		Args:    "RUN [STEP]",
-		Summary: "record the decision on an approval a journaled run waits for (then obelisk resume RUN continues it)",
+		Summary: "record the decision on an approval a journaled run waits for (its waiting process or a worker goes on, or obelisk resume RUN)",
 		Setup: func(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 			registerMaxDiagnostics(fs, e)
 			var sf stateFlags
@@ -119,6 +126,7 @@ func approveCommand() *command {
 			reject := fs.Bool("reject", false, "reject instead of approving")
 			note := fs.String("note", "", "a note kept with the decision (a rejected step's error message carries it)")
 			edit := fs.String("edit", "", "approve the plan as edited in this file (plan text) instead, for an approval of the whole plan")
+			by := fs.String("by", defaultDecider(), "who decides, recorded with the decision (default: the user this command runs as)")
 			return func(ctx context.Context, args []string) int {
 				if len(args) < 1 || len(args) > 2 {
 					return usageError(e, "approve", "expected a run and at most one step, got %d arguments", len(args))
@@ -147,7 +155,7 @@ func approveCommand() *command {
 					e.Errorf("%v", err)
 					return exitUsage
 				}
-				dec := durable.Decision{Approved: !*reject, Note: *note, By: "obelisk approve"}
+				dec := durable.Decision{Approved: !*reject, Note: *note, By: *by}
 				if *edit != "" {
 					if ap.Step != "" || ap.Round != 0 {
 						return usageError(e, "approve", "--edit replaces the whole plan: it applies to an approval of the plan, and %s is a step", ap.Step)
@@ -178,7 +186,12 @@ func approveCommand() *command {
 					verb = "rejected"
 				}
 				fmt.Fprintf(escapingWriter{e.Stdout}, "%s %s of run %s\n", verb, durable.Describe(ap), id)
-				fmt.Fprintf(e.Stderr, "continue the run with: obelisk resume%s %s\n", sf.also(), id)
+				if pending, err := st.Pending(id); err == nil && len(pending) > 0 {
+					fmt.Fprintf(e.Stderr, "the run waits for %d more decision(s):\n", len(pending))
+					listPending(e, pending)
+				} else {
+					fmt.Fprintf(e.Stderr, "the run goes on by itself if its process waits for the decision (--wait) or a worker runs; otherwise continue it with: obelisk resume%s %s\n", sf.also(), id)
+				}
 				return exitOK
 			}
 		},
@@ -302,7 +315,11 @@ func showCommand() *command {
 				also := sf.also()
 				switch det.Status {
 				case vm.RunWaiting:
-					fmt.Fprintf(w, "\ndecide with obelisk approve%s %s, then continue with obelisk resume%s %s\n", also, det.ID, also, det.ID)
+					if next := det.ContinueText(fmt.Sprintf("obelisk resume%s %s", also, det.ID)); next != "" {
+						fmt.Fprintf(w, "\n%s\n", next)
+					} else {
+						fmt.Fprintf(w, "\ndecide with obelisk approve%s %s (the run's process goes on by itself if it waits, with --wait; otherwise continue with obelisk resume%s %s, or a worker)\n", also, det.ID, also, det.ID)
+					}
 				case "running", vm.RunCanceled:
 					fmt.Fprintf(w, "\nif its process has stopped, continue it with obelisk resume%s %s\n", also, det.ID)
 				}

@@ -579,7 +579,7 @@ func TestAgentHITLAcrossProcesses(t *testing.T) {
 		t.Errorf("the models were asked %d times, want 2 (the planner once, the evaluator once)", n)
 	}
 	show := runObelisk(t, dir, "show", "--state-dir", "st", "h")
-	if !strings.Contains(show.stdout, "run h: completed") || !strings.Contains(show.stdout, "approved by obelisk approve: it is real") {
+	if !strings.Contains(show.stdout, "run h: completed") || !strings.Contains(show.stdout, "approved by "+defaultDecider()+": it is real") {
 		t.Errorf("show:\n%s", show.stdout)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -95,6 +96,8 @@ type execFlags struct {
 	approvalTimeout time.Duration
 	approvalDefault string
 	runTimeout      time.Duration
+	wait            bool
+	waitTimeout     time.Duration
 	// evaluator is --evaluator: "model", or a rules file; evalModel the
 	// evaluator tier's model (--eval-model).
 	evaluator, evalModel string
@@ -108,6 +111,8 @@ func (xf *execFlags) register(fs *flag.FlagSet, starts bool) {
 	fs.StringVar(&xf.replay, "replay", "", "answer tool calls from a recording made with --record, calling no tool; a call it has no answer for fails")
 	fs.StringVar(&xf.evaluator, "evaluator", "", "judge the criteria in words (expect \"…\"): model (the evaluator tier of the model flags: --eval-model, else OBELISK_EVAL_MODEL or the provider's default) or a rules file (JSON: criterion text to pass, partial, fail or hitl; \"*\" for the rest); without it they are recorded as unjudged")
 	fs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest the run may take in this process (e.g. 30m), approvals asked on the terminal included: then its running steps are canceled and it stops (canceled, limit-exceeded); 0 sets no limit, and a resumed run takes the limit it was started with")
+	fs.BoolVar(&xf.wait, "wait", false, "when the run waits for a decision, wait for it in this process, and go on once it is made elsewhere (obelisk approve, the console, an MCP client)")
+	fs.DurationVar(&xf.waitTimeout, "wait-timeout", time.Hour, "with --wait, the longest to wait for the decisions; then the run is left waiting, for obelisk resume or a worker")
 	if starts {
 		// resume takes --eval-model with the other model flags.
 		fs.StringVar(&xf.evalModel, "eval-model", "", "with --evaluator model: the model that judges (default: OBELISK_EVAL_MODEL, else the provider's cheaper model)")
@@ -165,6 +170,9 @@ func (xf *execFlags) policy() (durable.ApprovalPolicy, error) {
 	}
 	if xf.approvalTimeout < 0 {
 		return durable.ApprovalPolicy{}, errors.New("--approval-timeout must not be negative")
+	}
+	if xf.wait && xf.waitTimeout <= 0 {
+		return durable.ApprovalPolicy{}, errors.New("--wait-timeout must be positive")
 	}
 	return durable.ApprovalPolicy{Timeout: xf.approvalTimeout, Approve: xf.approvalDefault == "approve"}, nil
 }
@@ -255,6 +263,9 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 	if xf.runTimeout < 0 {
 		return usageError(e, e.Cmd, "--run-timeout must not be negative")
 	}
+	if xf.wait && xf.waitTimeout <= 0 {
+		return usageError(e, e.Cmd, "--wait-timeout must be positive")
+	}
 	rec, err := fill.NewRecording(chain, xf.record, xf.replay)
 	if err != nil {
 		e.Errorf("%v", err)
@@ -296,13 +307,24 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		Filler: rec.Filler(filler), MaxFills: fs.MaxFills, Evaluator: evaluator}
 	var res *vm.Result
 	var rejected lang.Diagnostics
-	if r.Streamed() {
-		res, rejected, err = r.ExecuteStream(ctx, text, o)
-		if len(rejected) > 0 {
-			lang.WriteText(e.Stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
+	for {
+		if r.Streamed() {
+			res, rejected, err = r.ExecuteStream(ctx, text, o)
+			if len(rejected) > 0 {
+				lang.WriteText(e.Stderr, lang.Sources{r.Plan().Source.Name: r.Text()}, rejected, e.textOptions())
+			}
+		} else {
+			res, err = r.Execute(ctx, o)
 		}
-	} else {
-		res, err = r.Execute(ctx, o)
+		if err != nil || res.Status != vm.RunWaiting || !r.Journaled() || !xf.wait {
+			break
+		}
+		next, status := xf.await(ctx, e, r, res)
+		if next == nil {
+			progress.stop()
+			return status
+		}
+		r, text = next, nil // a streamed run reads its text from the journal
 	}
 	progress.stop()
 	if m, ok := filler.(*fill.Model); ok && m.Usage().Requests > 0 {
@@ -326,6 +348,43 @@ func (xf *execFlags) execute(ctx context.Context, e *env, r *durable.Run, chain 
 		status = exitInput
 	}
 	return status
+}
+
+// await waits, with --wait, for the decisions a run waits for to be made
+// by another process (obelisk approve, the console, an MCP client),
+// saying on stderr what it waits for, and returns the run taken over
+// again to go on. Without them within --wait-timeout, or when the run is
+// canceled or taken over by another process, it says so and returns nil
+// and the exit status.
+func (xf *execFlags) await(ctx context.Context, e *env, r *durable.Run, res *vm.Result) (*durable.Run, int) {
+	wctx, cancel := context.WithTimeout(ctx, xf.waitTimeout)
+	defer cancel()
+	also := xf.also()
+	next, err := r.Await(wctx, func(pending []*durable.Approval) {
+		for _, p := range pending {
+			step := cmp.Or(p.Step, "plan")
+			fmt.Fprintf(escapingWriter{e.Stderr}, "waiting for a decision on %s: obelisk approve%s %s %s, or the console\n", step, also, r.ID, step)
+		}
+	})
+	var ce *durable.CanceledError
+	var be *durable.BusyError
+	switch {
+	case err == nil:
+		fmt.Fprintf(e.Stderr, "the decisions are made: run %s goes on\n", r.ID)
+		return next, exitOK
+	case errors.As(err, &ce):
+		e.Errorf("%v", err)
+		return nil, exitInput
+	case errors.As(err, &be):
+		fmt.Fprintf(e.Stderr, "run %s was taken over by process %d, which goes on with it: obelisk show%s %s says how it went\n", r.ID, be.PID, also, r.ID)
+		return nil, exitWaiting
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		fmt.Fprintf(e.Stderr, "no decision within --wait-timeout %s\n", xf.waitTimeout)
+	case ctx.Err() != nil:
+	default:
+		e.Errorf("%v", err)
+	}
+	return nil, xf.waiting(e, r, res)
 }
 
 // showReplans prints the diff of each replan on stderr.

@@ -346,7 +346,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		t.Errorf("runs:\n%s", runs.stdout)
 	}
 
-	second := runObelisk(t, dir, "approve", "--state-dir", "st", "--note", "looks right", "pay-1")
+	second := runObelisk(t, dir, "approve", "--state-dir", "st", "--by", "ann", "--note", "looks right", "pay-1")
 	if second.code != 0 || !strings.Contains(second.stdout, "approved step charge") {
 		t.Fatalf("approve: exit %d\n%s%s", second.code, second.stdout, second.stderr)
 	}
@@ -362,7 +362,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 	show := runObelisk(t, dir, "show", "--state-dir", "st", "pay-1")
-	for _, want := range []string{"run pay-1: completed", "processes: 2", `step charge (http.request) "Charge the card?": approved by obelisk approve: looks right`} {
+	for _, want := range []string{"run pay-1: completed", "processes: 2", `step charge (http.request) "Charge the card?": approved by ann: looks right`} {
 		if !strings.Contains(show.stdout, want) {
 			t.Errorf("show does not say %q:\n%s", want, show.stdout)
 		}

@@ -161,6 +161,12 @@ CREATE TABLE IF NOT EXISTS facts (
   seq   INTEGER NOT NULL,
   PRIMARY KEY (run, key)
 );
+CREATE TABLE IF NOT EXISTS cancels (
+  run       TEXT PRIMARY KEY,
+  requested INTEGER NOT NULL,
+  by        TEXT NOT NULL DEFAULT '',
+  reason    TEXT NOT NULL DEFAULT ''
+);
 `
 
 // CorruptError is returned when a journal is opened that is damaged (a
@@ -236,8 +242,9 @@ func damaged(err error) bool {
 // user_version: 1 records when a run's owner started (runs.pid_start); 2
 // adds the positions of mocks (mock_calls), texts received as they
 // arrive (texts, text_ends) and a goal's facts (facts); 3 the answers a
-// model gave for holes and tasks (fills).
-const schemaVersion = 3
+// model gave for holes and tasks (fills); 4 the requests to cancel a run
+// (cancels).
+const schemaVersion = 4
 
 // migrate makes the tables a journal needs, or brings those of an
 // earlier layout up to date, in one transaction. A journal of a later
@@ -550,6 +557,9 @@ type FinishedError struct {
 
 // Error says how it ended.
 func (e *FinishedError) Error() string {
+	if e.Status == RunAborted {
+		return fmt.Sprintf("run %s was canceled at a person's request (%s): it cannot be resumed", e.Run, e.Status)
+	}
 	return fmt.Sprintf("run %s has ended (%s): there is nothing to resume", e.Run, e.Status)
 }
 
@@ -561,14 +571,15 @@ func (e *FinishedError) Error() string {
 // owns (see owner.alive) is refused with a *BusyError unless force is
 // set.
 func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
+	return d.resume(id, force, nil)
+}
+
+// resume is Resume, with ready, when set, asked in the transaction whether
+// the run, of status was and owner o, may be taken over.
+func (d *DB) resume(id string, force bool, ready func(tx *sql.Tx, was vm.RunStatus, o owner) error) (*Run, *Stored, error) {
 	var was vm.RunStatus
 	err := d.tx(func(tx *sql.Tx) error {
-		var status string
-		var o owner
-		err := tx.QueryRow(`SELECT status, pid, host, pid_start FROM runs WHERE id = ?`, id).Scan(&status, &o.pid, &o.host, &o.start)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w %s in %s", ErrNotFound, id, d.path)
-		}
+		status, o, err := d.owner(tx, id)
 		if err != nil {
 			return err
 		}
@@ -585,6 +596,11 @@ func (d *DB) Resume(id string, force bool) (*Run, *Stored, error) {
 			}
 		default:
 			return &FinishedError{Run: id, Status: vm.RunStatus(status)}
+		}
+		if ready != nil {
+			if err := ready(tx, was, o); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(`UPDATE runs SET status = 'running', pid = ?, host = ?, pid_start = ?, processes = processes + 1, updated = ? WHERE id = ?`,
 			d.me.pid, d.me.host, d.me.start, d.now().UnixNano(), id)
