@@ -10,13 +10,12 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/console/consoletest"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/vm"
 )
@@ -150,70 +149,6 @@ func serve(t *testing.T, st *durable.Store, opts Options, notLoopback bool) (*Se
 	return srv, base
 }
 
-// client is a browser without a browser: it keeps cookies.
-type client struct {
-	t    *testing.T
-	base string
-	c    *http.Client
-}
-
-func newClient(t *testing.T, base string) *client {
-	jar, _ := cookiejar.New(nil)
-	return &client{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-func (c *client) do(req *http.Request) (int, http.Header, string) {
-	c.t.Helper()
-	resp, err := c.c.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-func (c *client) get(path string) (int, string) {
-	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, c.base+path, nil)
-	code, _, body := c.do(req)
-	return code, body
-}
-
-// post sends a form as a page of the console would, from its origin.
-func (c *client) post(path string, form url.Values, header map[string]string) (int, string) {
-	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", c.base)
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	for k, v := range header {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	code, _, body := c.do(req)
-	return code, body
-}
-
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-// csrf opens a page and returns the session token of its forms.
-func (c *client) csrf(path string) string {
-	c.t.Helper()
-	code, body := c.get(path)
-	m := csrfField.FindStringSubmatch(body)
-	if code != http.StatusOK || m == nil {
-		c.t.Fatalf("GET %s: %d, no form token:\n%s", path, code, body)
-	}
-	return m[1]
-}
-
 // pending returns the approvals run id waits for.
 func pending(t *testing.T, st *durable.Store, id string) []*durable.Approval {
 	t.Helper()
@@ -243,10 +178,10 @@ func TestHeaders(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
+	c := consoletest.New(t, base)
 	for _, path := range []string{"/", "/runs/r", "/approvals", "/plan"} {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		code, h, body := c.do(req)
+		code, h, body := c.Do(req)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s: %d\n%s", path, code, body)
 		}
@@ -274,9 +209,9 @@ func TestHostileValuesEscaped(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
+	c := consoletest.New(t, base)
 	for _, path := range []string{"/runs/r", "/approvals"} {
-		code, body := c.get(path)
+		code, body := c.Get(path)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s: %d", path, code)
 		}
@@ -296,26 +231,26 @@ func TestLoopbackHostOnly(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/runs/r")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/runs/r")
 	for _, host := range []string{"evil.example", "evil.example:80", "127.0.0.1.evil.example"} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/runs/r", nil)
 		req.Host = host
-		code, _, body := c.do(req)
+		code, _, body := c.Do(req)
 		if code != http.StatusMisdirectedRequest || !strings.Contains(body, "refused: this console answers only at localhost or a loopback address") || strings.Contains(body, "fetch") {
 			t.Errorf("Host %s: %d\n%s", host, code, body)
 		}
 		req, _ = http.NewRequest(http.MethodPost, base+"/runs/r/decide", strings.NewReader(decideForm(csrf, "approve", "").Encode()))
 		req.Host = host
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if code, _, _ := c.do(req); code != http.StatusMisdirectedRequest {
+		if code, _, _ := c.Do(req); code != http.StatusMisdirectedRequest {
 			t.Errorf("POST with Host %s: %d", host, code)
 		}
 	}
 	for _, host := range []string{"localhost", "127.0.0.1", "[::1]:99"} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
 		req.Host = host
-		if code, _, _ := c.do(req); code != http.StatusOK {
+		if code, _, _ := c.Do(req); code != http.StatusOK {
 			t.Errorf("Host %s: %d", host, code)
 		}
 	}
@@ -334,14 +269,14 @@ func TestTokenRequired(t *testing.T) {
 	if len(srv.Token()) < minToken || !strings.Contains(srv.URL(), "?token="+srv.Token()) {
 		t.Fatalf("token %q, address %s", srv.Token(), srv.URL())
 	}
-	c := newClient(t, base)
+	c := consoletest.New(t, base)
 	for _, path := range []string{"/", "/runs/r", "/approvals", "/plan", "/watch", "/static/console.css", "/?token=wrong-token-wrong-token"} {
-		code, body := c.get(path)
+		code, body := c.Get(path)
 		if code != http.StatusUnauthorized || !strings.HasPrefix(body, "refused: ") || strings.Contains(body, "fetch") {
 			t.Errorf("GET %s without the token: %d\n%s", path, code, body)
 		}
 	}
-	if code, body := c.post("/runs/r/decide", decideForm("x", "approve", ""), nil); code != http.StatusUnauthorized {
+	if code, body := c.Post("/runs/r/decide", decideForm("x", "approve", ""), nil); code != http.StatusUnauthorized {
 		t.Errorf("POST without the token: %d\n%s", code, body)
 	}
 	if len(pending(t, st, "r")) != 1 {
@@ -350,17 +285,17 @@ func TestTokenRequired(t *testing.T) {
 	// The address with the token sets the cookie, and sends the browser
 	// on without the token in the address.
 	req, _ := http.NewRequest(http.MethodGet, base+"/runs/r?token="+url.QueryEscape(srv.Token()), nil)
-	code, h, _ := c.do(req)
+	code, h, _ := c.Do(req)
 	if code != http.StatusSeeOther || h.Get("Location") != "/runs/r" {
 		t.Fatalf("GET with the token: %d, to %q", code, h.Get("Location"))
 	}
-	if code, _ := c.get("/runs/r"); code != http.StatusOK {
+	if code, _ := c.Get("/runs/r"); code != http.StatusOK {
 		t.Errorf("GET with the cookie: %d", code)
 	}
-	bearer := newClient(t, base)
+	bearer := consoletest.New(t, base)
 	req, _ = http.NewRequest(http.MethodGet, base+"/", nil)
 	req.Header.Set("Authorization", "Bearer "+srv.Token())
-	if code, _, _ := bearer.do(req); code != http.StatusOK {
+	if code, _, _ := bearer.Do(req); code != http.StatusOK {
 		t.Errorf("GET with the bearer token: %d", code)
 	}
 	if _, err := New(st, elsewhere{mustListen(t)}, Options{Token: "short"}); err == nil || !strings.Contains(err.Error(), "give at least 16") {
@@ -384,9 +319,9 @@ func TestCSRF(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/runs/r")
-	other := newClient(t, base).csrf("/runs/r")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/runs/r")
+	other := consoletest.New(t, base).CSRF("/runs/r")
 	for name, tc := range map[string]struct {
 		form   url.Values
 		header map[string]string
@@ -398,18 +333,18 @@ func TestCSRF(t *testing.T) {
 		"same-site":          {decideForm(csrf, "approve", ""), map[string]string{"Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}, "refused: the request did not come from a page of this console"},
 		"other origin alone": {decideForm(csrf, "approve", ""), map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": ""}, "refused: the request did not come from a page of this console"},
 	} {
-		code, body := c.post("/runs/r/decide", tc.form, tc.header)
+		code, body := c.Post("/runs/r/decide", tc.form, tc.header)
 		if code != http.StatusForbidden || !strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d\n%s", name, code, body)
 		}
 	}
-	if code, _ := c.get("/runs/r/decide"); code != http.StatusMethodNotAllowed {
+	if code, _ := c.Get("/runs/r/decide"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET of the decision: %d", code)
 	}
 	if len(pending(t, st, "r")) != 1 {
 		t.Fatal("a refused request recorded a decision")
 	}
-	code, body := c.post("/runs/r/decide", decideForm(csrf, "approve", "looks right"), nil)
+	code, body := c.Post("/runs/r/decide", decideForm(csrf, "approve", "looks right"), nil)
 	if code != http.StatusSeeOther {
 		t.Fatalf("the page's form: %d\n%s", code, body)
 	}
@@ -430,14 +365,14 @@ func TestDecideOnce(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/approvals")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/approvals")
 	form := decideForm(csrf, "reject", "not today")
 	form.Set("from", "approvals")
-	if code, body := c.post("/runs/r/decide", form, nil); code != http.StatusSeeOther {
+	if code, body := c.Post("/runs/r/decide", form, nil); code != http.StatusSeeOther {
 		t.Fatalf("first: %d\n%s", code, body)
 	}
-	code, body := c.post("/runs/r/decide", decideForm(csrf, "approve", "changed my mind"), nil)
+	code, body := c.Post("/runs/r/decide", decideForm(csrf, "approve", "changed my mind"), nil)
 	if code != http.StatusConflict || !strings.Contains(body, "the approval of step b of run r was decided already (rejected by someone at the console (no name given),") || !strings.Contains(body, "nothing was recorded") {
 		t.Errorf("second: %d\n%s", code, body)
 	}
@@ -454,14 +389,14 @@ func TestDecideOnce(t *testing.T) {
 	if b == nil || b.Error == nil || !strings.Contains(b.Error.Message, "not today") {
 		t.Fatalf("step b: %+v", b)
 	}
-	_, page := c.get("/runs/r")
+	_, page := c.Get("/runs/r")
 	if !strings.Contains(page, "not today") || !strings.Contains(page, "a person rejected b: not today") {
 		t.Error("the run's page does not show the note of the rejection")
 	}
-	if code, body := c.post("/runs/r/decide", decideForm(csrf, "approve", ""), nil); code != http.StatusConflict {
+	if code, body := c.Post("/runs/r/decide", decideForm(csrf, "approve", ""), nil); code != http.StatusConflict {
 		t.Errorf("after the run: %d\n%s", code, body)
 	}
-	if code, body := c.post("/runs/nope/decide", decideForm(csrf, "approve", ""), nil); code != http.StatusNotFound {
+	if code, body := c.Post("/runs/nope/decide", decideForm(csrf, "approve", ""), nil); code != http.StatusNotFound {
 		t.Errorf("no such run: %d\n%s", code, body)
 	}
 }
@@ -490,10 +425,10 @@ func TestEditAndApprove(t *testing.T) {
 	}
 	waitingRun(t, st, "s")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/approvals")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/approvals")
 	edit := func(run, step, plan string) (int, string) {
-		return c.post("/runs/"+run+"/decide", url.Values{"csrf": {csrf}, "round": {"0"}, "step": {step}, "decision": {"edit"}, "plan": {plan}}, nil)
+		return c.Post("/runs/"+run+"/decide", url.Values{"csrf": {csrf}, "round": {"0"}, "step": {step}, "decision": {"edit"}, "plan": {plan}}, nil)
 	}
 	code, body := edit("p", "", strings.Replace(planGate, "fetch(n: 1)", "fetch(n: \"one\")", 1))
 	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "the edited plan does not check, and nothing was recorded") || !strings.Contains(body, "edited.plan:7:") {
@@ -521,7 +456,7 @@ func TestEditAndApprove(t *testing.T) {
 	if res := resumeRun(t, st, "p", gateTools); res.Status != vm.RunCompleted {
 		t.Fatalf("resumed: %s %v", res.Status, res.Err)
 	}
-	_, page := c.get("/runs/p")
+	_, page := c.Get("/runs/p")
 	if !strings.Contains(page, `data-step="c" data-status="completed"`) || !strings.Contains(page, "The plan as a person edited and approved it") {
 		t.Errorf("the run's page does not show the edited plan")
 	}
@@ -575,26 +510,26 @@ func TestWatch(t *testing.T) {
 func TestPlanPage(t *testing.T) {
 	st := openStore(t)
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/plan")
-	code, body := c.post("/plan", url.Values{"csrf": {csrf}, "plan": {gatePlan}}, nil)
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/plan")
+	code, body := c.Post("/plan", url.Values{"csrf": {csrf}, "plan": {gatePlan}}, nil)
 	for _, want := range []string{"The plan checks clean", `data-step="a"`, `data-step="b"`, "Estimates", "critical path", "Dry run", "Approval gates the run stops at", "Schedule"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("a good plan: %d, no %q", code, want)
 		}
 	}
-	code, body = c.post("/plan", url.Values{"csrf": {csrf}, "plan": {"a: fetch(n: 1) -> †state.a\n"}}, nil)
+	code, body = c.Post("/plan", url.Values{"csrf": {csrf}, "plan": {"a: fetch(n: 1) -> †state.a\n"}}, nil)
 	if code != http.StatusOK || !strings.Contains(body, "pasted.plan:1:4: error: unknown tool") {
 		t.Errorf("a plan with an error: %d\n%s", code, body)
 	}
-	code, body = c.post("/plan", url.Values{"csrf": {csrf}, "plan": {"import \"/etc/passwd.json\"\nimport \"../../x.json\"\n\na: echo(value: 1) -> †state.a\n"}}, nil)
+	code, body = c.Post("/plan", url.Values{"csrf": {csrf}, "plan": {"import \"/etc/passwd.json\"\nimport \"../../x.json\"\n\na: echo(value: 1) -> †state.a\n"}}, nil)
 	if code != http.StatusOK || !strings.Contains(body, "error:") || strings.Contains(body, "The plan checks clean") || strings.Contains(body, "root:") {
 		t.Errorf("a plan that imports files: %d\n%s", code, body)
 	}
-	if code, body := c.post("/plan", url.Values{"plan": {gatePlan}}, nil); code != http.StatusForbidden {
+	if code, body := c.Post("/plan", url.Values{"plan": {gatePlan}}, nil); code != http.StatusForbidden {
 		t.Errorf("without the form's token: %d\n%s", code, body)
 	}
-	if code, body := c.post("/plan", url.Values{"csrf": {csrf}, "plan": {strings.Repeat("#", maxBody)}}, nil); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "refused: the form is larger than 8 MiB") {
+	if code, body := c.Post("/plan", url.Values{"csrf": {csrf}, "plan": {strings.Repeat("#", maxBody)}}, nil); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "refused: the form is larger than 8 MiB") {
 		t.Errorf("a form too large: %d\n%.300s", code, body)
 	}
 	// A plan file opened in the page comes as a multipart form.
@@ -608,7 +543,7 @@ func TestPlanPage(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/plan", &mp)
 	req.Header.Set("Content-Type", w.FormDataContentType())
 	req.Header.Set("Origin", base)
-	code, _, body = c.do(req)
+	code, _, body = c.Do(req)
 	if code != http.StatusOK || !strings.Contains(body, "mine.plan:1:4: error: unknown tool") {
 		t.Errorf("a plan file: %d\n%s", code, body)
 	}
@@ -644,12 +579,12 @@ func textarea(t *testing.T, body, id string) string {
 func TestPlanPageLineEnds(t *testing.T) {
 	st := openStore(t)
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/plan")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/plan")
 	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
 	form := url.Values{"csrf": {csrf}, "plan": {crlf(inputPlan)}, "input": {crlf("{\n  \"n\": 3\n}")}, "mocks": {"\r"}}
 	for i := range 2 {
-		code, body := c.post("/plan", form, nil)
+		code, body := c.Post("/plan", form, nil)
 		if code != http.StatusOK || !strings.Contains(body, "The plan checks clean") || strings.Contains(body, "not JSON") || !strings.Contains(body, "<h3>Output</h3>") {
 			t.Fatalf("submit %d: %d\n%s", i+1, code, body)
 		}
@@ -672,8 +607,8 @@ func TestPlanPageLineEnds(t *testing.T) {
 func TestPlanPageInputFile(t *testing.T) {
 	st := openStore(t)
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	csrf := c.csrf("/plan")
+	c := consoletest.New(t, base)
+	csrf := c.CSRF("/plan")
 	post := func(input string, files ...string) string {
 		t.Helper()
 		var mp bytes.Buffer
@@ -689,7 +624,7 @@ func TestPlanPageInputFile(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/plan", &mp)
 		req.Header.Set("Content-Type", w.FormDataContentType())
 		req.Header.Set("Origin", base)
-		code, _, body := c.do(req)
+		code, _, body := c.Do(req)
 		if code != http.StatusOK {
 			t.Fatalf("%d\n%s", code, body)
 		}
@@ -716,16 +651,16 @@ func TestWaitingNotAnError(t *testing.T) {
 	st := openStore(t)
 	waitingRun(t, st, "r")
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	_, page := c.get("/runs/r")
+	c := consoletest.New(t, base)
+	_, page := c.Get("/runs/r")
 	if !strings.Contains(page, `<h1>Run <code>r</code> <span class="status s-waiting">`) || !strings.Contains(page, `<p class="muted">waiting for approval of b</p>`) {
 		t.Errorf("the run page does not show the run as waiting:\n%s", page)
 	}
-	_, list := c.get("/")
+	_, list := c.Get("/")
 	if !strings.Contains(list, `<tr class="r-waiting" data-run="r">`) || !strings.Contains(list, `<div class="muted small">waiting for approval of b</div>`) {
 		t.Errorf("the list does not show the run as waiting:\n%s", list)
 	}
-	_, approvals := c.get("/approvals")
+	_, approvals := c.Get("/approvals")
 	for name, body := range map[string]string{"the run page": page, "the list": list, "the approvals": approvals} {
 		if strings.Contains(body, `class="problem"`) || strings.Contains(body, `class="err`) || strings.Contains(body, "s-failed\"><span") {
 			t.Errorf("%s shows the waiting run as an error:\n%s", name, body)

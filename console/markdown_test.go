@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/obelisk-plan/obelisk/console/consoletest"
 	"github.com/obelisk-plan/obelisk/vm"
 )
 
@@ -70,7 +71,7 @@ func TestRunPageMarkdown(t *testing.T) {
 		t.Fatalf("%s: %v", res.Status, res.Err)
 	}
 	_, base := serve(t, st, Options{}, false)
-	_, page := newClient(t, base).get("/runs/md")
+	_, page := consoletest.New(t, base).Get("/runs/md")
 	if n := strings.Count(page, `<div class="markdown"><h1>Report</h1>`); n != 2 {
 		t.Errorf("the result and the output are rendered %d times, want 2", n)
 	}

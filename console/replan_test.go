@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/obelisk-plan/obelisk/compiler/planfile"
+	"github.com/obelisk-plan/obelisk/console/consoletest"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/vm"
@@ -67,25 +68,25 @@ output †state.page
 		t.Fatalf("status %v: %v %v", res.Status, res.Err, err)
 	}
 	_, base := serve(t, st, Options{}, false)
-	c := newClient(t, base)
-	_, page := c.get("/approvals")
+	c := consoletest.New(t, base)
+	_, page := c.Get("/approvals")
 	for _, want := range []string{"Replan 1: the new and changed steps", "approve only what the replan changes: <strong>api</strong>",
 		`<span class="d-add">&#43; api(url: †state.url) -&gt; †state.page</span>`, `<span class="d-head">--- the plan before replan 1</span>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the approvals page has no %q", want)
 		}
 	}
-	csrf := c.csrf("/approvals")
+	csrf := c.CSRF("/approvals")
 	form := decideForm(csrf, "approve", "")
 	form.Set("round", "1")
 	form.Set("step", "")
-	if code, body := c.post("/runs/rp/decide", form, nil); code != http.StatusSeeOther {
+	if code, body := c.Post("/runs/rp/decide", form, nil); code != http.StatusSeeOther {
 		t.Fatalf("approving the replan: %d\n%s", code, body)
 	}
 	if res := resumeRun(t, st, "rp", tools); res.Output != "page of u" {
 		t.Fatalf("resumed: %s %v %v", res.Status, res.Output, res.Err)
 	}
-	_, page = c.get("/runs/rp")
+	_, page = c.Get("/runs/rp")
 	if !strings.Contains(page, "Plan of replan 1") || !strings.Contains(page, `<h3>Steps of replans</h3>`) {
 		t.Error("the run's page does not show the replan")
 	}

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/obelisk-plan/obelisk/console/consoletest"
 )
 
 // decidePlan gates b, between a and c, on the gate server of the tests.
@@ -389,60 +388,6 @@ wait:
 	}
 }
 
-// consoleClient posts the console's forms as its pages do: with the
-// session cookie and the form token of a page it opened, from its origin.
-type consoleClient struct {
-	t    *testing.T
-	base string
-	c    *http.Client
-}
-
-func newConsoleClient(t *testing.T, addr string) *consoleClient {
-	jar, _ := cookiejar.New(nil)
-	u, err := url.Parse(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := u.Scheme + "://" + u.Host
-	c := &consoleClient{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	c.get(strings.TrimPrefix(addr, base)) // the address printed sets the cookie
-	return c
-}
-
-func (c *consoleClient) get(path string) (int, string) {
-	c.t.Helper()
-	resp, err := c.c.Get(c.base + path)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-var formToken = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-// post opens page, then posts form with its token to path.
-func (c *consoleClient) post(page, path string, form url.Values) (int, string) {
-	c.t.Helper()
-	code, body := c.get(page)
-	m := formToken.FindStringSubmatch(body)
-	if code != http.StatusOK || m == nil {
-		c.t.Fatalf("GET %s: %d, no form token:\n%s", page, code, body)
-	}
-	form.Set("csrf", m[1])
-	req, _ := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", c.base)
-	resp, err := c.c.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestConsoleDecidesAndCancels: with obelisk serve in a process of its
 // own on the same state directory, a gate approved in the console (by a
 // person who gives a name) lets the --wait process that waits for it go
@@ -463,9 +408,9 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	// for the console.
 	waiter := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "gate.plan")
 	waiter.waitLine(t, "waiting for a decision on b")
-	c := newConsoleClient(t, startServe(t, dir, "--state-dir", "st"))
+	c := consoletest.Open(t, startServe(t, dir, "--state-dir", "st"))
 
-	code, body := c.post("/runs/w", "/runs/w/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann Lee"}})
+	code, body := c.Submit("/runs/w", "/runs/w/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann Lee"}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("decide: %d\n%s", code, body)
 	}
@@ -476,7 +421,7 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	if calls := srv.counts(); calls["b"] != 1 || calls["c"] != 1 {
 		t.Errorf("calls: %v", calls)
 	}
-	if _, page := c.get("/runs/w"); !strings.Contains(page, "by Ann Lee (console)") {
+	if _, page := c.Get("/runs/w"); !strings.Contains(page, "by Ann Lee (console)") {
 		t.Errorf("the run page does not name who decided:\n%s", page)
 	}
 
@@ -485,8 +430,8 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "d", "--input", input, "gate.plan"); r.code != exitWaiting {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
-	c.post("/runs/d", "/runs/d/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann"}})
-	if _, page := c.get("/runs/d"); !strings.Contains(page, "approved by Ann (console): approved in the console, waiting for the run to continue (obelisk resume --state-dir st d, or a worker)") {
+	c.Submit("/runs/d", "/runs/d/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann"}})
+	if _, page := c.Get("/runs/d"); !strings.Contains(page, "approved by Ann (console): approved in the console, waiting for the run to continue (obelisk resume --state-dir st d, or a worker)") {
 		t.Errorf("the page of a decided run:\n%s", page)
 	}
 	show := runObelisk(t, dir, "show", "--state-dir", "st", "d")
@@ -497,7 +442,7 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	// Cancel, in the middle of step b of a run another process runs.
 	cancelMidStep(t, dir, srv, input, "run busy was canceled by Ann (console): wrong input", func() {
 		form := url.Values{"reason": {"wrong input"}, "by": {"Ann"}}
-		code, body := c.post("/runs/busy", "/runs/busy/cancel", form)
+		code, body := c.Submit("/runs/busy", "/runs/busy/cancel", form)
 		if code != http.StatusOK || !strings.Contains(body, "Yes, cancel run busy") {
 			t.Fatalf("cancel, first step: %d\n%s", code, body)
 		}
@@ -505,14 +450,14 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 			t.Fatalf("the run is %s before the cancel is confirmed", s)
 		}
 		form.Set("confirm", "yes")
-		if code, body = c.post("/runs/busy", "/runs/busy/cancel", form); code != http.StatusSeeOther {
+		if code, body = c.Submit("/runs/busy", "/runs/busy/cancel", form); code != http.StatusSeeOther {
 			t.Fatalf("cancel, confirmed: %d\n%s", code, body)
 		}
 	})
-	if _, page := c.get("/runs/busy"); !strings.Contains(page, "aborted") || strings.Contains(page, "Cancel this run") {
+	if _, page := c.Get("/runs/busy"); !strings.Contains(page, "aborted") || strings.Contains(page, "Cancel this run") {
 		t.Errorf("the page of the canceled run:\n%s", page)
 	}
-	if code, body = c.post("/runs/d", "/runs/w/cancel", url.Values{"confirm": {"yes"}}); code != http.StatusConflict || !strings.Contains(body, "has ended (completed)") {
+	if code, body = c.Submit("/runs/d", "/runs/w/cancel", url.Values{"confirm": {"yes"}}); code != http.StatusConflict || !strings.Contains(body, "has ended (completed)") {
 		t.Errorf("cancel of an ended run: %d\n%s", code, body)
 	}
 }
