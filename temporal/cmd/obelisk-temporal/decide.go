@@ -12,6 +12,7 @@ import (
 	"github.com/obelisk-plan/obelisk/internal/cli"
 	"github.com/obelisk-plan/obelisk/lang"
 	"github.com/obelisk-plan/obelisk/temporal/obtemporal"
+	"go.temporal.io/sdk/client"
 )
 
 // setupApprove registers the flags of approve, which records a decision on a run's approval.
@@ -63,30 +64,23 @@ func setupShow(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 	cf := registerConn(fs)
 	format := fs.String("format", "text", "text or json")
 	return func(ctx context.Context, args []string) int {
-		if len(args) != 1 {
-			return e.UsageError("expected one workflow, got %d", len(args))
-		}
 		if *format != "text" && *format != "json" {
 			return e.UsageError("unknown format %q: use text or json", *format)
 		}
-		c, err := cf.dial(e)
-		if err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitUsage
-		}
-		defer c.Close()
-		st, err := obtemporal.Show(ctx, c, args[0])
-		if err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitInput
-		}
-		if *format == "json" {
-			b, _ := json.MarshalIndent(st, "", "  ")
-			e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+		return cf.onWorkflow(e, args, func(c client.Client, id string) int {
+			st, err := obtemporal.Show(ctx, c, id)
+			if err != nil {
+				e.Errorf("%v", err)
+				return cli.ExitInput
+			}
+			if *format == "json" {
+				b, _ := json.MarshalIndent(st, "", "  ")
+				e.Stdout.Write(append(lang.EscapeControlJSON(b), '\n'))
+				return cli.ExitOK
+			}
+			writeStatus(e, st, cf.also())
 			return cli.ExitOK
-		}
-		writeStatus(e, st, cf.also())
-		return cli.ExitOK
+		})
 	}
 }
 
@@ -159,24 +153,17 @@ func setupCancel(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 	cf := registerConn(fs)
 	wait := fs.Bool("wait", false, "then wait for the run to end and report it")
 	return func(ctx context.Context, args []string) int {
-		if len(args) != 1 {
-			return e.UsageError("expected one workflow, got %d arguments", len(args))
-		}
-		c, err := cf.dial(e)
-		if err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitUsage
-		}
-		defer c.Close()
-		if err := obtemporal.Cancel(ctx, c, args[0]); err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitInput
-		}
-		fmt.Fprintf(e.Stdout, "asked workflow %s to stop: it starts no more calls\n", args[0])
-		if *wait {
-			return follow(ctx, e, c, cf, args[0])
-		}
-		return cli.ExitOK
+		return cf.onWorkflow(e, args, func(c client.Client, id string) int {
+			if err := obtemporal.Cancel(ctx, c, id); err != nil {
+				e.Errorf("%v", err)
+				return cli.ExitInput
+			}
+			fmt.Fprintf(e.Stdout, "asked workflow %s to stop: it starts no more calls\n", id)
+			if *wait {
+				return follow(ctx, e, c, cf, id)
+			}
+			return cli.ExitOK
+		})
 	}
 }
 
@@ -186,21 +173,14 @@ func setupTerminate(fs *flag.FlagSet, e *env) func(context.Context, []string) in
 	cf := registerConn(fs)
 	reason := fs.String("reason", "terminated with obelisk-temporal terminate", "why, as the workflow's history keeps it")
 	return func(ctx context.Context, args []string) int {
-		if len(args) != 1 {
-			return e.UsageError("expected one workflow, got %d arguments", len(args))
-		}
-		c, err := cf.dial(e)
-		if err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitUsage
-		}
-		defer c.Close()
-		if err := obtemporal.Terminate(ctx, c, args[0], *reason); err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitInput
-		}
-		fmt.Fprintf(e.Stdout, "terminated workflow %s\n", args[0])
-		return cli.ExitOK
+		return cf.onWorkflow(e, args, func(c client.Client, id string) int {
+			if err := obtemporal.Terminate(ctx, c, id, *reason); err != nil {
+				e.Errorf("%v", err)
+				return cli.ExitInput
+			}
+			fmt.Fprintf(e.Stdout, "terminated workflow %s\n", id)
+			return cli.ExitOK
+		})
 	}
 }
 
@@ -210,15 +190,21 @@ func setupTerminate(fs *flag.FlagSet, e *env) func(context.Context, []string) in
 func setupWait(fs *flag.FlagSet, e *env) func(context.Context, []string) int {
 	cf := registerConn(fs)
 	return func(ctx context.Context, args []string) int {
-		if len(args) != 1 {
-			return e.UsageError("expected one workflow, got %d arguments", len(args))
-		}
-		c, err := cf.dial(e)
-		if err != nil {
-			e.Errorf("%v", err)
-			return cli.ExitUsage
-		}
-		defer c.Close()
-		return follow(ctx, e, c, cf, args[0])
+		return cf.onWorkflow(e, args, func(c client.Client, id string) int { return follow(ctx, e, c, cf, id) })
 	}
+}
+
+// onWorkflow runs f with a client of Temporal, for a command whose one
+// argument is a run's workflow ID.
+func (cf *connFlags) onWorkflow(e *env, args []string, f func(c client.Client, id string) int) int {
+	if len(args) != 1 {
+		return e.UsageError("expected one workflow, got %d arguments", len(args))
+	}
+	c, err := cf.dial(e)
+	if err != nil {
+		e.Errorf("%v", err)
+		return cli.ExitUsage
+	}
+	defer c.Close()
+	return f(c, args[0])
 }
