@@ -33,7 +33,9 @@ var (
 		`"query":{"type":"string"},` +
 		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 10"}},` +
 		`"required":["query"],"additionalProperties":false}`)
-	noArgsSchema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+	primerSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"section":{"type":"string","description":"one part of the language, or all; default the first part"}},` +
+		`"additionalProperties":false}`)
 )
 
 // The output schemas of the server's tools: the shape of each answer's
@@ -70,7 +72,7 @@ func (s *Server) addTools() {
 		ann         *sdk.ToolAnnotations
 		h           sdk.ToolHandler
 	}{
-		{toolPrimer, noArgsSchema, primerOutput, readOnly, s.getPrimer},
+		{toolPrimer, primerSchema, primerOutput, readOnly, s.getPrimer},
 		{toolSearch, searchSchema, searchOutput, readOnly, s.searchTools},
 		{toolCheck, planSchema, checkOutput, readOnly, s.checkPlan},
 		{toolDryRun, dryRunSchema, dryRunOutput, readOnly, s.dryRun},
