@@ -98,7 +98,7 @@ func TestClaudeCode(t *testing.T) {
 			t.Errorf("%s: plan mode answers %s, direct calls %s", task.name, p.answer, d.answer)
 		}
 		task.check(t)
-		t.Logf("%s: direct %d requests, %d bytes %v; plan mode %d requests, %d bytes %v", task.name, len(d.requests), d.bytes(), d.requests, len(p.requests), p.bytes(), p.requests)
+		t.Logf("%s: direct %d requests, %d bytes; plan mode %d requests, %d bytes %v", task.name, len(d.requests), d.bytes(), len(p.requests), p.bytes(), p.requests)
 		own = min(d.requests[0], p.requests[0])
 		rows = append(rows, claudeRow{
 			contextRow: contextRow{task: task.name, directCalls: len(d.requests), directBytes: d.bytes(), planCalls: len(p.requests), planBytes: p.bytes()},
