@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,6 +36,14 @@ func TestPrimerSections(t *testing.T) {
 	}
 	if strings.Contains(short, "## CEL expressions") || strings.Contains(short, "## Options") {
 		t.Errorf("the default primer holds sections it should only name:\n%s", short)
+	}
+	for tool, err := range h.client.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(tool.InputSchema); tool.Name == toolPrimer && !strings.Contains(string(b), "all, or one of: a complete plan, output, type forms, shape, for each") {
+			t.Errorf("get_primer's schema does not name the sections: %s", b)
+		}
 	}
 	var joined strings.Builder
 	for i, name := range s.names {
