@@ -89,7 +89,9 @@ func TestClaudeCode(t *testing.T) {
 				Output any
 			}
 			if err := json.Unmarshal([]byte(answer), &got); err != nil || got.Status != "completed" {
-				t.Fatalf("%s: run_plan: %v\n%s", task.name, err, answer)
+				// Not Fatal: the script runs in a goroutine of its own, and
+				// Claude Code waits for its answer.
+				t.Errorf("%s: run_plan: %v\n%s", task.name, err, answer)
 			}
 			b, _ := json.Marshal(got.Output)
 			return string(b)
