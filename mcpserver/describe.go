@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ const (
 
 // instructions are what the server tells a client about itself when it
 // connects.
-const instructions = `Obelisk runs plans of tool calls. Instead of calling tools one at a time, write one plan: it is checked against the tools' signatures before anything runs, its independent calls run in parallel, and only its output comes back. Call ` + toolPrimer + ` once to learn the language, ` + toolSearch + ` to find tools, ` + toolCheck + ` until the plan is clean, then ` + toolRun + `.`
+const instructions = `Obelisk runs plans of tool calls. Instead of calling tools one at a time, write one plan: it is checked against the tools' signatures before anything runs, its independent calls run in parallel, and only its output comes back. Call ` + toolPrimer + ` once to learn the language, ` + toolSearch + ` to find tools, then ` + toolRun + ` (it checks the plan first).`
 
 // primer returns the text that teaches a model to write plans for the
 // tools of c: how to work with the server, and the language.
@@ -56,6 +57,61 @@ Tools: %[7]d (%[8]s).
 The language, quoted from its reference:
 `, toolSearch, toolCheck, toolDryRun, toolRun, toolResume, toolStatus, len(c.tools), c.summary())
 	b.WriteString(languagePrimer())
+	return b.String()
+}
+
+// The primer comes in parts. Its workflow, a complete plan and the shape
+// of a step are what get_primer answers by default: a model that writes a
+// small plan needs no more, and every byte it reads it carries in every
+// later request. The other sections of the language come by name, as a
+// plan needs them (a for each, options, CEL), or all at once.
+const (
+	// primerAll asks for the whole primer.
+	primerAll = "all"
+	// primerShort are the sections of the default answer.
+	primerShortSections = "a complete plan|shape"
+)
+
+// primerSections returns the sections of the language primer by name
+// (their heading, in lower case, without backticks), and their names in
+// the primer's order.
+func primerSections() (map[string]string, []string) {
+	sections := map[string]string{}
+	var names []string
+	for _, part := range strings.Split("\n"+languagePrimer(), "\n## ")[1:] {
+		heading, _, _ := strings.Cut(part, "\n")
+		name := sectionName(heading)
+		sections[name] = "## " + strings.TrimRight(part, "\n") + "\n"
+		names = append(names, name)
+	}
+	return sections, names
+}
+
+// sectionName is how get_primer names a section of the primer: its
+// heading in lower case, without backticks or spaces around it.
+func sectionName(heading string) string {
+	return strings.ToLower(strings.TrimSpace(strings.ReplaceAll(heading, "`", "")))
+}
+
+// shortPrimer returns what get_primer answers by default: the workflow
+// and the tools, a complete plan, the shape of a step, and the names of
+// the other sections.
+func shortPrimer(full string, sections map[string]string, names []string) string {
+	workflow, _, _ := strings.Cut(full, "The language, quoted from its reference:")
+	var b strings.Builder
+	b.WriteString(workflow)
+	short := strings.Split(primerShortSections, "|")
+	for _, name := range short {
+		b.WriteString(sections[name])
+		b.WriteString("\n")
+	}
+	var more []string
+	for _, name := range names {
+		if !slices.Contains(short, name) {
+			more = append(more, name)
+		}
+	}
+	fmt.Fprintf(&b, "More of the language when a plan needs it: %s with section set to one of %s, or %s.\n", toolPrimer, strings.Join(more, ", "), primerAll)
 	return b.String()
 }
 
@@ -82,7 +138,7 @@ func languagePrimer() string {
 func (s *Server) descriptions() map[string]string {
 	wait := s.opts.Wait.Round(time.Second) / time.Second
 	return map[string]string{
-		toolPrimer: "How to write a plan: the workflow and the language. Read it once, before your first plan.",
+		toolPrimer: "How to write a plan: the workflow, a complete plan and the shape of a step. Read it once, before your first plan; section gives more of the language.",
 		toolSearch: fmt.Sprintf("Finds the tools a plan may call, by name or by words of their descriptions, and answers with their signatures. %d tools: %s.",
 			len(s.catalog.tools), s.catalog.summary()),
 		toolCheck:  "Checks a plan against the tools' signatures, running nothing: answers with its diagnostics as `obelisk check --format json` prints them (severity, code, message, range, excerpt, often a fix).",

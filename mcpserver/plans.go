@@ -254,11 +254,32 @@ type searchAnswer struct {
 	Total int    `json:"total"`
 }
 
-// getPrimer answers get_primer.
-func (s *Server) getPrimer(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return withText(s.primer, struct {
+// primerArgs are get_primer's arguments.
+type primerArgs struct {
+	Section string `json:"section"`
+}
+
+// getPrimer answers get_primer: by default the workflow and the start of
+// the language, else the section named, or all of it.
+func (s *Server) getPrimer(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args primerArgs
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return failure(err.Error()), nil
+	}
+	text := s.short
+	switch name := sectionName(args.Section); name {
+	case "":
+	case primerAll:
+		text = s.primer
+	default:
+		var ok bool
+		if text, ok = s.sections[name]; !ok {
+			return failure(fmt.Sprintf("the primer has no section %q; its sections: %s, or %s", args.Section, strings.Join(s.names, ", "), primerAll)), nil
+		}
+	}
+	return withText(text, struct {
 		Primer string `json:"primer"`
-	}{s.primer}), nil
+	}{text}), nil
 }
 
 // textResult is an answer of one text.

@@ -33,7 +33,6 @@ var (
 		`"query":{"type":"string"},` +
 		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"default 10"}},` +
 		`"required":["query"],"additionalProperties":false}`)
-	noArgsSchema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 )
 
 // The output schemas of the server's tools: the shape of each answer's
@@ -70,7 +69,7 @@ func (s *Server) addTools() {
 		ann         *sdk.ToolAnnotations
 		h           sdk.ToolHandler
 	}{
-		{toolPrimer, noArgsSchema, primerOutput, readOnly, s.getPrimer},
+		{toolPrimer, s.primerSchema(), primerOutput, readOnly, s.getPrimer},
 		{toolSearch, searchSchema, searchOutput, readOnly, s.searchTools},
 		{toolCheck, planSchema, checkOutput, readOnly, s.checkPlan},
 		{toolDryRun, dryRunSchema, dryRunOutput, readOnly, s.dryRun},
@@ -83,6 +82,14 @@ func (s *Server) addTools() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// primerSchema is get_primer's input schema: the names of the primer's
+// sections, so that a model may ask for those a plan needs along with the
+// first part, in one turn.
+func (s *Server) primerSchema() json.RawMessage {
+	desc, _ := json.Marshal("default the first part; or all, or one of: " + strings.Join(s.names, ", "))
+	return json.RawMessage(`{"type":"object","properties":{"section":{"type":"string","description":` + string(desc) + `}},"additionalProperties":false}`)
+}
 
 // advised returns h with Options.Advise applied to the text of its
 // answers.

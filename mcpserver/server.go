@@ -122,6 +122,11 @@ type Server struct {
 	mcp     *sdk.Server
 	catalog *catalog
 	primer  string
+	// short is get_primer's default answer; sections the language
+	// primer's parts by name, in order.
+	short    string
+	sections map[string]string
+	names    []string
 	// ctx bounds the runs, which outlive the calls that start them; stop
 	// cancels it.
 	ctx  context.Context
@@ -165,6 +170,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.primer = primer(cat)
+	s.sections, s.names = primerSections()
+	s.short = shortPrimer(s.primer, s.sections, s.names)
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "obelisk", Title: "Obelisk plan mode", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
 		// Approvals ask the person with server-initiated elicitation,
@@ -255,7 +262,8 @@ func (s *Server) Close() error {
 }
 
 // Primer returns the text that teaches a model to write plans for the
-// server's tools: what get_primer answers.
+// server's tools, whole: what get_primer answers when asked for all of it
+// (by default it answers with the first part).
 func (s *Server) Primer() string { return s.primer }
 
 // warn logs a problem that the client is not told about.
