@@ -320,12 +320,7 @@ func TestDecidedGateOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "g", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
-	}
+	dir, srv := stoppedAtGate(t, "g")
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "g"); r.code != 0 {
 		t.Fatalf("approve: exit %d\n%s", r.code, r.stderr)
 	}
@@ -474,12 +469,7 @@ func TestServeWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "g", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
-	}
+	dir, srv := stoppedAtGate(t, "g")
 	for _, flag := range []string{"--allow-net=127.0.0.1", "--run-timeout=1m", "--model=m"} {
 		if r := runObelisk(t, dir, "serve", "--state-dir", "st", "--addr", "127.0.0.1:0", flag); r.code != exitUsage || !strings.Contains(r.stderr, " is for --worker: without it the console continues no run and runs no tool") {
 			t.Errorf("serve %s without --worker: exit %d\n%s", flag, r.code, r.stderr)
@@ -508,6 +498,20 @@ func TestServeWorker(t *testing.T) {
 	if r := serve.end(); r.code != 0 || !strings.Contains(r.stdout, `"c(b(a()))"`) {
 		t.Errorf("obelisk serve --worker: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// stoppedAtGate runs gate.plan, in a new directory, as run id of state
+// st, in a process that ends when the run stops at its gate; it returns
+// the directory and the gate server.
+func stoppedAtGate(t *testing.T, id string) (string, *gateServer) {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	srv := newGateServer(t)
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", id, "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	return dir, srv
 }
 
 // cancelMidStep runs chain.plan as run busy in state st, in a process of
