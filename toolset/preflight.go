@@ -2,6 +2,7 @@ package toolset
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/obelisk-plan/obelisk/compiler"
@@ -165,14 +166,36 @@ func (s *Set) WeakSecrets(prog *compiler.Program) []WeakSecret {
 	}
 	var out []WeakSecret
 	for _, t := range prog.CalledTools() {
-		if s.mocks.Has(t.Name) {
-			continue
+		out = append(out, s.weakSecrets(t.Name)...)
+	}
+	return out
+}
+
+// AllWeakSecrets returns every HTTP tool of the set, in the order they
+// were bound, whose secrets include some that cannot be hidden within
+// text: what a server that runs any plan with these tools warns of as it
+// starts.
+func (s *Set) AllWeakSecrets() []WeakSecret {
+	var out []WeakSecret
+	for i, bt := range s.bound {
+		if !slices.ContainsFunc(s.bound[:i], func(o *bound) bool { return o.def.Name == bt.def.Name }) {
+			out = append(out, s.weakSecrets(bt.def.Name)...)
 		}
-		for _, bt := range s.bound {
-			if impl, ok := bt.impl.(*httptool.Tool); ok && bt.def.Name == t.Name {
-				if names := impl.WeakSecrets(); len(names) > 0 {
-					out = append(out, WeakSecret{Tool: t.Name, File: bt.file, Secrets: names})
-				}
+	}
+	return out
+}
+
+// weakSecrets returns the HTTP tools named tool, unless a mock answers
+// it, whose secrets include some that cannot be hidden within text.
+func (s *Set) weakSecrets(tool string) []WeakSecret {
+	if s.mocks.Has(tool) {
+		return nil
+	}
+	var out []WeakSecret
+	for _, bt := range s.bound {
+		if impl, ok := bt.impl.(*httptool.Tool); ok && bt.def.Name == tool {
+			if names := impl.WeakSecrets(); len(names) > 0 {
+				out = append(out, WeakSecret{Tool: tool, File: bt.file, Secrets: names})
 			}
 		}
 	}

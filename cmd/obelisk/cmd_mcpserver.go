@@ -71,6 +71,11 @@ func mcpServerCommand() *command {
 				if status != exitOK {
 					return status
 				}
+				// Any plan may call any of the tools: the warning obelisk
+				// run gives of the tools a plan calls is given of them all.
+				for _, w := range rf.set.AllWeakSecrets() {
+					fmt.Fprintf(e.Stderr, "obelisk mcp-server: warning: %s\n", w)
+				}
 				vmo := vm.Options{MaxParallel: rf.maxParallel, StepTimeout: *stepTimeout, RunTimeout: *runTimeout, MaxOutputBytes: *maxOutput, MaxCost: rf.limits.MaxCost}
 				if opts.settings, err = opts.tools.record(vmo, policy); err != nil {
 					e.Errorf("%v", err)

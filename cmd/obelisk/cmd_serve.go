@@ -12,6 +12,7 @@ import (
 	"github.com/obelisk-plan/obelisk/console"
 	"github.com/obelisk-plan/obelisk/durable"
 	"github.com/obelisk-plan/obelisk/lang"
+	"github.com/obelisk-plan/obelisk/toolkit/permission"
 )
 
 // defaultServeAddr is where the console listens unless --addr says
@@ -34,9 +35,27 @@ func serveCommand() *command {
 			cf.registerLimits(fs)
 			maxParallel := fs.Int("max-parallel", 8, "the parallelism the plan page's estimates and dry runs assume")
 			create := fs.Bool("create", false, "create the state directory and an empty journal when --state-dir holds none (a console started before the first run); without it such a directory is an error")
+			worker := fs.Bool("worker", false, "also continue, in this process, every run of the journal whose decisions are made (in the console or elsewhere), as obelisk worker does, with the tools each run recorded and the grants of this command line; without it the console runs no tool")
+			// The flags of the worker, as obelisk worker's (the grants are
+			// the command line's, not the journal's), which only --worker
+			// uses.
+			var xf execFlags
+			var gf permission.Flags
+			var mf modelFlags
+			wfs := flag.NewFlagSet("serve --worker", flag.ContinueOnError)
+			gf.Register(wfs)
+			mf.register(wfs)
+			wfs.DurationVar(&xf.runTimeout, "run-timeout", 0, "the longest a continued run may take in this process; 0 sets no limit, and a run takes the limit it was started with")
+			wfs.StringVar(&xf.evaluator, "evaluator", "", "judge the criteria in words of the continued runs: model or a rules file, as obelisk resume's --evaluator")
+			wfs.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, "with --worker: "+f.Usage) })
 			return func(ctx context.Context, args []string) int {
 				if len(args) != 0 {
 					return usageError(e, "serve", "expected no arguments, got %d", len(args))
+				}
+				if !*worker {
+					if only := givenOf(fs, wfs); only != "" {
+						return usageError(e, "serve", "%s is for --worker: without it the console continues no run and runs no tool", only)
+					}
 				}
 				stop, status := cf.connect(ctx, e, "serve")
 				if stop == nil {
@@ -78,7 +97,32 @@ func serveCommand() *command {
 				case srv.Token() == "":
 					fmt.Fprintf(e.Stderr, "obelisk serve: it answers only on this machine, at localhost; stop it with Ctrl-C\n")
 				}
-				if err := srv.Serve(ctx); err != nil {
+				stopWorker := func() error { return nil }
+				if *worker {
+					xf.stateFlags = sf
+					xf.evalModel = mf.settings.EvalModel
+					fmt.Fprintf(e.Stderr, "obelisk serve: it also continues the runs of %s as their decisions are made, with the grants of its command line\n", st.Path())
+					// The worker has a journal of its own: it sees the
+					// decisions made in the console as another process's.
+					wst, err := durable.OpenExisting(sf.dir, durable.Options{})
+					if err != nil {
+						e.Errorf("%v", err)
+						return exitUsage
+					}
+					defer wst.Close()
+					wctx, cancel := context.WithCancel(ctx)
+					done := make(chan error, 1)
+					go func() { done <- continueDecided(wctx, e, "obelisk serve", wst, &xf, &gf, &mf) }()
+					stopWorker = func() error {
+						cancel()
+						return <-done
+					}
+				}
+				err = srv.Serve(ctx)
+				if werr := stopWorker(); werr != nil {
+					err = errors.Join(err, werr)
+				}
+				if err != nil {
 					e.Errorf("%v", err)
 					return exitUsage
 				}
@@ -86,6 +130,18 @@ func serveCommand() *command {
 			}
 		},
 	}
+}
+
+// givenOf returns the first flag given to fs that of names, as --NAME,
+// or "".
+func givenOf(fs, of *flag.FlagSet) string {
+	given := ""
+	fs.Visit(func(f *flag.Flag) {
+		if given == "" && of.Lookup(f.Name) != nil {
+			given = "--" + f.Name
+		}
+	})
+	return given
 }
 
 // openConsole opens the journal the console shows. A state directory

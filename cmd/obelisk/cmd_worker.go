@@ -39,36 +39,10 @@ func workerCommand() *command {
 				}
 				defer st.Close()
 				fmt.Fprintf(e.Stderr, "worker: continuing the runs of %s as their decisions are made (stop with Ctrl-C)\n", st.Path())
-				// left are the runs this worker could not go on with (their
-				// tools may not run with its grants): it does not try again.
-				left := map[string]bool{}
-				changes := st.Changes()
-				for changes.Next(ctx) == nil {
-					ready, err := st.Ready()
-					if err != nil {
-						e.Errorf("%v", err)
-						return exitUsage
-					}
-					for _, id := range ready {
-						if ctx.Err() != nil || left[id] {
-							continue
-						}
-						r, err := st.Continue(id)
-						if err != nil {
-							// Another process owns it (the one that waits
-							// for it, another worker), or it changed.
-							e.log.Debug("not continuing", "run", id, "why", err)
-							continue
-						}
-						fmt.Fprintf(e.Stderr, "worker: run %s: its decisions are made; continuing it\n", id)
-						xf.resumed(ctx, e, r, &gf, &mf)
-						if det, err := st.Show(id); err == nil && det.Status == vm.RunWaiting {
-							if pending, _ := st.Pending(id); len(pending) == 0 {
-								left[id] = true
-								fmt.Fprintf(e.Stderr, "worker: run %s is left waiting; obelisk resume%s %s with the grants it needs continues it\n", id, xf.also(), id)
-							}
-						}
-					}
+				xf.evalModel = mf.settings.EvalModel
+				if err := continueDecided(ctx, e, "worker", st, &xf, &gf, &mf); err != nil {
+					e.Errorf("%v", err)
+					return exitUsage
 				}
 				return exitOK
 			}
@@ -112,6 +86,47 @@ func cancelCommand() *command {
 			}
 		},
 	}
+}
+
+// continueDecided continues, one at a time until ctx is done, every run
+// of the journal st whose decisions are made and that no other process
+// runs or waits for, with the tools each run recorded and the grants gf
+// of this command line: the loop of obelisk worker and of obelisk serve
+// --worker, whose messages on stderr start with who. A run its tools may
+// not continue with these grants is left waiting, said once, and not
+// tried again. It returns an error only when the journal cannot be read.
+func continueDecided(ctx context.Context, e *env, who string, st *durable.Store, xf *execFlags, gf *permission.Flags, mf *modelFlags) error {
+	// left are the runs this process could not go on with (their tools
+	// may not run with its grants): it does not try again.
+	left := map[string]bool{}
+	changes := st.Changes()
+	for changes.Next(ctx) == nil {
+		ready, err := st.Ready()
+		if err != nil {
+			return err
+		}
+		for _, id := range ready {
+			if ctx.Err() != nil || left[id] {
+				continue
+			}
+			r, err := st.Continue(id)
+			if err != nil {
+				// Another process owns it (the one that waits for it,
+				// another worker), or it changed.
+				e.log.Debug("not continuing", "run", id, "why", err)
+				continue
+			}
+			fmt.Fprintf(e.Stderr, "%s: run %s: its decisions are made; continuing it\n", who, id)
+			xf.resumed(ctx, e, r, gf, mf)
+			if det, err := st.Show(id); err == nil && det.Status == vm.RunWaiting {
+				if pending, _ := st.Pending(id); len(pending) == 0 {
+					left[id] = true
+					fmt.Fprintf(e.Stderr, "%s: run %s is left waiting; obelisk resume%s %s with the grants it needs continues it\n", who, id, xf.also(), id)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // defaultDecider names who decides or cancels from this command line:

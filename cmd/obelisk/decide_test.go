@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -90,14 +91,15 @@ func start(t *testing.T, dir string, args ...string) *started {
 	return p
 }
 
-// waitLine waits for a line of the process's stderr that holds want.
-func (p *started) waitLine(t *testing.T, want string) {
+// waitLine waits for a line of the process's stderr that holds want, and
+// returns it.
+func (p *started) waitLine(t *testing.T, want string) string {
 	t.Helper()
 	for {
 		select {
 		case l := <-p.lines:
 			if strings.Contains(l, want) {
-				return
+				return l
 			}
 		case r := <-p.done:
 			p.done <- r
@@ -318,12 +320,7 @@ func TestDecidedGateOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "g", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
-	}
+	dir, srv := stoppedAtGate(t, "g")
 	if r := runObelisk(t, dir, "approve", "--state-dir", "st", "g"); r.code != 0 {
 		t.Fatalf("approve: exit %d\n%s", r.code, r.stderr)
 	}
@@ -460,6 +457,61 @@ func TestConsoleDecidesAndCancels(t *testing.T) {
 	if code, body = c.Submit("/runs/d", "/runs/w/cancel", url.Values{"confirm": {"yes"}}); code != http.StatusConflict || !strings.Contains(body, "has ended (completed)") {
 		t.Errorf("cancel of an ended run: %d\n%s", code, body)
 	}
+}
+
+// TestServeWorker: obelisk serve --worker, started with the grants the
+// runs need, is the console and the worker at once: a run that stopped at
+// its gate, its process gone, is approved in the console and continued by
+// the console's own process, with no other command; the gated tool is
+// called once. Without --worker, serve takes none of the worker's flags.
+func TestServeWorker(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir, srv := stoppedAtGate(t, "g")
+	for _, flag := range []string{"--allow-net=127.0.0.1", "--run-timeout=1m", "--model=m"} {
+		if r := runObelisk(t, dir, "serve", "--state-dir", "st", "--addr", "127.0.0.1:0", flag); r.code != exitUsage || !strings.Contains(r.stderr, " is for --worker: without it the console continues no run and runs no tool") {
+			t.Errorf("serve %s without --worker: exit %d\n%s", flag, r.code, r.stderr)
+		}
+	}
+	serve := start(t, dir, "serve", "--worker", "--allow-net=127.0.0.1", "--state-dir", "st", "--addr", "127.0.0.1:0")
+	line := serve.waitLine(t, "obelisk serve: the console of ")
+	c := consoletest.Open(t, line[strings.LastIndex(line, " ")+1:])
+	serve.waitLine(t, "obelisk serve: it also continues the runs of ")
+	if calls := srv.counts(); calls["b"] != 0 {
+		t.Fatalf("b was called before the decision: %v", calls)
+	}
+	code, body := c.Submit("/runs/g", "/runs/g/decide", url.Values{"round": {"0"}, "step": {"b"}, "decision": {"approve"}, "by": {"Ann"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("decide: %d\n%s", code, body)
+	}
+	serve.waitLine(t, "obelisk serve: run g: its decisions are made; continuing it")
+	waitStatus(t, dir, "st", "g", "completed")
+	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1, "c": 1}, srv.counts()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if show := runObelisk(t, dir, "show", "--state-dir", "st", "g"); !strings.Contains(show.stdout, `step b (http.get) "Send b?": approved by Ann (console)`) {
+		t.Errorf("show does not name who decided:\n%s", show.stdout)
+	}
+	serve.cmd.Process.Signal(os.Interrupt)
+	if r := serve.end(); r.code != 0 || !strings.Contains(r.stdout, `"c(b(a()))"`) {
+		t.Errorf("obelisk serve --worker: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// stoppedAtGate runs gate.plan, in a new directory, as run id of state
+// st, in a process that ends when the run stops at its gate; it returns
+// the directory and the gate server.
+func stoppedAtGate(t *testing.T, id string) (string, *gateServer) {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	srv := newGateServer(t)
+	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", id, "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); r.code != exitWaiting {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	return dir, srv
 }
 
 // cancelMidStep runs chain.plan as run busy in state st, in a process of

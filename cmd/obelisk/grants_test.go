@@ -284,3 +284,34 @@ output {
 		t.Errorf("the output:\n%s", stdout)
 	}
 }
+
+// TestWeakSecretWarnedByServer: obelisk mcp-server, whose tools any plan
+// may call, names at start-up each tool that sends a secret too short or
+// too plain to hide, as obelisk run does for the tools of its plan, and
+// only those.
+func TestWeakSecretWarnedByServer(t *testing.T) {
+	tools := `{"tools": [
+  {"name": "lookup", "inputSchema": {"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
+   "http": {"url": "${OBELISK_TEST_BASE}/{what}", "headers": {"X-Api-Key": "${OBELISK_TEST_WORD}"}}},
+  {"name": "strong", "inputSchema": {"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
+   "http": {"url": "${OBELISK_TEST_BASE}/{what}", "headers": {"Authorization": "Bearer ${OBELISK_TEST_TOKEN}"}}},
+  {"name": "plain", "inputSchema": {"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
+   "http": {"url": "${OBELISK_TEST_BASE}/{what}"}}
+]}`
+	dir := writeFiles(t, map[string]string{"tools.json": tools})
+	cmd := obelisk(t, dir, "mcp-server", "--state-dir", t.TempDir(), "--tools", "tools.json",
+		"--allow-env=OBELISK_TEST_BASE,OBELISK_TEST_WORD,OBELISK_TEST_TOKEN", "--allow-net=127.0.0.1")
+	cmd.Env = append(cmd.Env, "OBELISK_TEST_BASE=http://127.0.0.1:9", "OBELISK_TEST_WORD=wrong", "OBELISK_TEST_TOKEN=tok-3f9a1c7e5b")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // stdin is empty: the server starts, warns and ends
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcp-server: %v\n%s", err, stderr.String())
+	}
+	got := stderr.String()
+	if !strings.Contains(got, "obelisk mcp-server: warning: lookup (its http block in ") || !strings.Contains(got, "sends ${OBELISK_TEST_WORD}, too short or too plain") {
+		t.Errorf("no warning of lookup's secret:\n%s", got)
+	}
+	if n := strings.Count(got, "warning:"); n != 1 || strings.Contains(got, "wrong") || strings.Contains(got, "tok-3f9a1c7e5b") {
+		t.Errorf("%d warnings, or a secret shown:\n%s", n, got)
+	}
+}

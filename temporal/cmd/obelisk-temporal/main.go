@@ -359,17 +359,24 @@ func cmpOr(s, alt string) string {
 	return s
 }
 
-// report prints a run's output on stdout and its summary on stderr.
+// report prints a run's summary on stderr and, as obelisk run does, its
+// output on stdout only when the run completed: a run that failed, was
+// canceled or ended partial prints nothing there, and the partial output
+// of one that ended partial (null for what failed) goes to stderr.
 func report(e *env, out *obtemporal.Outcome) int {
 	if out.Diagnostics != "" {
 		io.WriteString(e.Stderr, out.Diagnostics)
 	}
+	var output []byte
 	if len(out.Output) > 0 {
 		var b bytes.Buffer
 		if json.Indent(&b, out.Output, "", "  ") == nil {
 			b.WriteByte('\n')
-			e.Stdout.Write(lang.EscapeControlJSON(b.Bytes()))
+			output = lang.EscapeControlJSON(b.Bytes())
 		}
+	}
+	if out.Status == vm.RunCompleted {
+		e.Stdout.Write(output)
 	}
 	s := out.Summary
 	fmt.Fprintf(e.Stderr, "%s: %d steps, %d completed, %d skipped, %d failed", out.Status, s.Steps, s.Completed, s.Skipped, s.Failed)
@@ -386,6 +393,9 @@ func report(e *env, out *obtemporal.Outcome) int {
 	}
 	if out.Error != "" && out.Status != vm.RunCompleted && len(out.Failed) == 0 {
 		fmt.Fprintf(e.Stderr, "  %s\n", lang.EscapeControl(out.Error))
+	}
+	if out.Status == vm.RunPartial && output != nil {
+		fmt.Fprintf(e.Stderr, "  its partial output (null for what failed), not printed on stdout:\n  %s\n", strings.ReplaceAll(strings.TrimRight(string(output), "\n"), "\n", "\n  "))
 	}
 	if out.Status != vm.RunCompleted {
 		return cli.ExitInput
