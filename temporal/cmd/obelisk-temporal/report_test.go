@@ -15,14 +15,15 @@ import (
 // stdout only when the run completed; a failed run prints nothing there
 // (no null output), and a partial one shows its output on stderr.
 func TestReportStdout(t *testing.T) {
-	for _, tc := range []struct {
+	type reported struct {
 		status     vm.RunStatus
 		output     string
 		code       int
 		stdout     string
 		stderrHas  string
 		stderrLack string
-	}{
+	}
+	for _, tc := range []reported{
 		{vm.RunCompleted, `{"summary":"ok"}`, cli.ExitOK, "{\n  \"summary\": \"ok\"\n}\n", "completed: 1 steps", "not printed"},
 		{vm.RunFailed, `{"summary":null}`, cli.ExitInput, "", "failed: 1 steps", "null"},
 		{vm.RunFailed, ``, cli.ExitInput, "", "failed: 1 steps", "not printed"},
