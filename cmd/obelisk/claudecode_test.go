@@ -200,6 +200,10 @@ func runClaude(t *testing.T, claude, root string, servers map[string]any, tools 
 		// default; whole results, as the direct calls of the other
 		// context-size test read them.
 		"ENABLE_TOOL_SEARCH=true", "MAX_MCP_OUTPUT_TOKENS=1000000", "MCP_TOOL_TIMEOUT=600000", "MCP_TIMEOUT=60000",
+		// Wait for every MCP server to connect before the first request,
+		// however long a loaded machine takes to start them (by default
+		// Claude Code gives a server 5 s and goes on without it).
+		"MCP_CONNECTION_NONBLOCKING=false", "MCP_CONNECT_TIMEOUT_MS=60000",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
