@@ -130,19 +130,30 @@ func waitStatus(t *testing.T, dir, state, run, want string) {
 	}
 }
 
+// decideSetup starts a test that runs processes (it runs in parallel,
+// and not with -short): a directory with the gated plan (gate.plan) and
+// the chain (chain.plan), the loopback tool server their steps call, and
+// the input that names it.
+func decideSetup(t *testing.T) (dir string, srv *gateServer, input string) {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
+	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
+	srv = newGateServer(t)
+	return dir, srv, `{"base": "` + srv.URL + `"}`
+}
+
 // TestWaitApprovedElsewhere: a run started with --wait stops at its gate
 // and waits in its own process, saying so on stderr; approved from
 // another process (obelisk approve), it goes on with no other command,
 // calls the gated tool once and ends; the decision names who made it.
 func TestWaitApprovedElsewhere(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	p := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan")
+	dir, srv, input := decideSetup(t)
+	p := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "gate.plan")
 	p.waitLine(t, "waiting for a decision on b: obelisk approve --state-dir st w b, or the console")
 	if diff := cmp.Diff(map[string]int{"a": 1}, srv.counts()); diff != "" {
 		t.Errorf("calls before the decision (-want +got):\n%s", diff)
@@ -170,18 +181,12 @@ func TestWaitApprovedElsewhere(t *testing.T) {
 // TestWaitTimeout: without a decision within --wait-timeout, the process
 // leaves the run waiting and says what continues it.
 func TestWaitTimeout(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	r := runObelisk(t, dir, "run", "--wait", "--wait-timeout", "300ms", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan")
+	dir, _, input := decideSetup(t)
+	r := runObelisk(t, dir, "run", "--wait", "--wait-timeout", "300ms", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "gate.plan")
 	if r.code != exitWaiting || !strings.Contains(r.stderr, "no decision within --wait-timeout 300ms") || !strings.Contains(r.stderr, "obelisk resume --state-dir st w") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	if bad := runObelisk(t, dir, "run", "--wait", "--wait-timeout", "0s", "--allow-net=127.0.0.1", "--state-dir", "st2", "--input", `{"base": "`+srv.URL+`"}`, "gate.plan"); bad.code != exitUsage || !strings.Contains(bad.stderr, "--wait-timeout must be positive") {
+	if bad := runObelisk(t, dir, "run", "--wait", "--wait-timeout", "0s", "--allow-net=127.0.0.1", "--state-dir", "st2", "--input", input, "gate.plan"); bad.code != exitUsage || !strings.Contains(bad.stderr, "--wait-timeout must be positive") {
 		t.Errorf("--wait-timeout 0: exit %d\n%s", bad.code, bad.stderr)
 	}
 }
@@ -192,14 +197,7 @@ func TestWaitTimeout(t *testing.T) {
 // of three workers and the waiting process racing for decided runs, each
 // run is continued by one: the gated tool is called once.
 func TestWorkerContinues(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	input := `{"base": "` + srv.URL + `"}`
+	dir, srv, input := decideSetup(t)
 	if r := runObelisk(t, dir, "run", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "alone", "--input", input, "gate.plan"); r.code != exitWaiting {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
@@ -252,15 +250,7 @@ func TestWorkerContinues(t *testing.T) {
 // process waits for, and one no process runs, at once; each is recorded
 // as aborted, by whom and why, and is not resumed.
 func TestCancel(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	srv := newGateServer(t)
-	input := `{"base": "` + srv.URL + `"}`
+	dir, srv, input := decideSetup(t)
 
 	// A run in the middle of step b.
 	cancelMidStep(t, dir, srv, input, "run busy was canceled by ann: wrong input", func() {
@@ -392,15 +382,7 @@ wait:
 // decision; and the console's Cancel button, once confirmed, stops a run
 // another process runs: the tools after the cancel point are not called.
 func TestConsoleDecidesAndCancels(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gate.plan"), decidePlan)
-	writeFile(t, filepath.Join(dir, "chain.plan"), chainPlan)
-	srv := newGateServer(t)
-	input := `{"base": "` + srv.URL + `"}`
+	dir, srv, input := decideSetup(t)
 	// A run that waits, decided by nobody yet, so that the journal exists
 	// for the console.
 	waiter := start(t, dir, "run", "--wait", "--allow-net=127.0.0.1", "--state-dir", "st", "--run-id", "w", "--input", input, "gate.plan")
